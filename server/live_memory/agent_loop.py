@@ -1,0 +1,315 @@
+"""The tool loop for one question: prompt blocks -> provider -> tools -> ... -> an answer.
+
+The loop owns the soft deadline (`asyncio.timeout`), retries of transient provider failures
+inside it, the cold-start explore guard, and keeping a question's in-flight tool output within
+the model's hard context. It works on the window it is handed (a fork); committing and
+persisting are the caller's job. An external cancellation (client hung up) always propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from live_memory import constants as C
+from live_memory import prompts
+from live_memory.context_window import ContextWindow, with_breakpoint
+from live_memory.errors import PromptTooLongError, ProviderError
+from live_memory.providers.base import (
+    ChatProvider,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    Part,
+    TextPart,
+    ToolResultPart,
+)
+from live_memory.records import Usage
+
+logger = logging.getLogger(__name__)
+
+
+class ToolOutcomeLike(Protocol):
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def is_error(self) -> bool: ...
+
+    @property
+    def files_read(self) -> tuple[str, ...]: ...
+
+
+class ToolRunner(Protocol):
+    """The one seam every tool call goes through (the `tools` package implements it)."""
+
+    async def run(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcomeLike: ...
+
+
+# Compaction hook: called before the prompt is built (None) and after a prompt-too-long error
+# (the provider's stated limit, 0 when it named none).
+Compactor = Callable[[ContextWindow, int | None], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class LoopLimits:
+    timeout_s: float
+    max_iterations: int
+    answer_tokens: int
+    context_tokens: int
+    force_explore_when_cold: bool
+
+
+@dataclass
+class LoopOutcome:
+    """What the loop produced; the caller commits it and renders the trailer."""
+
+    answer: str
+    usage: Usage = field(default_factory=Usage)
+    tool_calls: int = 0
+    files_read: list[str] = field(default_factory=list)
+    timed_out: bool = False
+    model: str = ""
+    question_message: Message | None = None
+    first_prompt_estimate: int = 0
+    first_prompt_actual: int = 0
+    status: str = "starting"
+
+
+def build_trailing(question: str, hint: str) -> Message:
+    """The volatile last user turn: the question (stored later) then the hint (never stored)."""
+    return Message("user", (TextPart(prompts.question_block(question)), TextPart(hint)))
+
+
+class QuestionLoop:
+    def __init__(
+        self,
+        provider: ChatProvider,
+        tools: ToolRunner,
+        tool_schemas: Sequence[Mapping[str, Any]],
+        limits: LoopLimits,
+        *,
+        workspace_root: Path,
+        cache_key: str | None = None,
+        compactor: Compactor | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.provider = provider
+        self.tools = tools
+        self.tool_schemas = tuple(tool_schemas)
+        self.limits = limits
+        self.root = workspace_root
+        self.cache_key = cache_key
+        self.compactor = compactor
+        self.clock = clock
+
+    async def answer(self, window: ContextWindow, question: str, outcome: LoopOutcome | None = None) -> LoopOutcome:
+        """Run the loop on `window` (mutated: deltas synced, reads recorded, exchange appended)."""
+        out = outcome or LoopOutcome(answer="", model=self.provider.info.model)
+        started = self.clock()
+        deadline = started + self.limits.timeout_s
+        reserve = min(C.FINAL_ANSWER_RESERVE_S, self.limits.timeout_s * 0.25)
+        window.sync_deltas()
+        if self.compactor is not None:
+            await self.compactor(window, None)
+        hint = prompts.question_hint(
+            time_budget_s=self.limits.timeout_s,
+            answer_tokens=self.limits.answer_tokens,
+            recently_modified=window.drain_recently_modified(),
+        )
+        trailing = build_trailing(question, hint)
+        out.question_message = Message("user", (trailing.parts[0],))
+        transcript: list[Message] = []
+        try:
+            async with asyncio.timeout_at(self._loop_time(deadline - reserve)):
+                await self._run(window, trailing, transcript, out, deadline)
+        except TimeoutError:
+            out.timed_out = True
+            out.status = "deadline reached; writing the best answer so far"
+            await self._best_effort(window, trailing, transcript, out, deadline)
+        window.add_exchange(out.question_message, question, out.answer, out.files_read)
+        return out
+
+    def _loop_time(self, when: float) -> float:
+        """Translate a deadline on our clock to the event loop's clock."""
+        return asyncio.get_running_loop().time() + max(when - self.clock(), 0.0)
+
+    async def _run(
+        self,
+        window: ContextWindow,
+        trailing: Message,
+        transcript: list[Message],
+        out: LoopOutcome,
+        deadline: float,
+    ) -> None:
+        guard_used = not (self.limits.force_explore_when_cold and window.cold)
+        for iteration in range(self.limits.max_iterations):
+            out.status = f"thinking (turn {iteration + 1})"
+            response = await self._call(window, trailing, transcript, out, deadline)
+            if not response.tool_calls:
+                if not guard_used and out.tool_calls == 0:
+                    guard_used = True
+                    transcript.append(response.as_message())
+                    transcript.append(Message("user", (TextPart(prompts.COLD_EXPLORE_NUDGE),)))
+                    continue
+                out.answer = response.text.strip() or "(the model returned an empty answer)"
+                return
+            if response.text.strip():
+                out.answer = response.text.strip()
+            transcript.append(response.as_message())
+            transcript.append(await self._run_tools(window, response, out))
+        # Out of tool turns: ask once for the answer from what was found.
+        transcript.append(Message("user", (TextPart(prompts.ITERATIONS_NUDGE),)))
+        response = await self._call(window, trailing, transcript, out, deadline)
+        out.answer = response.text.strip() or out.answer or "(no answer within the tool-turn limit)"
+
+    async def _run_tools(self, window: ContextWindow, response: ChatResponse, out: LoopOutcome) -> Message:
+        names = ", ".join(c.name for c in response.tool_calls)
+        out.status = f"running {names}"
+        outcomes = await asyncio.gather(*(self.tools.run(c.name, c.arguments) for c in response.tool_calls))
+        parts: list[Part] = []
+        for call, result in zip(response.tool_calls, outcomes, strict=True):
+            out.tool_calls += 1
+            for path in result.files_read:
+                if path not in out.files_read:
+                    out.files_read.append(path)
+                    await self._record_read(window, path)
+            parts.append(ToolResultPart(call.id, result.text, is_error=result.is_error))
+        return Message("user", tuple(parts))
+
+    async def _record_read(self, window: ContextWindow, path: str) -> None:
+        digest = await asyncio.to_thread(_hash_file, self.root / path)
+        if digest is not None:
+            window.record_read(path, digest[0], digest[1])
+
+    def _messages(self, window: ContextWindow, trailing: Message, transcript: list[Message]) -> ChatRequest:
+        system, messages = window.prompt_blocks(trailing)
+        tail = list(transcript)
+        if tail:
+            tail[-1] = with_breakpoint(tail[-1])  # bp4: moves with each tool-loop iteration
+        return ChatRequest(
+            system=system,
+            messages=(*messages, *tail),
+            max_tokens=self.limits.answer_tokens,
+            tools=self.tool_schemas,
+            cache_key=self.cache_key,
+        )
+
+    def _fit_transcript(self, window: ContextWindow, transcript: list[Message]) -> None:
+        """Shorten the oldest tool results of this question when they crowd the hard context."""
+        allowance = int(self.limits.context_tokens * 0.95) - window.prompt_tokens() - self.limits.answer_tokens
+        allowance = max(allowance, int(self.limits.context_tokens * 0.1))
+        sizes = [sum(window.tokens(_part_text(p)) for p in m.parts) for m in transcript]
+        total = sum(sizes)
+        for index, message in enumerate(transcript):
+            if total <= allowance or index >= len(transcript) - 1:
+                break
+            if message.role != "user" or not any(isinstance(p, ToolResultPart) for p in message.parts):
+                continue
+            shrunk = tuple(
+                replace(p, content=prompts.SHRUNK_TOOL_RESULT) if isinstance(p, ToolResultPart) else p
+                for p in message.parts
+            )
+            transcript[index] = Message("user", shrunk)
+            new_size = sum(window.tokens(_part_text(p)) for p in shrunk)
+            total -= sizes[index] - new_size
+            sizes[index] = new_size
+
+    async def _call(
+        self,
+        window: ContextWindow,
+        trailing: Message,
+        transcript: list[Message],
+        out: LoopOutcome,
+        deadline: float,
+    ) -> ChatResponse:
+        compacted_for_overflow = False
+        attempt = 0
+        while True:
+            self._fit_transcript(window, transcript)
+            request = self._messages(window, trailing, transcript)
+            try:
+                response = await self.provider.chat(request)
+            except PromptTooLongError as exc:
+                if compacted_for_overflow or self.compactor is None:
+                    raise
+                compacted_for_overflow = True
+                out.status = "prompt too long; compacting the memory and retrying"
+                await self.compactor(window, exc.limit_tokens or 0)
+                continue
+            except ProviderError as exc:
+                delay = self._retry_delay(exc, attempt, deadline)
+                if delay is None:
+                    raise
+                attempt += 1
+                out.status = f"provider busy; retrying in {delay:.1f}s"
+                logger.info("retrying provider call in %.1fs after: %s", delay, exc)
+                await asyncio.sleep(delay)
+                continue
+            out.usage = out.usage + response.usage
+            out.model = response.model or out.model
+            if not out.first_prompt_actual:
+                out.first_prompt_estimate = sum(window.tokens(p.text) for p in request.system) + sum(
+                    window.tokens(_part_text(p)) for m in request.messages for p in m.parts
+                )
+                out.first_prompt_actual = response.usage.prompt_tokens
+            return response
+
+    def _retry_delay(self, exc: ProviderError, attempt: int, deadline: float) -> float | None:
+        if not exc.retryable or attempt >= C.PROVIDER_MAX_RETRIES:
+            return None
+        hinted = getattr(exc, "retry_after_s", None)
+        backoff = min(C.RETRY_BASE_DELAY_S * (2**attempt), C.RETRY_MAX_DELAY_S)
+        delay = float(hinted) if hinted is not None else backoff * (0.5 + random.random())
+        if self.clock() + delay >= deadline:
+            return None
+        return delay
+
+    async def _best_effort(
+        self,
+        window: ContextWindow,
+        trailing: Message,
+        transcript: list[Message],
+        out: LoopOutcome,
+        deadline: float,
+    ) -> None:
+        """At the soft deadline: one bounded wrap-up call if there is material, else what we have."""
+        remaining = deadline - self.clock()
+        if transcript and remaining > 0.5:
+            transcript.append(Message("user", (TextPart(prompts.DEADLINE_NUDGE),)))
+            try:
+                async with asyncio.timeout(remaining):
+                    response = await self._call(window, trailing, transcript, out, deadline)
+                if response.text.strip():
+                    out.answer = response.text.strip()
+            except (TimeoutError, ProviderError) as exc:
+                logger.info("wrap-up call at the deadline failed: %s", exc)
+        if not out.answer:
+            explored = f" Files examined so far: {', '.join(out.files_read)}." if out.files_read else ""
+            out.answer = (
+                f"No complete answer within the time budget ({self.limits.timeout_s:.0f}s); "
+                f"the model did not finish in time.{explored} Ask again, or narrow the question."
+            )
+
+
+def _part_text(part: Part) -> str:
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, ToolResultPart):
+        return part.content
+    return part.name + str(dict(part.input))
+
+
+def _hash_file(path: Path) -> tuple[str, int] | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return hashlib.sha256(data).hexdigest(), len(data)

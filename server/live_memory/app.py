@@ -1,0 +1,94 @@
+"""The ASGI application: JSON routes, the MCP endpoint (mounted last), and the lifespan.
+
+The lifespan enters the MCP session manager (a mounted sub-app's own lifespan never runs) and
+closes the provider's HTTP client on shutdown.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from live_memory.config import Settings
+from live_memory.constants import MCP_PATH
+from live_memory.manager import QuestionManager, Runtime, ToolFactory
+from live_memory.mcp_tools import build_mcp_server
+from live_memory.providers.base import ChatProvider
+from live_memory.providers.factory import build_provider
+from live_memory.routes import build_routes
+from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
+
+ProviderFactory = Callable[[Settings], ChatProvider | None]
+
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def default_tool_factory(root: Path, settings: Settings) -> Toolbox:
+    return Toolbox(root, ToolLimits())
+
+
+class McpTrailingSlash:
+    """Serve `/mcp/` as `/mcp` without a redirect (some clients do not follow 307 on POST)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path") == MCP_PATH + "/":
+            scope = dict(scope, path=MCP_PATH, raw_path=MCP_PATH.encode())
+        await self.app(scope, receive, send)
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings:
+    hosts = list(LOOPBACK_HOSTS)
+    origins = list(LOOPBACK_ORIGINS)
+    if settings.host not in ("127.0.0.1", "localhost", "::1"):
+        hosts.append(f"{settings.host}:*")
+        origins.append(f"http://{settings.host}:*")
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def create_app(
+    settings: Settings,
+    provider_factory: ProviderFactory | None = None,
+    tool_factory: ToolFactory | None = None,
+) -> Starlette:
+    provider = (provider_factory or build_provider)(settings)
+    manager = QuestionManager(
+        Runtime(settings, provider),
+        tool_factory=tool_factory or default_tool_factory,
+        tool_schemas=TOOL_SCHEMAS,
+    )
+    mcp = build_mcp_server(manager)
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        transport_security=transport_security(settings),
+    )
+    started_at = time.monotonic()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with mcp.session_manager.run():
+            try:
+                yield
+            finally:
+                current = manager.runtime.provider
+                if current is not None:
+                    await current.aclose()
+
+    app = Starlette(
+        routes=[*build_routes(manager, started_at), Mount("/", app=mcp_app)],
+        lifespan=lifespan,
+    )
+    app.state.manager = manager
+    app.add_middleware(McpTrailingSlash)
+    return app

@@ -1,0 +1,222 @@
+"""The `live-memory` command: serve (idempotent singleton), ask, stats, config.
+
+`serve` binds first and only then starts the app, so a second start finds the port taken, asks
+/health who holds it, and exits 0 when it is already Live Memory (1 when it is another program).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+import httpx
+
+from live_memory import __version__
+from live_memory.config import Settings, load_settings, write_config_value
+from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME
+from live_memory.errors import ConfigError
+
+logger = logging.getLogger("live_memory")
+
+
+def _client_host(settings: Settings) -> str:
+    host = str(settings.host)
+    if host in ("0.0.0.0", "", "::"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+def base_url(settings: Settings) -> str:
+    return f"http://{_client_host(settings)}:{settings.port}"
+
+
+def probe_health(url: str) -> dict[str, Any] | None:
+    """The /health JSON of whatever answers at `url`, or None."""
+    try:
+        response = httpx.get(f"{url}/health", timeout=HEALTH_PROBE_TIMEOUT_S)
+        data = response.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def cmd_serve(settings: Settings) -> int:
+    import uvicorn
+
+    class ServiceServer(uvicorn.Server):
+        """A signal is a request to stop, handled gracefully: exit 0 instead of re-raising it."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            self.should_exit = True
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # announced only once signals are handled and the app is ready
+                print(f"live-memory {__version__}: serving {base_url(settings)}{MCP_PATH}", file=sys.stderr, flush=True)
+
+    from live_memory.app import create_app
+
+    try:
+        sock = bind_socket(str(settings.host), int(settings.port))
+    except OSError as exc:
+        if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
+            print(f"live-memory: cannot bind {settings.host}:{settings.port}: {exc}", file=sys.stderr)
+            return 1
+        health = probe_health(base_url(settings))
+        if health and health.get("service") == SERVER_NAME:
+            print(
+                f"live-memory: already running at {base_url(settings)} (pid {health.get('pid')}, "
+                f"version {health.get('version')}); nothing to do."
+            )
+            return 0
+        print(
+            f"live-memory: port {settings.port} on {settings.host} is held by another program; "
+            "stop it or choose another port with LIVE_MEMORY_PORT.",
+            file=sys.stderr,
+        )
+        return 1
+    app = create_app(settings)
+    config = uvicorn.Config(app, log_level=str(settings.log_level), lifespan="on", timeout_graceful_shutdown=10)
+    server = ServiceServer(config)
+    asyncio.run(server.serve(sockets=[sock]))
+    return 0
+
+
+async def _ask(url: str, question: str, cwd: str, max_answer_tokens: int, timeout_s: float) -> tuple[str, bool]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=timeout_s))
+    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+        result = await client.call_tool(
+            "ask_live_memory",
+            {"question": question, "cwd": cwd, "max_answer_tokens": max_answer_tokens},
+        )
+    text = "\n".join(getattr(block, "text", "") for block in result.content)
+    return text, bool(result.is_error)
+
+
+def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
+    cwd = os.path.abspath(args.cwd)
+    url = args.url or f"{base_url(settings)}{MCP_PATH}"
+    if probe_health(url.removesuffix(MCP_PATH)) is None:
+        print(f"live-memory: no server answers at {url}; start one with `live-memory serve`.", file=sys.stderr)
+        return 1
+    timeout_s = float(settings.default_timeout_s) + 60.0
+    try:
+        text, is_error = asyncio.run(_ask(url, args.question, cwd, args.max_answer_tokens, timeout_s))
+    except Exception as exc:  # the MCP client raises several transport error types
+        print(f"live-memory: the request failed: {exc}", file=sys.stderr)
+        return 1
+    print(text, file=sys.stderr if is_error else sys.stdout)
+    return 1 if is_error else 0
+
+
+def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
+    params = {"cwd": os.path.abspath(args.cwd)} if args.cwd else None
+    try:
+        response = httpx.get(f"{base_url(settings)}/stats", params=params, timeout=5.0)
+    except httpx.HTTPError as exc:
+        print(f"live-memory: no server at {base_url(settings)} ({exc})", file=sys.stderr)
+        return 1
+    print(json.dumps(response.json(), indent=2))
+    return 0 if response.status_code == 200 else 1
+
+
+def cmd_config(settings: Settings, args: argparse.Namespace) -> int:
+    if args.action == "show":
+        rows = settings.describe()
+        width = max(len(k) for k, _, _ in rows)
+        for key, value, source in rows:
+            print(f"{key:<{width}}  {value}  [{source}]")
+        return 0
+    if args.action == "get":
+        for key, value, _ in settings.describe():
+            if key == args.item:
+                print(value)
+                return 0
+        print(f"live-memory: unknown option {args.item!r}", file=sys.stderr)
+        return 2
+    key, sep, raw = (args.item or "").partition("=")
+    if not sep:
+        print("live-memory: use `config set key=value`", file=sys.stderr)
+        return 2
+    write_config_value(settings.data_dir, key.strip(), raw)
+    print(f"live-memory: {key.strip()} saved to {settings.config_file}")
+    try:
+        response = httpx.post(f"{base_url(settings)}/reload", json={}, timeout=5.0)
+        if response.status_code == 200:
+            print("live-memory: the running server reloaded its configuration.")
+    except httpx.HTTPError:
+        print("live-memory: no running server to reload; the value applies at the next start.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="live-memory", description="A persistent codebase memory for agents.")
+    parser.add_argument("--version", action="version", version=f"live-memory {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the server (exits 0 if one is already running)")
+    ask = sub.add_parser("ask", help="ask a running server a question")
+    ask.add_argument("question")
+    ask.add_argument("--cwd", default=os.getcwd(), help="workspace directory (default: current)")
+    ask.add_argument("--url", default="", help="MCP endpoint URL (default from host/port settings)")
+    ask.add_argument("--max-answer-tokens", type=int, default=0)
+    stats = sub.add_parser("stats", help="print /stats of a running server")
+    stats.add_argument("--cwd", default="", help="one workspace (default: all)")
+    config = sub.add_parser("config", help="show, get or set configuration")
+    config.add_argument("action", choices=["show", "get", "set"])
+    config.add_argument("item", nargs="?", default="", help="key (get) or key=value (set)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"live-memory: configuration error: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=str(settings.log_level).upper(), format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "serve":
+            return cmd_serve(settings)
+        if args.command == "ask":
+            return cmd_ask(settings, args)
+        if args.command == "stats":
+            return cmd_stats(settings, args)
+        return cmd_config(settings, args)
+    except ConfigError as exc:
+        print(f"live-memory: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""Compaction: keep a window under its budget without losing what it learned.
+
+High/low watermarks: compaction triggers above `threshold` x budget and then shrinks all the way to
+`floor` x budget, so the next several questions run against a stable, cached prefix (compacting
+only back to the trigger would re-compact, and bust the cache, every question).
+
+Tiers, in order, each only while the projected size is still above the floor:
+  0. observed/preloaded file content (LRU): distilled into the ledger by one batched summarizer
+     call, then the bytes are shed (a manifest entry stays). Rate-limited per workspace: within
+     the cooldown, or while another fork distills, the bytes are shed without summarizing (they
+     are re-derivable from the agents' ongoing reads).
+  1. manifest-only file contexts (LRU): evicted; the file on disk is the source of truth.
+  2. the oldest Q&A pairs (never the most recent ones): summarized into the ledger. Never
+     hard-dropped: if the summarizer fails they stay, and the retry waits for the cooldown.
+Then the window re-freezes (the only time its frozen block changes).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+
+from live_memory.constants import COMPACTION_KEEP_RECENT_PAIRS
+from live_memory.context_window import ContextWindow, FileContext, Turn, file_block
+from live_memory.errors import ProviderError
+from live_memory.records import Usage
+from live_memory.summarizer import Summarizer
+
+logger = logging.getLogger(__name__)
+
+
+class DistillGate:
+    """Per-workspace summarizer reservation shared by every fork of that workspace.
+
+    The reservation is taken before the summarizer is awaited, so racing forks see it and shed.
+    """
+
+    def __init__(self, min_interval_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.min_interval_s = min_interval_s
+        self.clock = clock
+        self.busy = False
+        self.last_started: float | None = None
+        self.qa_failed_at: float | None = None
+
+    def try_reserve(self) -> bool:
+        now = self.clock()
+        if self.busy or (self.last_started is not None and now - self.last_started < self.min_interval_s):
+            return False
+        self.busy = True
+        self.last_started = now
+        return True
+
+    def release(self) -> None:
+        self.busy = False
+
+    def qa_retry_allowed(self) -> bool:
+        return self.qa_failed_at is None or self.clock() - self.qa_failed_at >= self.min_interval_s
+
+
+@dataclass
+class CompactionReport:
+    before_tokens: int
+    after_tokens: int = 0
+    overflow: bool = False
+    distilled: list[str] = field(default_factory=list)
+    shed: list[str] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)
+    summarized_pairs: int = 0
+    summaries: int = 0
+    summary_failures: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+class Compactor:
+    def __init__(
+        self,
+        *,
+        summarizer: Summarizer | None,
+        gate: DistillGate,
+        threshold: float,
+        floor: float,
+        keep_recent_pairs: int = COMPACTION_KEEP_RECENT_PAIRS,
+        rebuild_tree: Callable[[], Awaitable[str]] | None = None,
+        on_report: Callable[[CompactionReport], None] | None = None,
+    ) -> None:
+        self.summarizer = summarizer
+        self.gate = gate
+        self.threshold = threshold
+        self.floor = floor
+        self.keep_recent_pairs = keep_recent_pairs
+        self.rebuild_tree = rebuild_tree
+        self.on_report = on_report
+
+    def needed(self, window: ContextWindow) -> bool:
+        return window.prompt_tokens() > self.threshold * window.budget_tokens
+
+    async def __call__(self, window: ContextWindow, overflow_limit: int | None = None) -> CompactionReport | None:
+        """Compact if over the threshold, or always after a provider overflow (`overflow_limit`
+        set; when the provider named its real limit and it is below our budget, adopt it)."""
+        overflow = overflow_limit is not None
+        if overflow_limit and overflow_limit < window.budget_tokens:
+            window.budget_tokens = overflow_limit
+        if not overflow and not self.needed(window):
+            return None
+        report = CompactionReport(before_tokens=window.prompt_tokens(), overflow=overflow)
+        target = int(self.floor * window.budget_tokens)
+        await self._tier0_observations(window, target, report)
+        self._tier1_manifest(window, target, report)
+        await self._tier2_history(window, target, report)
+        if self.rebuild_tree is not None:
+            window.set_directory_tree(await self.rebuild_tree())
+        window.freeze()
+        report.after_tokens = window.prompt_tokens()
+        logger.info(
+            "compacted %d -> %d tokens (distilled %d, shed %d, evicted %d files; summarized %d Q&A pairs)",
+            report.before_tokens,
+            report.after_tokens,
+            len(report.distilled),
+            len(report.shed),
+            len(report.evicted),
+            report.summarized_pairs,
+        )
+        if self.on_report is not None:
+            self.on_report(report)
+        return report
+
+    # --- tier 0 --------------------------------------------------------------------------------
+    async def _tier0_observations(self, window: ContextWindow, target: int, report: CompactionReport) -> None:
+        projected = window.projected_tokens()
+        held = sorted((f for f in window.files.values() if f.content is not None), key=lambda f: f.last_used)
+        batch: list[FileContext] = []
+        for f in held:
+            if projected <= target:
+                break
+            batch.append(f)
+            projected -= window.tokens(file_block(f)) - window.tokens(f.manifest_line())
+        if not batch:
+            return
+        if self.summarizer is not None and self.gate.try_reserve():
+            try:
+                material = "\n\n".join(file_block(f) for f in batch)
+                summary = await self.summarizer.summarize(window.ledger.text_for_summary(), material)
+            except ProviderError as exc:
+                logger.warning("distilling %d observed files failed (%s); shedding their bytes", len(batch), exc)
+                report.summary_failures += 1
+            else:
+                window.ledger.set_from_summary(summary.ledger_text, _manifest(window))
+                report.usage = report.usage + summary.usage
+                report.summaries += 1
+                report.distilled = [f.path for f in batch]
+            finally:
+                self.gate.release()
+        for f in batch:
+            current = window.files.get(f.path)
+            if current is not None:
+                window.files[f.path] = replace(current, content=None, preloaded=False)
+            if f.path not in report.distilled:
+                report.shed.append(f.path)
+
+    # --- tier 1 --------------------------------------------------------------------------------
+    def _tier1_manifest(self, window: ContextWindow, target: int, report: CompactionReport) -> None:
+        projected = window.projected_tokens()
+        listed = sorted((f for f in window.files.values() if f.content is None), key=lambda f: f.last_used)
+        for f in listed:
+            if projected <= target:
+                return
+            del window.files[f.path]
+            projected -= window.tokens(f.manifest_line())
+            report.evicted.append(f.path)
+
+    # --- tier 2 --------------------------------------------------------------------------------
+    async def _tier2_history(self, window: ContextWindow, target: int, report: CompactionReport) -> None:
+        projected = window.projected_tokens()
+        if projected <= target or self.summarizer is None or not self.gate.qa_retry_allowed():
+            return
+        pairs = _qa_pairs(window.history)
+        candidates = pairs[: max(len(pairs) - self.keep_recent_pairs, 0)]
+        chosen: list[tuple[Turn, Turn]] = []
+        for question, answer in candidates:
+            if projected <= target:
+                break
+            chosen.append((question, answer))
+            projected -= window.tokens(question.message.text) + window.tokens(answer.message.text)
+        if not chosen:
+            return
+        material = "\n\n".join(f"Q: {q.question or q.message.text}\nA: {a.message.text}" for q, a in chosen)
+        try:
+            summary = await self.summarizer.summarize(window.ledger.text_for_summary(), material)
+        except ProviderError as exc:
+            logger.warning("summarizing %d Q&A pairs failed (%s); keeping them, retry after cooldown", len(chosen), exc)
+            self.gate.qa_failed_at = self.gate.clock()
+            report.summary_failures += 1
+            return
+        self.gate.qa_failed_at = None
+        window.ledger.set_from_summary(summary.ledger_text, _manifest(window))
+        retired = {id(t) for pair in chosen for t in pair}
+        window.history = [t for t in window.history if id(t) not in retired]
+        report.usage = report.usage + summary.usage
+        report.summaries += 1
+        report.summarized_pairs = len(chosen)
+
+
+def _qa_pairs(history: list[Turn]) -> list[tuple[Turn, Turn]]:
+    pairs: list[tuple[Turn, Turn]] = []
+    pending: Turn | None = None
+    for turn in history:
+        if turn.kind == "question":
+            pending = turn
+        elif turn.kind == "answer" and pending is not None:
+            pairs.append((pending, turn))
+            pending = None
+    return pairs
+
+
+def _manifest(window: ContextWindow) -> dict[str, str]:
+    return {f.path: f.sha256 for f in window.files.values() if f.state == "current"}

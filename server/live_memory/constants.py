@@ -1,0 +1,186 @@
+"""Every default and tunable of Live Memory, grouped and commented. No logic lives here.
+
+User-facing options resolve env (`LIVE_MEMORY_<NAME>`) > config.json > the default below; the
+option table itself is in `config.py`. Internal knobs (not user options) are plain constants.
+"""
+
+from __future__ import annotations
+
+# --- server ------------------------------------------------------------------------------------
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7711
+MCP_PATH = "/mcp"
+SERVER_NAME = "live-memory"
+# Header a plugin's .mcp.json sets to the session's project dir; the default `cwd` when omitted.
+PROJECT_HEADER = "x-live-memory-project"
+# How long `serve` waits for an existing server's /health before deciding the port is foreign.
+HEALTH_PROBE_TIMEOUT_S = 2.0
+# Grace period on SIGTERM for running questions before they return best-effort answers.
+SHUTDOWN_GRACE_S = 10.0
+
+# --- questions ---------------------------------------------------------------------------------
+# Soft per-question deadline: at this point the loop stops and returns its best answer so far.
+# Kept under 60 s because TS-SDK MCP clients abort at 60 s unless configured otherwise.
+DEFAULT_TIMEOUT_S = 50.0
+MIN_TIMEOUT_S = 1.0
+MAX_TIMEOUT_S = 600.0
+MAX_ITERATIONS = 25
+DEFAULT_MAX_ANSWER_TOKENS = 2048
+MIN_ANSWER_TOKENS = 256
+MAX_ANSWER_TOKENS = 16384
+MAX_QUESTION_CHARS = 20_000
+# Progress notifications keep MCP clients from idling out during a long answer.
+PROGRESS_INTERVAL_S = 5.0
+# Time reserved at the end of the soft deadline to turn partial work into an answer.
+FINAL_ANSWER_RESERVE_S = 8.0
+FORCE_EXPLORE_WHEN_COLD = True
+
+# --- provider ----------------------------------------------------------------------------------
+DEFAULT_PROVIDER = "anthropic"
+# Per-request HTTP timeout for one provider call (the soft deadline bounds the whole question).
+PROVIDER_REQUEST_TIMEOUT_S = 120.0
+PROVIDER_CONNECT_TIMEOUT_S = 10.0
+# Retries inside the soft deadline for 429/529/5xx/connection errors (issue: security & faults).
+PROVIDER_MAX_RETRIES = 2
+RETRY_BASE_DELAY_S = 0.5
+RETRY_MAX_DELAY_S = 8.0
+ANTHROPIC_API_VERSION = "2023-06-01"
+
+# --- subscription credential (zero-config fallback) ---------------------------------------------
+OAUTH_ENABLED = True
+OAUTH_REFRESH_ENABLED = False
+OAUTH_CREDENTIALS_FILE = ".credentials.json"
+OAUTH_BETA_HEADER = "oauth-2025-04-20"
+OAUTH_TOKEN_URL = "https://console.anthropic.com/v1/oauth/token"
+OAUTH_CLIENT_ID = "9d1c250a-e61b-44d9-88ed-5944d1962f5e"
+# Re-read the credential file this long before the recorded expiry.
+OAUTH_EXPIRY_MARGIN_S = 60.0
+
+# --- context window ----------------------------------------------------------------------------
+CHARS_PER_TOKEN = 4.0
+# Used when neither the profile nor LIVE_MEMORY_MAX_CONTEXT_TOKENS names a context size.
+DEFAULT_CONTEXT_TOKENS = 200_000
+COMPACTION_THRESHOLD = 0.85
+COMPACTION_FLOOR = 0.60
+DISTILL_MIN_INTERVAL_S = 60.0
+# The most recent Q&A pairs are never summarized, so the summary never sees recent questions.
+COMPACTION_KEEP_RECENT_PAIRS = 2
+# The directory tree may take at most this share of the context budget.
+DIRECTORY_TREE_SHARE = 0.10
+# Summaries (ledger) are capped so the ledger can never crowd out the window.
+SUMMARY_MAX_TOKENS = 2048
+MAX_TRANSCRIPT_CHARS = 400_000
+# EMA weight of each new actual/estimated token ratio in self-calibration.
+CALIBRATION_EMA_ALPHA = 0.2
+CALIBRATION_MIN_RATIO = 0.5
+CALIBRATION_MAX_RATIO = 2.0
+# Share of the hard context a question's in-flight tool output may occupy before older results shrink.
+INFLIGHT_TOOL_SHARE = 0.5
+
+# --- files and ingestion -----------------------------------------------------------------------
+PASSIVE_INGESTION = True
+PASSIVE_MAX_FILE_BYTES = 256 * 1024
+PRELOAD_MAX_TOTAL_BYTES = 2 * 1024 * 1024
+NOTIFY_MAX_BODY_BYTES = 8 * 1024 * 1024
+NOTIFY_MAX_EVENTS = 500
+# A change event for a file we ourselves just received as a tee within this window is an echo.
+ECHO_GRACE_S = 2.0
+WATCH_ENABLED = True
+WATCH_DEBOUNCE_MS = 200
+
+# --- workspaces and admission ------------------------------------------------------------------
+CONCURRENCY_MODE = "parallel"
+MAX_PARALLEL_QUERIES = 4
+MAX_WAITING_QUERIES = 16
+CANONICALIZE_WORKSPACE = True
+REPO_ROOT_MODE = "nearest"
+SHARE_WORKTREES = True
+MAX_LOADED_WORKSPACES = 32
+ASYNC_TOOLS = False
+JOB_TTL_S = 900.0
+MAX_JOBS = 256
+
+# --- operations --------------------------------------------------------------------------------
+KEEP_WARM = False
+LOG_LEVEL = "INFO"
+LOG_FILE_MAX_BYTES = 10 * 1024 * 1024
+LOG_FILE_BACKUPS = 3
+
+# --- tools (owned by the tools package) --------------------------------------------------------
+MAX_TOOL_OUTPUT_BYTES = 200_000
+# Credential files kept out of the model's context: listed as "[withheld: secret]", refused by Read,
+# never searched by Grep, diffs hidden in git_search. Case-insensitive. A pattern without "/" matches a
+# file or directory name at any depth; with "/" it matches trailing path components (".aws/credentials"
+# also matches "home/.aws/credentials"); a leading "/" anchors it at the workspace root. User option:
+# secret_globs (replaces this list).
+DEFAULT_SECRET_GLOBS: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.keystore",
+    "*.jks",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".netrc",
+    "_netrc",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".git-credentials",
+    ".htpasswd",
+    "credentials.json",
+    "client_secret*.json",
+    "service-account*.json",
+    ".aws/credentials",
+    ".docker/config.json",
+    ".kube/config",
+    "*.tfstate",
+    "*.tfstate.backup",
+)
+# Wall-clock cap for one tool subprocess (rg, git); the question's soft deadline bounds the whole loop.
+TOOL_SUBPROCESS_TIMEOUT_S = 20.0
+# Bytes of stderr kept from a tool subprocess (only its first lines ever reach the model).
+TOOL_STDERR_MAX_BYTES = 64 * 1024
+# Path hygiene: longer inputs are refused before touching the filesystem (PATH_MAX / NAME_MAX).
+MAX_PATH_CHARS = 4096
+MAX_PATH_COMPONENT_BYTES = 255
+# A file whose first bytes contain NUL is binary (same rule as git and ripgrep).
+BINARY_SNIFF_BYTES = 8192
+# Read: default window and per-line cap, as in Claude Code's Read.
+READ_DEFAULT_LINES = 2000
+READ_MAX_LINE_CHARS = 2000
+# Read counts a file's total lines only up to this size; past it, it says "the file continues".
+READ_COUNT_LINES_MAX_BYTES = 32 * 1024 * 1024
+# Grep: default/maximum number of output entries (lines, files or counts).
+GREP_DEFAULT_HEAD_LIMIT = 200
+GREP_MAX_HEAD_LIMIT = 5000
+# Grep: a matching line longer than this many bytes prints as "[Omitted long matching line]"
+# (ripgrep's --max-columns; minified files would otherwise flood the output).
+GREP_MAX_COLUMNS = 500
+# Grep skips files larger than this (logs, dumps, data).
+GREP_MAX_FILE_BYTES = 16 * 1024 * 1024
+# Raw subprocess output read before a search or listing is cut short (protects memory and the loop).
+GREP_MAX_RAW_BYTES = 16 * 1024 * 1024
+LISTING_MAX_RAW_BYTES = 64 * 1024 * 1024
+# Glob / find_paths: default and maximum entries.
+GLOB_DEFAULT_LIMIT = 200
+FIND_PATHS_DEFAULT_LIMIT = 200
+LISTING_MAX_LIMIT = 5000
+# get_changed_files: entries shown.
+CHANGED_FILES_LIMIT = 500
+# git_search: commits shown (default / maximum), and caps on each commit's message and patch.
+GIT_SEARCH_DEFAULT_COUNT = 10
+GIT_SEARCH_MAX_COUNT = 50
+GIT_MESSAGE_MAX_CHARS = 4000
+GIT_PATCH_MAX_CHARS = 20_000
+GIT_MAX_RAW_BYTES = 16 * 1024 * 1024
+# Directory tree: raw `git ls-files` output read at most (a ~1M-file monorepo) and its time cap.
+TREE_MAX_LISTING_BYTES = 256 * 1024 * 1024
+TREE_TIMEOUT_S = 30.0

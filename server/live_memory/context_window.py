@@ -1,0 +1,391 @@
+"""One workspace's growing conversation ("window B") and the exact prompt it produces.
+
+Prompt layout (cache breakpoints at fixed positions, see DESIGN §KV-cache):
+
+    system[0]  system prompt + directory tree          bp1  (stable; survives compaction)
+    system[1]  frozen volatile block                   bp2  (ledger + held file content + manifest)
+    messages   Q&A turns + observation deltas          bp3  (append-only between compactions)
+    last user  question + per-question hint                 (volatile, never cached, never stored)
+
+Invariants this module owns:
+- Between compactions `stable_prefix` and `frozen_volatile` never change, and history only grows;
+  every change (a teed file, a stale/deleted notice) is queued and appended as a delta by
+  `sync_deltas()`. Only `freeze()` (called by compaction and on load) rewrites the block.
+- A Q&A turn is stored exactly as it was sent (the question part, without the volatile hint), so
+  the next request's prefix extends the previous one byte for byte.
+- Raw file bytes (observed/preloaded content) and delta messages are never serialised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from live_memory.constants import CHARS_PER_TOKEN
+from live_memory.ledger import Ledger
+from live_memory.prompts import (
+    DIRECTORY_TREE_HEADING,
+    MANIFEST_HEADING,
+    OBSERVATION_ACK,
+    OBSERVED_HEADING,
+    PRELOADED_HEADING,
+    SYSTEM_PROMPT,
+)
+from live_memory.providers.base import Message, Part, TextPart, ToolResultPart, ToolUsePart
+from live_memory.records import estimate_tokens
+
+FileState = Literal["current", "changed", "deleted"]
+TurnKind = Literal["question", "answer", "observation", "ack"]
+
+
+@dataclass(frozen=True)
+class FileContext:
+    """What the window knows of one file. `content` is held bytes (observed/preloaded) or None."""
+
+    path: str
+    sha256: str
+    size: int
+    content: str | None = None
+    state: FileState = "current"
+    preloaded: bool = False
+    last_used: int = 0
+
+    def manifest_line(self) -> str:
+        note = {
+            "current": "",
+            "changed": " — CHANGED since you read it; re-read before relying on it",
+            "deleted": " — DELETED or moved/renamed; it no longer exists at this path",
+        }[self.state]
+        return f"- {self.path} ({self.size} bytes){note}"
+
+
+@dataclass(frozen=True)
+class Turn:
+    kind: TurnKind
+    message: Message
+    question: str = ""  # kind="question": the raw question (kept out of summaries of recent turns)
+    cites: tuple[str, ...] = ()  # kind="answer": files the answer was grounded in
+
+
+@dataclass
+class Delta:
+    """A change queued for the next `sync_deltas()`."""
+
+    content: dict[str, None] = field(default_factory=dict)  # ordered set of paths with new bytes
+    notices: dict[str, str] = field(default_factory=dict)  # path -> notice line
+
+
+class ContextWindow:
+    def __init__(self, *, budget_tokens: int, chars_per_token: float = CHARS_PER_TOKEN) -> None:
+        self.budget_tokens = budget_tokens
+        self.chars_per_token = chars_per_token
+        self.calibration = 1.0  # EMA of actual/estimated prompt tokens
+        self.stable_prefix = SYSTEM_PROMPT
+        self.frozen_volatile: str | None = None
+        self.history: list[Turn] = []
+        self.files: dict[str, FileContext] = {}
+        self.ledger = Ledger()
+        self.pending = Delta()
+        self.recently_modified: dict[str, None] = {}
+        self.version = 0
+        self.tick = 0
+
+    # --- copying (forks) -----------------------------------------------------------------------
+    def clone(self) -> ContextWindow:
+        """An independent copy for a forked question; values are immutable so copies are shallow."""
+        twin = ContextWindow.__new__(ContextWindow)
+        twin.__dict__.update(self.__dict__)
+        twin.history = list(self.history)
+        twin.files = dict(self.files)
+        twin.ledger = self.ledger.copy()
+        twin.pending = Delta(dict(self.pending.content), dict(self.pending.notices))
+        twin.recently_modified = dict(self.recently_modified)
+        return twin
+
+    # --- token accounting ----------------------------------------------------------------------
+    def tokens(self, text: str) -> int:
+        return round(estimate_tokens(text, self.chars_per_token) * self.calibration)
+
+    def prompt_tokens(self) -> int:
+        """What the persistent part of the next prompt really holds (prefix + frozen + history)."""
+        frozen = self.frozen_volatile if self.frozen_volatile is not None else self.render_volatile()
+        history = sum(self.tokens(_message_text(t.message)) for t in self.history)
+        return self.tokens(self.stable_prefix) + self.tokens(frozen) + history
+
+    def projected_tokens(self) -> int:
+        """The size after a re-freeze: what compaction can shrink (deltas fold into file contexts)."""
+        qa = sum(self.tokens(_message_text(t.message)) for t in self.history if t.kind in ("question", "answer"))
+        return self.tokens(self.stable_prefix) + self.tokens(self.render_volatile()) + qa
+
+    def fill(self) -> float:
+        return self.prompt_tokens() / self.budget_tokens if self.budget_tokens else 0.0
+
+    def calibrate(self, estimated: int, actual: int, alpha: float, low: float, high: float) -> None:
+        if estimated <= 0 or actual <= 0:
+            return
+        ratio = min(max(actual / (estimated / self.calibration), low), high)
+        self.calibration = (1 - alpha) * self.calibration + alpha * ratio
+
+    # --- the stable prefix and the frozen block ------------------------------------------------
+    def set_directory_tree(self, tree: str) -> None:
+        """Only called on load and at compaction: these bytes sit under breakpoint 1."""
+        self.stable_prefix = f"{SYSTEM_PROMPT}\n\n{DIRECTORY_TREE_HEADING}\n{tree.rstrip()}"
+
+    def render_volatile(self) -> str:
+        parts = [self.ledger.render()]
+        preloaded = [f for f in self._by_path() if f.content is not None and f.preloaded]
+        observed = [f for f in self._by_path() if f.content is not None and not f.preloaded]
+        if preloaded:
+            parts.append(PRELOADED_HEADING + "\n" + "\n\n".join(file_block(f) for f in preloaded))
+        if observed:
+            parts.append(OBSERVED_HEADING + "\n" + "\n\n".join(file_block(f) for f in observed))
+        listed = [f for f in self._by_path() if f.content is None or f.state != "current"]
+        if listed:
+            parts.append(MANIFEST_HEADING + "\n" + "\n".join(f.manifest_line() for f in listed))
+        return "\n\n".join(parts)
+
+    def freeze(self) -> None:
+        """Re-snapshot the volatile block; deltas are subsumed by it and dropped from history."""
+        self.history = [t for t in self.history if t.kind in ("question", "answer")]
+        self.pending = Delta()
+        self.frozen_volatile = self.render_volatile()
+
+    def _by_path(self) -> list[FileContext]:
+        return [self.files[p] for p in sorted(self.files)]
+
+    # --- file knowledge ------------------------------------------------------------------------
+    def _touch(self) -> int:
+        self.tick += 1
+        return self.tick
+
+    def record_read(self, path: str, sha256: str, size: int) -> None:
+        """The model read a file with a tool: keep a manifest entry (lazy re-read later)."""
+        known = self.files.get(path)
+        if known is not None and known.sha256 == sha256 and known.state == "current":
+            self.files[path] = replace(known, last_used=self._touch())
+            return
+        self.files[path] = FileContext(path, sha256, size, last_used=self._touch())
+
+    def observe(self, path: str, content: str, sha256: str, *, preloaded: bool = False) -> bool:
+        """Hold a file's current bytes (a tee or a preload); returns False when nothing changed."""
+        known = self.files.get(path)
+        if known is not None and known.sha256 == sha256 and known.content is not None and known.state == "current":
+            keep_preloaded = known.preloaded and preloaded
+            self.files[path] = replace(known, last_used=self._touch(), preloaded=keep_preloaded)
+            return False
+        self.files[path] = FileContext(
+            path, sha256, len(content.encode()), content=content, preloaded=preloaded, last_used=self._touch()
+        )
+        self.pending.notices.pop(path, None)
+        self.pending.content[path] = None
+        self.recently_modified.pop(path, None)
+        return True
+
+    def invalidate(self, path: str) -> bool:
+        """A known file changed on disk: mark it stale (lazy re-read), demote facts, queue a notice."""
+        known = self.files.get(path)
+        demoted = self.ledger.mark_stale(path)
+        if known is None:
+            return demoted > 0
+        self.files[path] = replace(known, state="changed", content=None)
+        self.pending.content.pop(path, None)
+        self.pending.notices[path] = f"- {path}: CHANGED since you read it; re-read before relying on it."
+        return True
+
+    def mark_deleted(self, path: str) -> bool:
+        known = self.files.get(path)
+        demoted = self.ledger.mark_stale(path)
+        if known is None:
+            return demoted > 0
+        self.files[path] = replace(known, state="deleted", content=None)
+        self.pending.content.pop(path, None)
+        self.pending.notices[path] = (
+            f"- {path}: DELETED or moved/renamed; it no longer exists at this path "
+            "(relocate it with Glob/Grep/find_paths, or report it gone)."
+        )
+        return True
+
+    def note_modified(self, path: str) -> None:
+        """An agent edited a known file and sent no bytes: hint it on the next question only."""
+        if path in self.files:
+            self.recently_modified[path] = None
+
+    def drain_recently_modified(self) -> list[str]:
+        drained = list(self.recently_modified)
+        self.recently_modified.clear()
+        return drained
+
+    # --- deltas --------------------------------------------------------------------------------
+    def sync_deltas(self) -> int:
+        """Append queued changes to history as observation messages; returns messages added."""
+        added = 0
+        for path in self.pending.content:
+            held = self.files.get(path)
+            if held is None or held.content is None:
+                continue
+            self._append_observation(f"[observation] Current content of {path}:\n\n{file_block(held)}")
+            added += 1
+        if self.pending.notices:
+            lines = list(self.pending.notices.values())
+            cited = self._answers_citing(set(self.pending.notices))
+            if cited:
+                lines.append(
+                    "Earlier answers in this conversation relied on these files and may now be out of date: "
+                    + ", ".join(sorted(cited))
+                    + "."
+                )
+            self._append_observation("[observation] File changes since you last looked:\n" + "\n".join(lines))
+            added += 1
+        self.pending = Delta()
+        return added
+
+    def _answers_citing(self, paths: set[str]) -> set[str]:
+        return {p for t in self.history if t.kind == "answer" for p in t.cites if p in paths}
+
+    def _append_observation(self, text: str) -> None:
+        # An assistant acknowledgement keeps strict user/assistant alternation for every endpoint.
+        self.history.append(Turn("observation", Message("user", (TextPart(text),))))
+        self.history.append(Turn("ack", Message("assistant", (TextPart(OBSERVATION_ACK),))))
+
+    # --- Q&A -----------------------------------------------------------------------------------
+    def add_exchange(self, question_message: Message, question: str, answer: str, cites: Iterable[str]) -> None:
+        """Append the question exactly as sent (without its hint) and the final answer."""
+        self.history.append(Turn("question", question_message, question=question))
+        self.history.append(
+            Turn("answer", Message("assistant", (TextPart(answer or "(no answer)"),)), cites=tuple(cites))
+        )
+
+    def qa_count(self) -> int:
+        return sum(1 for t in self.history if t.kind == "question")
+
+    @property
+    def cold(self) -> bool:
+        """No held file content and an (almost) empty ledger: answers need grounding first."""
+        has_content = any(f.content is not None for f in self.files.values())
+        return not has_content and self.ledger.empty and self.qa_count() == 0
+
+    # --- the prompt ----------------------------------------------------------------------------
+    def prompt_blocks(self, trailing: Message) -> tuple[tuple[TextPart, ...], tuple[Message, ...]]:
+        """System parts and messages for the next request; bp1-bp3 are marked here."""
+        if self.frozen_volatile is None:
+            self.freeze()
+        assert self.frozen_volatile is not None
+        system = (TextPart(self.stable_prefix, cache=True), TextPart(self.frozen_volatile, cache=True))
+        messages = [t.message for t in self.history]
+        if messages:
+            messages[-1] = with_breakpoint(messages[-1])
+        messages.append(trailing)
+        return system, tuple(messages)
+
+    # --- persistence ---------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "calibration": self.calibration,
+            "version": self.version,
+            "ledger": self.ledger.to_json(),
+            "files": [
+                {
+                    "path": f.path,
+                    "sha256": f.sha256,
+                    "size": f.size,
+                    "state": f.state,
+                    "last_used": f.last_used,
+                }
+                for f in self.files.values()
+            ],
+            "history": [
+                {
+                    "kind": t.kind,
+                    "message": message_to_json(t.message),
+                    "question": t.question,
+                    "cites": list(t.cites),
+                }
+                for t in self.history
+                if t.kind in ("question", "answer")
+            ],
+        }
+
+    def load_json(self, data: Mapping[str, Any]) -> None:
+        self.calibration = float(data.get("calibration", 1.0))
+        self.version = int(data.get("version", 0))
+        self.ledger = Ledger.from_json(data.get("ledger"))
+        self.files = {}
+        for raw in data.get("files", []):
+            state = raw.get("state", "current")
+            self.files[raw["path"]] = FileContext(
+                path=raw["path"],
+                sha256=raw["sha256"],
+                size=int(raw.get("size", 0)),
+                state=state if state in ("current", "changed", "deleted") else "changed",
+                last_used=int(raw.get("last_used", 0)),
+            )
+        self.tick = max((f.last_used for f in self.files.values()), default=0)
+        self.history = [
+            Turn(
+                raw["kind"],
+                message_from_json(raw["message"]),
+                raw.get("question", ""),
+                tuple(raw.get("cites", [])),
+            )
+            for raw in data.get("history", [])
+            if raw.get("kind") in ("question", "answer")
+        ]
+        self.frozen_volatile = None
+
+
+def with_breakpoint(message: Message) -> Message:
+    """A copy of `message` whose last part ends a cacheable prefix."""
+    if not message.parts:
+        return message
+    return replace(message, parts=(*message.parts[:-1], replace(message.parts[-1], cache=True)))
+
+
+def file_block(f: FileContext) -> str:
+    return f"### {f.path}\n```\n{f.content}\n```"
+
+
+def _message_text(message: Message) -> str:
+    chunks: list[str] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            chunks.append(part.text)
+        elif isinstance(part, ToolResultPart):
+            chunks.append(part.content)
+        else:
+            chunks.append(part.name + str(dict(part.input)))
+    return "".join(chunks)
+
+
+def message_to_json(message: Message) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, ToolUsePart):
+            parts.append({"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.input)})
+        else:
+            parts.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": part.tool_use_id,
+                    "content": part.content,
+                    "is_error": part.is_error,
+                }
+            )
+    return {"role": message.role, "parts": parts}
+
+
+def message_from_json(raw: Mapping[str, Any]) -> Message:
+    parts: list[Part] = []
+    for p in raw.get("parts", []):
+        if p["type"] == "text":
+            parts.append(TextPart(str(p["text"])))
+        elif p["type"] == "tool_use":
+            parts.append(ToolUsePart(str(p["id"]), str(p["name"]), dict(p.get("input", {}))))
+        elif p["type"] == "tool_result":
+            parts.append(ToolResultPart(str(p["tool_use_id"]), str(p["content"]), bool(p.get("is_error", False))))
+    role = raw.get("role")
+    if role not in ("user", "assistant"):
+        raise ValueError(f"bad message role {role!r}")
+    return Message(role, tuple(parts))

@@ -1,0 +1,145 @@
+"""The knowledge ledger: provenance-tagged facts distilled by compaction.
+
+Each fact is one line of dense prose plus a sidecar `sources = {path: sha256}` the model never
+sees. A fact is attributed to the manifest files it names (full relative path or basename); when
+one of those files changes, the fact is demoted under the "possibly out of date" heading instead
+of being trusted. A legacy ledger (a plain string, no facts) still renders.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import PurePosixPath
+from typing import Any
+
+from live_memory.prompts import EMPTY_LEDGER_TEXT, LEDGER_HEADING, STALE_LEDGER_HEADING
+
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+
+@dataclass(frozen=True)
+class LedgerFact:
+    text: str
+    sources: Mapping[str, str] = field(default_factory=dict)  # path -> sha256 at distillation time
+    stale: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "sources": dict(self.sources), "stale": self.stale}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> LedgerFact:
+        sources = raw.get("sources") or {}
+        return cls(
+            text=str(raw["text"]),
+            sources={str(k): str(v) for k, v in dict(sources).items()},
+            stale=bool(raw.get("stale", False)),
+        )
+
+
+def split_facts(summary: str) -> list[str]:
+    """One fact per non-empty line, bullets and headings stripped, duplicates dropped."""
+    facts: list[str] = []
+    seen: set[str] = set()
+    for line in summary.splitlines():
+        text = _BULLET.sub("", line).strip()
+        if not text or text.startswith("#"):
+            continue
+        key = " ".join(text.lower().split())
+        if key not in seen:
+            seen.add(key)
+            facts.append(text)
+    return facts
+
+
+def attribute(fact: str, manifest: Mapping[str, str]) -> dict[str, str]:
+    """The manifest files a fact names, by full relative path or by basename (models often use it)."""
+    by_base: dict[str, list[str]] = {}
+    for path in manifest:
+        by_base.setdefault(PurePosixPath(path).name, []).append(path)
+    sources: dict[str, str] = {}
+    for path, digest in manifest.items():
+        if path in fact:
+            sources[path] = digest
+    for base, paths in by_base.items():
+        if re.search(rf"(?<![\w/.-]){re.escape(base)}(?![\w-])", fact):
+            for path in paths:
+                sources.setdefault(path, manifest[path])
+    return sources
+
+
+class Ledger:
+    """Facts plus the legacy free-text fallback. Mutated only by compaction and staleness marks."""
+
+    def __init__(self, facts: Iterable[LedgerFact] = (), legacy_text: str = "") -> None:
+        self.facts: list[LedgerFact] = list(facts)
+        self.legacy_text = legacy_text
+
+    def copy(self) -> Ledger:
+        return Ledger(self.facts, self.legacy_text)
+
+    @property
+    def empty(self) -> bool:
+        return not self.facts and not self.legacy_text.strip()
+
+    def text_for_summary(self) -> str:
+        """What the summarizer merges into: every fact, stale ones flagged so it can re-check them."""
+        if not self.facts:
+            return self.legacy_text.strip()
+        return "\n".join(f"- {'(possibly stale) ' if f.stale else ''}{f.text}" for f in self.facts)
+
+    def set_from_summary(self, summary: str, manifest: Mapping[str, str]) -> None:
+        """Adopt a new summary: split into facts, attribute each; flags reset at each compaction."""
+        self.facts = [LedgerFact(text, attribute(text, manifest)) for text in split_facts(summary)]
+        self.legacy_text = ""
+
+    def mark_stale(self, path: str) -> int:
+        """Demote every fact citing `path`; returns how many were newly demoted."""
+        demoted = 0
+        for index, fact in enumerate(self.facts):
+            if path in fact.sources and not fact.stale:
+                self.facts[index] = replace(fact, stale=True)
+                demoted += 1
+        return demoted
+
+    def revalidate(self, current_hashes: Mapping[str, str | None]) -> int:
+        """Demote facts whose source files changed or vanished (used when a snapshot loads)."""
+        demoted = 0
+        for path, digest in list(_all_sources(self.facts)):
+            if current_hashes.get(path) != digest:
+                demoted += self.mark_stale(path)
+        return demoted
+
+    def forget(self, substring: str) -> int:
+        before = len(self.facts)
+        needle = substring.lower()
+        self.facts = [f for f in self.facts if needle not in f.text.lower()]
+        return before - len(self.facts)
+
+    def render(self) -> str:
+        if self.empty:
+            return f"{LEDGER_HEADING}\n{EMPTY_LEDGER_TEXT}"
+        if not self.facts:
+            return f"{LEDGER_HEADING}\n{self.legacy_text.strip()}"
+        fresh = [f"- {f.text}" for f in self.facts if not f.stale]
+        stale = [f"- {f.text}" for f in self.facts if f.stale]
+        parts = [LEDGER_HEADING, "\n".join(fresh) if fresh else EMPTY_LEDGER_TEXT]
+        if stale:
+            parts += ["", STALE_LEDGER_HEADING, "\n".join(stale)]
+        return "\n".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"facts": [f.to_json() for f in self.facts], "legacy_text": self.legacy_text}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any] | str | None) -> Ledger:
+        if raw is None:
+            return cls()
+        if isinstance(raw, str):  # legacy snapshots stored the ledger as one string
+            return cls(legacy_text=raw)
+        return cls([LedgerFact.from_json(f) for f in raw.get("facts", [])], str(raw.get("legacy_text", "")))
+
+
+def _all_sources(facts: Iterable[LedgerFact]) -> set[tuple[str, str]]:
+    return {(path, digest) for fact in facts for path, digest in fact.sources.items()}

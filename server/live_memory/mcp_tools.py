@@ -1,0 +1,96 @@
+"""The MCP surface: `ask_live_memory` (plain-text answers, progress heartbeats, clear errors).
+
+Expected failures become `ToolError` (an is_error result the calling agent reads); anything else
+is logged once with its traceback and reported without internals. The tool is registered with
+`structured_output=False` so clients receive the answer as plain text, not `{"result": ...}`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+from live_memory import __version__
+from live_memory import constants as C
+from live_memory.agent_loop import LoopOutcome
+from live_memory.errors import LiveMemoryError
+from live_memory.manager import QuestionManager
+from live_memory.records import QuestionResult
+
+logger = logging.getLogger(__name__)
+
+ASK_DESCRIPTION = """\
+Ask Live Memory, a persistent memory of this codebase, a plain-language question: where something \
+lives, how parts connect, why code is the way it is, what changed. It keeps what it learned across \
+sessions and from the files you read and edit, so ask it BEFORE exploring unfamiliar code or \
+re-reading files, and use its answer (file paths, symbols, line hints) to go straight to the point.
+
+Arguments:
+- question: one self-contained question (include names, paths or error text you already know).
+- cwd: the ABSOLUTE path of your repository root (e.g. the project directory). Required unless the \
+plugin supplied it; relative paths are rejected.
+- max_answer_tokens: optional answer-length cap (0 = server default); raise it for a detailed answer.
+
+The answer ends with a metadata trailer (model, latency, tokens, cost). It is read-only: it never \
+edits files or runs commands."""
+
+
+def _cwd_from(ctx: Context, cwd: str) -> str:
+    """An explicit cwd always wins; else the project dir a plugin's .mcp.json sends as a header."""
+    if cwd.strip():
+        return cwd
+    header = (ctx.headers or {}).get(C.PROJECT_HEADER, "")
+    if header and not header.startswith("${"):
+        return header
+    raise ToolError("cwd is required: pass the absolute path of your repository root (e.g. the project directory)")
+
+
+def build_mcp_server(manager: QuestionManager) -> MCPServer:
+    mcp = MCPServer(
+        name=C.SERVER_NAME,
+        version=__version__,
+        instructions="Call ask_live_memory with your question and the absolute repository root as cwd.",
+    )
+
+    @mcp.tool(
+        structured_output=False,
+        description=ASK_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=False),
+    )
+    async def ask_live_memory(question: str, ctx: Context, cwd: str = "", max_answer_tokens: int = 0) -> str:
+        workspace_cwd = _cwd_from(ctx, cwd)
+        outcome = LoopOutcome(answer="")
+        started = time.monotonic()
+        budget = float(manager.settings.default_timeout_s)
+
+        async def heartbeat() -> None:
+            while True:
+                await anyio.sleep(C.PROGRESS_INTERVAL_S)
+                elapsed = round(time.monotonic() - started, 1)
+                await ctx.report_progress(elapsed, budget, outcome.status)
+
+        # Failures are caught inside the task group so they are not wrapped in an ExceptionGroup;
+        # cancellation (the client hung up) still propagates.
+        result: QuestionResult | None = None
+        failure: Exception | None = None
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(heartbeat)
+            try:
+                result = await manager.ask(workspace_cwd, question, max_answer_tokens, outcome)
+            except Exception as exc:
+                failure = exc
+            finally:
+                tasks.cancel_scope.cancel()
+        if isinstance(failure, LiveMemoryError):
+            raise ToolError(str(failure))
+        if failure is not None or result is None:
+            logger.error("ask_live_memory failed unexpectedly", exc_info=failure)
+            raise ToolError("Live Memory hit an internal error answering this question; see the server log.")
+        return result.render()
+
+    return mcp

@@ -1,0 +1,146 @@
+"""Anthropic Messages adapter on the official `anthropic` SDK.
+
+Passes tool schemas through verbatim, turns parts marked `cache=True` into `cache_control`
+breakpoints, and normalises usage (total prompt = read + creation + uncached input).
+SDK retries are off: the question loop owns retries so they stay inside its soft deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import anthropic
+
+from live_memory.constants import (
+    ANTHROPIC_API_VERSION,
+    PROVIDER_CONNECT_TIMEOUT_S,
+    PROVIDER_REQUEST_TIMEOUT_S,
+)
+from live_memory.errors import NoCredentialError, ProviderError, ProviderTimeoutError
+from live_memory.providers.base import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    Part,
+    ProviderInfo,
+    TextPart,
+    ToolUsePart,
+)
+from live_memory.providers.failures import from_status
+from live_memory.records import ToolCall, Usage
+
+_CACHE = {"type": "ephemeral"}
+
+
+def _part_to_wire(part: Part) -> dict[str, Any]:
+    block: dict[str, Any]
+    if isinstance(part, TextPart):
+        block = {"type": "text", "text": part.text}
+    elif isinstance(part, ToolUsePart):
+        block = {"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.input)}
+    else:
+        block = {"type": "tool_result", "tool_use_id": part.tool_use_id, "content": part.content}
+        if part.is_error:
+            block["is_error"] = True
+    if part.cache:
+        block["cache_control"] = _CACHE
+    return block
+
+
+def _message_to_wire(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "content": [_part_to_wire(p) for p in message.parts]}
+
+
+def request_body(request: ChatRequest, model: str) -> dict[str, Any]:
+    """The exact JSON body sent; separate so the layout can be tested without a server."""
+    body: dict[str, Any] = {
+        "model": request.model or model,
+        "max_tokens": request.max_tokens,
+        "system": [_part_to_wire(p) for p in request.system],
+        "messages": [_message_to_wire(m) for m in request.messages],
+    }
+    if request.tools:
+        body["tools"] = [dict(t) for t in request.tools]
+    return body
+
+
+def _usage(raw: Any) -> Usage:
+    return Usage(
+        input_tokens=int(getattr(raw, "input_tokens", 0) or 0),
+        output_tokens=int(getattr(raw, "output_tokens", 0) or 0),
+        cache_read_tokens=int(getattr(raw, "cache_read_input_tokens", 0) or 0),
+        cache_write_tokens=int(getattr(raw, "cache_creation_input_tokens", 0) or 0),
+    )
+
+
+class AnthropicProvider:
+    """ChatProvider for the Anthropic Messages API (and gateways speaking it)."""
+
+    def __init__(
+        self,
+        info: ProviderInfo,
+        *,
+        api_key: str = "",
+        auth_token: str = "",
+        credentials: Any = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not api_key and not auth_token and credentials is None:
+            raise NoCredentialError("no Anthropic credential configured")
+        self.info = info
+        timeout = anthropic.Timeout(PROVIDER_REQUEST_TIMEOUT_S, connect=PROVIDER_CONNECT_TIMEOUT_S)
+        headers = {"anthropic-version": ANTHROPIC_API_VERSION, **(extra_headers or {})}
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key or None,
+            auth_token=auth_token or None,
+            credentials=credentials,
+            base_url=info.base_url,
+            max_retries=0,
+            timeout=timeout,
+            default_headers=headers,
+        )
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        body = request_body(request, self.info.model)
+        try:
+            response = await self._client.messages.create(**body)
+        except anthropic.APIStatusError as exc:
+            raise self._status_error(exc) from None
+        except anthropic.APITimeoutError:
+            raise ProviderTimeoutError(f"{self.info.name}: request timed out") from None
+        except anthropic.APIConnectionError as exc:
+            raise ProviderTimeoutError(f"{self.info.name}: connection failed ({exc})") from None
+        except anthropic.AnthropicError as exc:
+            raise ProviderError(f"{self.info.name}: {exc}") from None
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in response.content:
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                arguments = block.input if isinstance(block.input, dict) else {}
+                calls.append(ToolCall(block.id, block.name, arguments))
+        return ChatResponse(
+            text="".join(texts),
+            tool_calls=tuple(calls),
+            stop_reason=str(response.stop_reason or ""),
+            usage=_usage(response.usage),
+            model=response.model or body["model"],
+        )
+
+    def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:
+        message = exc.message
+        body = exc.body
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            message = str(body["error"].get("message") or message)
+        return from_status(
+            provider=self.info.name,
+            status=exc.status_code,
+            message=message,
+            headers={k.lower(): v for k, v in exc.response.headers.items()},
+            subscription=self.info.subscription,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,88 @@
+"""Frozen value types shared across the service, and the token estimate.
+
+"Model" in this code base means the LLM, so these are records, not models. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from live_memory.constants import CHARS_PER_TOKEN
+
+
+def estimate_tokens(text: str, chars_per_token: float = CHARS_PER_TOKEN) -> int:
+    """Cheap token estimate (Anthropic ships no local tokenizer); calibrated against usage elsewhere."""
+    if not text:
+        return 0
+    return math.ceil(len(text) / chars_per_token)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Normalised token usage of one or more provider calls.
+
+    `input_tokens` is the uncached part only, so the whole prompt is
+    input + cache_read + cache_write (the Anthropic rule; OpenAI's totals are split the same way).
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool invocation the model asked for."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    """What answering one question produced; rendered as answer text plus the metadata trailer."""
+
+    answer: str
+    model: str
+    latency_s: float
+    usage: Usage
+    tool_calls: int
+    files_read: int
+    cost_usd: float | None  # None on the subscription credential (not metered)
+    context_used_tokens: int
+    context_total_tokens: int
+    timed_out: bool = False
+    error: str | None = None
+
+    def trailer(self) -> str:
+        cost = "n/a(subscription)" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        fill = self.context_used_tokens / self.context_total_tokens if self.context_total_tokens else 0.0
+        flags = " timed_out=true" if self.timed_out else ""
+        return (
+            "---\n[live-memory] "
+            f"model={self.model} latency={self.latency_s:.1f}s "
+            f"tokens={self.usage.prompt_tokens}/{self.usage.output_tokens}(in/out) "
+            f"cache_read={self.usage.cache_read_tokens} tool_calls={self.tool_calls} "
+            f"files_read={self.files_read} cost={cost} "
+            f"context={self.context_used_tokens}/{self.context_total_tokens}({fill:.0%}){flags}"
+        )
+
+    def render(self) -> str:
+        return f"{self.answer.rstrip()}\n\n{self.trailer()}"

@@ -1,0 +1,56 @@
+"""Seals every test: no provider or Claude variables leak in, HOME and the data dir are temporary,
+and nothing may talk to a host that is not loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_SEALED_PREFIXES = ("LIVE_MEMORY_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "DEEPSEEK_", "OPENROUTER_")
+_LOOPBACK = ("127.", "::1", "localhost")
+
+
+@pytest.fixture(autouse=True)
+def sealed_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in list(os.environ):
+        if name.startswith(_SEALED_PREFIXES):
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("LIVE_MEMORY_DATA_DIR", str(home / "live-memory-data"))
+    return home
+
+
+def _is_loopback(address: object) -> bool:
+    if isinstance(address, str):  # AF_UNIX paths are local by definition
+        return True
+    if not isinstance(address, tuple) or not address:
+        return False
+    host = str(address[0])
+    return host.startswith(_LOOPBACK) or host in ("0.0.0.0", "")
+
+
+@pytest.fixture(autouse=True)
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Refuse any connection to a non-loopback address: tests never touch the network."""
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def guarded_connect(self: socket.socket, address: object) -> None:
+        if not _is_loopback(address):
+            raise ConnectionRefusedError(f"tests may only connect to loopback, not {address!r}")
+        real_connect(self, address)  # type: ignore[arg-type]
+
+    def guarded_connect_ex(self: socket.socket, address: object) -> int:
+        if not _is_loopback(address):
+            raise ConnectionRefusedError(f"tests may only connect to loopback, not {address!r}")
+        return real_connect_ex(self, address)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+    yield

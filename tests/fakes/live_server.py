@@ -1,0 +1,97 @@
+"""Run the real Live Memory app under uvicorn on a loopback port, in a background thread."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+
+from live_memory.app import create_app
+from live_memory.config import Settings, load_settings
+
+
+def settings_for(fake_base_url: str, data_dir: Path, *, protocol: str = "anthropic", **options: Any) -> Settings:
+    """Settings pointing at the fake provider; `options` are LIVE_MEMORY_* values by option key."""
+    env: dict[str, str] = {
+        "HOME": str(data_dir.parent),
+        "LIVE_MEMORY_PROVIDER": "anthropic" if protocol == "anthropic" else "openai",
+        "LIVE_MEMORY_BASE_URL": fake_base_url if protocol == "anthropic" else fake_base_url + "/v1",
+        "LIVE_MEMORY_API_KEY": "test-key",
+        "LIVE_MEMORY_MODEL": "claude-haiku-4-5" if protocol == "anthropic" else "gpt-5-mini",
+    }
+    for key, value in options.items():
+        env[f"LIVE_MEMORY_{key.upper()}"] = str(value)
+    return load_settings(env=env, data_dir=data_dir)
+
+
+class LiveServer:
+    """`with LiveServer(app) as server:` serves on 127.0.0.1:<free port> until the block ends."""
+
+    def __init__(self, app: Starlette) -> None:
+        self.app = app
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port: int = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.mcp_url = f"{self.url}/mcp"
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.run(self._server.serve(sockets=[self.sock]))
+
+    def __enter__(self) -> LiveServer:
+        self._thread.start()
+        for _ in range(500):
+            if self._server.started:
+                return self
+            if not self._thread.is_alive():
+                break
+            self._thread.join(0.01)
+        raise RuntimeError("the Live Memory test server did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+@contextlib.contextmanager
+def live_server(settings: Settings, **kwargs: Any) -> Iterator[LiveServer]:
+    with LiveServer(create_app(settings, **kwargs)) as server:
+        yield server
+
+
+async def ask_via_mcp(
+    mcp_url: str,
+    arguments: Mapping[str, Any],
+    *,
+    headers: Mapping[str, str] | None = None,
+    progress_seen: list[float] | None = None,
+) -> tuple[str, bool]:
+    """Call ask_live_memory with the official MCP client; returns (text, is_error)."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if progress_seen is not None:
+            progress_seen.append(progress)
+
+    http = httpx2.AsyncClient(headers=dict(headers or {}), timeout=httpx2.Timeout(30.0, read=120.0))
+    async with http, Client(streamable_http_client(mcp_url, http_client=http)) as client:
+        result = await client.call_tool(
+            "ask_live_memory",
+            dict(arguments),
+            progress_callback=on_progress if progress_seen is not None else None,
+        )
+    text = "\n".join(getattr(block, "text", "") for block in result.content)
+    return text, bool(result.is_error)

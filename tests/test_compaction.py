@@ -1,0 +1,220 @@
+"""Compaction tiers, watermarks, cooldown and the neutrality of summaries."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from live_memory.agent_loop import LoopLimits, QuestionLoop
+from live_memory.compaction import CompactionReport, Compactor, DistillGate
+from live_memory.constants import SUMMARY_MAX_TOKENS
+from live_memory.context_window import ContextWindow
+from live_memory.errors import OverloadedError
+from live_memory.providers.base import ChatRequest, ChatResponse, Message, TextPart
+from live_memory.summarizer import Summarizer
+from tests.fakes.scripted_provider import ScriptedProvider, text_response
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class NoTools:
+    async def run(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        raise AssertionError("no tool calls expected")
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def summary_of(request: ChatRequest) -> ChatResponse:
+    """A summarizer stand-in: one ledger line per file or question it was given."""
+    material = request.messages[0].text
+    lines = [f"- fact about {line[4:].strip()}" for line in material.splitlines() if line.startswith("### ")]
+    lines += [f"- fact from {line[3:].strip()}" for line in material.splitlines() if line.startswith("Q: ")]
+    return text_response("\n".join(lines) or "- nothing durable")
+
+
+def add_exchange(window: ContextWindow, index: int, size: int = 400) -> None:
+    window.sync_deltas()
+    question = f"question number {index}"
+    window.add_exchange(Message("user", (TextPart(f"## Question\n{question}"),)), question, "a" * size, ())
+
+
+def filled_window(budget: int = 4000) -> ContextWindow:
+    window = ContextWindow(budget_tokens=budget)
+    window.freeze()
+    for index in range(6):
+        window.observe(f"docs/file{index}.md", f"content {index} " * 150, sha(str(index)))
+    for index in range(8):
+        window.record_read(f"src/mod{index}.py", sha(f"m{index}"), 100 + index)
+    for index in range(8):
+        add_exchange(window, index)
+    return window
+
+
+def compactor(provider: ScriptedProvider, clock: Clock, *, floor: float = 0.6, interval: float = 60.0) -> Compactor:
+    return Compactor(
+        summarizer=Summarizer(provider),
+        gate=DistillGate(interval, clock),
+        threshold=0.85,
+        floor=floor,
+    )
+
+
+async def test_no_compaction_below_the_threshold() -> None:
+    window = ContextWindow(budget_tokens=100_000)
+    add_exchange(window, 1)
+    provider = ScriptedProvider(responder=summary_of)
+    assert await compactor(provider, Clock())(window) is None
+    assert provider.requests == []
+
+
+async def test_tiers_run_in_order_down_to_the_floor() -> None:
+    window = filled_window()
+    assert window.fill() > 0.85
+    provider = ScriptedProvider(responder=summary_of)
+    report = await compactor(provider, Clock())(window)
+    assert report is not None
+    assert window.prompt_tokens() <= 0.6 * window.budget_tokens
+    # tier 0 went first, LRU first: the oldest observed files were distilled by one batched call
+    assert report.distilled[:2] == ["docs/file0.md", "docs/file1.md"]
+    first_material = provider.requests[0].messages[0].text
+    assert "content 0" in first_material and "question number" not in first_material
+    assert any("fact about docs/file0.md" in f.text for f in window.ledger.facts)
+    assert window.files["docs/file0.md"].content is None  # shed to a manifest entry, still re-readable
+    assert all(t.kind in ("question", "answer") for t in window.history)  # re-frozen
+
+
+async def test_qa_is_summarized_never_dropped_and_recent_questions_stay_out() -> None:
+    window = ContextWindow(budget_tokens=3000)
+    window.freeze()
+    for index in range(12):
+        add_exchange(window, index, size=900)
+    provider = ScriptedProvider(responder=summary_of)
+    report = await compactor(provider, Clock())(window)
+    assert report is not None and report.summarized_pairs > 0
+    summarized = provider.requests[-1].messages[0].text
+    kept = [t.question for t in window.history if t.kind == "question"]
+    assert kept[-2:] == ["question number 10", "question number 11"]
+    for recent in ("question number 10", "question number 11"):
+        assert recent not in summarized
+    folded = {f.text for f in window.ledger.facts}
+    for index in range(report.summarized_pairs):
+        assert f"- fact from question number {index}"[2:] in folded
+    assert provider.requests[-1].max_tokens == SUMMARY_MAX_TOKENS
+
+
+async def test_summarizer_failure_keeps_the_history_and_waits_for_the_cooldown() -> None:
+    window = ContextWindow(budget_tokens=3000)
+    window.freeze()
+    for index in range(12):
+        add_exchange(window, index, size=900)
+    before = [t.message for t in window.history]
+    clock = Clock()
+    provider = ScriptedProvider(OverloadedError("down"))
+    compact = compactor(provider, clock)
+    report = await compact(window)
+    assert report is not None and report.summary_failures == 1
+    assert [t.message for t in window.history] == before
+    await compact(window)
+    assert len(provider.requests) == 1  # within the cooldown: no new attempt
+    clock.now += 61
+    provider.responder = summary_of
+    report = await compact(window)
+    assert report is not None and report.summarized_pairs > 0
+
+
+async def test_within_cooldown_observations_are_shed_without_summarizing() -> None:
+    clock = Clock()
+    provider = ScriptedProvider(responder=summary_of)
+    compact = compactor(provider, clock)
+    await compact(filled_window())
+    calls = len(provider.requests)
+    report = await compact(filled_window())
+    assert report is not None and report.distilled == [] and report.shed
+    assert all("content" not in r.messages[0].text for r in provider.requests[calls:])
+
+
+async def test_a_racing_fork_sheds_while_another_distills() -> None:
+    clock = Clock()
+    release = asyncio.Event()
+    entered = asyncio.Event()
+    gate = DistillGate(60.0, clock)
+
+    class Blocking(ScriptedProvider):
+        async def chat(self, request: ChatRequest) -> ChatResponse:
+            entered.set()
+            await release.wait()
+            return summary_of(request)
+
+    slow = Compactor(summarizer=Summarizer(Blocking()), gate=gate, threshold=0.85, floor=0.6)
+    fast_provider = ScriptedProvider(responder=summary_of)
+    fast = Compactor(summarizer=Summarizer(fast_provider), gate=gate, threshold=0.85, floor=0.6)
+    first = asyncio.create_task(slow(filled_window()))
+    await entered.wait()
+    report = await fast(filled_window())
+    release.set()
+    slow_report = await first
+    assert report is not None and report.distilled == [] and report.shed
+    assert slow_report is not None and slow_report.distilled
+
+
+async def test_overflow_adopts_the_providers_limit_and_compacts() -> None:
+    window = ContextWindow(budget_tokens=100_000)
+    window.freeze()
+    for index in range(12):
+        add_exchange(window, index, size=900)
+    report = await compactor(ScriptedProvider(responder=summary_of), Clock())(window, 3000)
+    assert report is not None and report.overflow
+    assert window.budget_tokens == 3000
+    assert window.prompt_tokens() <= 0.6 * 3000
+
+
+async def run_session(floor: float, questions: int = 30) -> list[int]:
+    """Each question tees a new file and asks; returns at which questions compaction ran."""
+    clock = Clock()
+    provider = ScriptedProvider(
+        responder=lambda r: summary_of(r) if "ledger" in r.system[0].text else text_response("ok")
+    )
+    compactions: list[int] = []
+    current = [0]
+
+    def record(report: CompactionReport) -> None:
+        compactions.append(current[0])
+
+    compact = Compactor(
+        summarizer=Summarizer(provider),
+        gate=DistillGate(0.0, clock),
+        threshold=0.85,
+        floor=floor,
+        on_report=record,
+    )
+    window = ContextWindow(budget_tokens=6000)
+    limits = LoopLimits(
+        timeout_s=30, max_iterations=3, answer_tokens=256, context_tokens=6000, force_explore_when_cold=False
+    )
+    loop = QuestionLoop(provider, NoTools(), (), limits, workspace_root=Path("/"), compactor=compact)
+    for index in range(questions):
+        current[0] = index
+        window.observe(f"notes/n{index}.md", f"note {index} " * 120, sha(f"n{index}"))
+        await loop.answer(window, f"question {index}")
+    return compactions
+
+
+async def test_hysteresis_gives_headroom_and_floor_at_threshold_thrashes() -> None:
+    with_headroom = await run_session(floor=0.6)
+    thrashing = await run_session(floor=0.85)
+    assert with_headroom, "the session must compact at least once"
+    gaps = [b - a for a, b in itertools.pairwise(with_headroom)]
+    assert all(gap >= 3 for gap in gaps), with_headroom  # several questions run between compactions
+    assert len(thrashing) >= 2 * len(with_headroom), (thrashing, with_headroom)

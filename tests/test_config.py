@@ -1,0 +1,114 @@
+"""Configuration: env beats config.json beats defaults; bad values name their key and source."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from live_memory import constants as C
+from live_memory.config import OPTIONS, default_data_dir, load_settings, write_config_value
+from live_memory.errors import ConfigError
+
+
+def write_config(data_dir: Path, values: dict[str, object]) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "config.json").write_text(json.dumps(values))
+
+
+def test_defaults_come_from_constants(tmp_path: Path) -> None:
+    settings = load_settings(env={}, data_dir=tmp_path)
+    assert settings.port == C.DEFAULT_PORT
+    assert settings.default_timeout_s == C.DEFAULT_TIMEOUT_S
+    assert settings.sources["port"] == "default"
+
+
+def test_config_file_overrides_default(tmp_path: Path) -> None:
+    write_config(tmp_path, {"port": 9001, "default_timeout_s": 30})
+    settings = load_settings(env={}, data_dir=tmp_path)
+    assert settings.port == 9001
+    assert settings.default_timeout_s == 30.0
+    assert settings.sources["port"].startswith("config.json")
+
+
+def test_env_overrides_config_file(tmp_path: Path) -> None:
+    write_config(tmp_path, {"port": 9001})
+    settings = load_settings(env={"LIVE_MEMORY_PORT": "9002"}, data_dir=tmp_path)
+    assert settings.port == 9002
+    assert settings.sources["port"] == "env LIVE_MEMORY_PORT"
+
+
+def test_invalid_env_value_names_key_and_source(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"invalid port from env LIVE_MEMORY_PORT: expected an integer"):
+        load_settings(env={"LIVE_MEMORY_PORT": "seventy"}, data_dir=tmp_path)
+
+
+def test_invalid_file_value_names_key_and_source(tmp_path: Path) -> None:
+    write_config(tmp_path, {"concurrency_typo": 1})
+    with pytest.raises(ConfigError, match="unknown option"):
+        load_settings(env={}, data_dir=tmp_path)
+    write_config(tmp_path, {"default_timeout_s": 100000})
+    with pytest.raises(ConfigError, match=r"invalid default_timeout_s from config.json .*must be <="):
+        load_settings(env={}, data_dir=tmp_path)
+
+
+def test_corrupt_config_file_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        load_settings(env={}, data_dir=tmp_path)
+
+
+def test_data_dir_precedence() -> None:
+    assert default_data_dir({"LIVE_MEMORY_DATA_DIR": "/a", "CLAUDE_PLUGIN_DATA": "/b"}) == Path("/a")
+    assert default_data_dir({"CLAUDE_PLUGIN_DATA": "/b", "XDG_DATA_HOME": "/x"}) == Path("/b")
+    assert default_data_dir({"XDG_DATA_HOME": "/x"}) == Path("/x/live-memory")
+    assert default_data_dir({"HOME": "/home/u"}) == Path("/home/u/.local/share/live-memory")
+
+
+def test_provider_key_variable_is_used_for_its_own_endpoint(tmp_path: Path) -> None:
+    settings = load_settings(env={"ANTHROPIC_API_KEY": "sk-ant-123456789"}, data_dir=tmp_path)
+    assert settings.api_key == "sk-ant-123456789"
+    assert settings.api_key_source == "env ANTHROPIC_API_KEY"
+
+
+def test_custom_base_url_never_receives_another_providers_key(tmp_path: Path) -> None:
+    env = {"LIVE_MEMORY_BASE_URL": "https://gateway.example.test", "ANTHROPIC_API_KEY": "sk-ant-secret"}
+    settings = load_settings(env=env, data_dir=tmp_path)
+    assert settings.api_key == ""
+    env["LIVE_MEMORY_API_KEY"] = "gateway-key"
+    assert load_settings(env=env, data_dir=tmp_path).api_key == "gateway-key"
+
+
+def test_providers_own_base_url_variable_keeps_its_key(tmp_path: Path) -> None:
+    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/", "ANTHROPIC_API_KEY": "sk-ant-pair"}
+    settings = load_settings(env=env, data_dir=tmp_path)
+    assert settings.base_url == "http://127.0.0.1:9/"
+    assert settings.api_key == "sk-ant-pair"
+
+
+def test_describe_masks_secrets_and_shows_sources(tmp_path: Path) -> None:
+    settings = load_settings(env={"LIVE_MEMORY_API_KEY": "sk-very-secret-9876"}, data_dir=tmp_path)
+    rows = {key: (value, source) for key, value, source in settings.describe()}
+    assert rows["api_key"] == ("****9876", "env LIVE_MEMORY_API_KEY")
+    assert "sk-very-secret" not in repr(rows)
+    assert rows["port"] == (str(C.DEFAULT_PORT), "default")
+    assert {o.key for o in OPTIONS} <= set(rows)
+
+
+def test_write_config_value_validates_and_persists(tmp_path: Path) -> None:
+    write_config_value(tmp_path, "default_timeout_s", "42")
+    assert load_settings(env={}, data_dir=tmp_path).default_timeout_s == 42.0
+    assert (tmp_path / "config.json").stat().st_mode & 0o777 == 0o600
+    with pytest.raises(ConfigError, match="unknown option"):
+        write_config_value(tmp_path, "nope", "1")
+    with pytest.raises(ConfigError, match="invalid port"):
+        write_config_value(tmp_path, "port", "x")
+
+
+def test_model_context_size_follows_the_model(tmp_path: Path) -> None:
+    assert load_settings(env={}, data_dir=tmp_path).context_tokens == 200_000
+    env = {"LIVE_MEMORY_MODEL": "claude-sonnet-4-6"}
+    assert load_settings(env=env, data_dir=tmp_path).context_tokens == 1_000_000
+    env["LIVE_MEMORY_MAX_CONTEXT_TOKENS"] = "50000"
+    assert load_settings(env=env, data_dir=tmp_path).context_tokens == 50_000

@@ -1,0 +1,147 @@
+"""The window's prompt layout, deltas and persistence (no server needed)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+
+from live_memory.context_window import ContextWindow
+from live_memory.ledger import Ledger, LedgerFact, attribute, split_facts
+from live_memory.prompts import MANIFEST_HEADING, OBSERVED_HEADING, STALE_LEDGER_HEADING
+from live_memory.providers.base import Message, TextPart
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def ask(window: ContextWindow, question: str, answer: str, cites: tuple[str, ...] = ()) -> Message:
+    """Simulate one question: sync deltas, build the prompt, store the exchange."""
+    window.sync_deltas()
+    trailing = Message("user", (TextPart(f"## Question\n{question}"), TextPart("## Budgets for this question\n-")))
+    window.prompt_blocks(trailing)
+    window.add_exchange(Message("user", (trailing.parts[0],)), question, answer, cites)
+    return trailing
+
+
+def test_prompt_has_fixed_breakpoints_and_the_question_last() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.set_directory_tree("src/\n  app.py")
+    ask(window, "first?", "first answer")
+    trailing = Message("user", (TextPart("## Question\nsecond?"),))
+    system, messages = window.prompt_blocks(trailing)
+    assert [p.cache for p in system] == [True, True]
+    assert "src/\n  app.py" in system[0].text
+    assert messages[-1] == trailing
+    assert messages[-2].parts[-1].cache  # bp3 on the last history block
+    assert not any(p.cache for m in messages[:-2] for p in m.parts)
+
+
+def test_frozen_block_stays_byte_identical_and_changes_arrive_as_deltas() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    ask(window, "q1", "a1")
+    frozen = window.frozen_volatile
+    window.observe("src/app.py", "print('v1')\n", sha("v1"))
+    ask(window, "q2", "a2")
+    assert window.frozen_volatile == frozen
+    observation = [t for t in window.history if t.kind == "observation"]
+    assert len(observation) == 1 and "print('v1')" in observation[0].message.text
+    window.invalidate("src/app.py")
+    ask(window, "q3", "a3")
+    assert window.frozen_volatile == frozen
+    notices = [t.message.text for t in window.history if t.kind == "observation"]
+    assert "CHANGED since you read it" in notices[-1]
+
+
+def test_history_only_grows_between_compactions() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    snapshots = []
+    for index in range(5):
+        if index % 2:
+            window.observe(f"f{index}.py", f"x = {index}\n", sha(str(index)))
+        ask(window, f"q{index}", f"a{index}")
+        snapshots.append([t.message for t in window.history])
+    for earlier, later in itertools.pairwise(snapshots):
+        assert later[: len(earlier)] == earlier
+
+
+def test_answers_citing_a_changed_file_get_a_staleness_notice() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.record_read("src/db.py", sha("db"), 10)
+    ask(window, "where is the db?", "in src/db.py", cites=("src/db.py",))
+    window.mark_deleted("src/db.py")
+    window.sync_deltas()
+    notice = window.history[-2].message.text
+    assert "DELETED or moved/renamed" in notice
+    assert "Earlier answers in this conversation relied on these files" in notice and "src/db.py" in notice
+
+
+def test_freeze_subsumes_deltas_and_shows_file_states() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.observe("a.py", "A = 1\n", sha("a"))
+    window.record_read("b.py", sha("b"), 5)
+    window.invalidate("b.py")
+    ask(window, "q", "a")
+    window.freeze()
+    assert all(t.kind in ("question", "answer") for t in window.history)
+    block = window.frozen_volatile or ""
+    assert OBSERVED_HEADING in block and "A = 1" in block
+    assert MANIFEST_HEADING in block and "b.py (5 bytes) — CHANGED" in block
+
+
+def test_observe_of_unchanged_bytes_queues_no_delta() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    assert window.observe("a.py", "A\n", sha("A"))
+    window.sync_deltas()
+    assert not window.observe("a.py", "A\n", sha("A"))
+    assert window.sync_deltas() == 0
+
+
+def test_snapshot_json_never_holds_file_bytes_or_deltas() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.observe("secret_plan.md", "TOP-SECRET-CONTENT", sha("s"))
+    ask(window, "q", "a", cites=("secret_plan.md",))
+    data = window.to_json()
+    assert "TOP-SECRET-CONTENT" not in str(data)
+    restored = ContextWindow(budget_tokens=10_000)
+    restored.load_json(data)
+    assert [t.message for t in restored.history] == [t.message for t in window.history if t.kind != "observation"]
+    assert restored.files["secret_plan.md"].content is None
+
+
+def test_cold_until_content_ledger_or_history_exists() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    assert window.cold
+    window.observe("a.py", "A\n", sha("A"))
+    assert not window.cold
+
+
+def test_ledger_attributes_facts_by_path_or_basename_and_demotes_on_change() -> None:
+    manifest = {"src/auth/session.py": sha("s"), "src/api/middleware.py": sha("m")}
+    ledger = Ledger()
+    ledger.set_from_summary(
+        "- SessionManager (src/auth/session.py) issues tokens\n- middleware.py checks them\n- Uses Postgres",
+        manifest,
+    )
+    assert [set(f.sources) for f in ledger.facts] == [
+        {"src/auth/session.py"},
+        {"src/api/middleware.py"},
+        set(),
+    ]
+    assert ledger.mark_stale("src/auth/session.py") == 1
+    rendered = ledger.render()
+    fresh, stale = rendered.split(STALE_LEDGER_HEADING)
+    assert "SessionManager" in stale and "SessionManager" not in fresh
+    assert "Uses Postgres" in fresh
+
+
+def test_legacy_string_ledger_still_renders() -> None:
+    ledger = Ledger.from_json("Auth lives in src/auth.")
+    assert "Auth lives in src/auth." in ledger.render()
+    assert Ledger.from_json(ledger.to_json()).render() == ledger.render()
+
+
+def test_split_facts_dedupes_and_strips_bullets() -> None:
+    assert split_facts("# Ledger\n- a fact\n* a fact\n1. other fact\n\n") == ["a fact", "other fact"]
+    assert attribute("see config.py", {"pkg/config.py": "h", "pkg/other.py": "g"}) == {"pkg/config.py": "h"}
+    assert LedgerFact.from_json(LedgerFact("x", {"a": "b"}, True).to_json()) == LedgerFact("x", {"a": "b"}, True)

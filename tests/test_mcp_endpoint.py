@@ -1,0 +1,181 @@
+"""ask_live_memory end to end: the official MCP client -> uvicorn on loopback -> the fake provider."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from live_memory.config import load_settings
+from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
+from tests.fakes.llm_server import FakeLLM, Reply
+
+TRAILER = re.compile(
+    r"\n---\n\[live-memory\] model=\S+ latency=[\d.]+s tokens=\d+/\d+\(in/out\) cache_read=\d+ "
+    r"tool_calls=(\d+) files_read=(\d+) cost=\S+ context=\d+/\d+\(\d+%\)"
+)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM(min_cacheable_tokens=64) as server:
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / "src" / "settings.py").write_text("TIMEOUT_SECONDS = 42\nRETRIES = 3\n")
+    (root / "README.md").write_text("# Demo\nA small demo project.\n")
+    return root
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+async def test_answer_arrives_as_plain_text_with_trailer(
+    fake: FakeLLM, workspace: Path, tmp_path: Path, protocol: str
+) -> None:
+    fake.script(Reply.text("Timeouts live in src/settings.py (TIMEOUT_SECONDS = 42)."))
+    settings = settings_for(fake.base_url, tmp_path / "data", protocol=protocol, force_explore_when_cold=0)
+    with live_server(settings) as server:
+        text, is_error = await ask_via_mcp(
+            server.mcp_url, {"question": "Where is the timeout set?", "cwd": str(workspace)}
+        )
+    assert not is_error, text
+    assert text.startswith("Timeouts live in src/settings.py (TIMEOUT_SECONDS = 42).")
+    assert not text.startswith("{")  # plain text, not a structured {"result": ...} copy
+    match = TRAILER.search(text)
+    assert match, text
+    request = fake.requests[0]
+    assert request.protocol == protocol
+    assert "Where is the timeout set?" in FakeLLM.last_user_text(request.body)
+    assert "  settings.py" in str(request.body)  # the directory tree is in the prompt
+
+
+async def test_tool_calls_round_trip_through_the_loop(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.script(
+        Reply.tool_call("Grep", {"pattern": "TIMEOUT", "output_mode": "files_with_matches"}),
+        Reply.tool_call("Read", {"file_path": "src/settings.py"}),
+        Reply.text("TIMEOUT_SECONDS is 42, in src/settings.py line 1."),
+    )
+    with live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
+        text, is_error = await ask_via_mcp(server.mcp_url, {"question": "What is the timeout?", "cwd": str(workspace)})
+    assert not is_error, text
+    match = TRAILER.search(text)
+    assert match and match.groups() == ("2", "1"), text
+    assert len(fake.requests) == 3
+    grep_result = FakeLLM.last_user_text(fake.requests[1].body)
+    assert "src/settings.py" in grep_result
+    read_result = FakeLLM.last_user_text(fake.requests[2].body)
+    assert "TIMEOUT_SECONDS = 42" in read_result
+
+
+async def test_tool_error_goes_back_to_the_model_as_an_error_result(
+    fake: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    fake.script(
+        Reply.tool_call("Read", {"file_path": "../../etc/passwd"}),
+        Reply.text("I could not read that file."),
+    )
+    with live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
+        text, is_error = await ask_via_mcp(server.mcp_url, {"question": "Show passwd", "cwd": str(workspace)})
+    assert not is_error, text
+    blocks = fake.requests[1].body["messages"][-1]["content"]
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    assert results and results[0].get("is_error") is True
+    assert "root:" not in str(fake.requests[1].body)
+
+
+async def test_soft_deadline_returns_a_best_effort_answer(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    release = threading.Event()
+    fake.script(Reply.tool_call("Grep", {"pattern": "RETRIES"}), Reply.stall(release, seconds=60))
+    settings = settings_for(fake.base_url, tmp_path / "data", default_timeout_s=2)
+    try:
+        with live_server(settings) as server:
+            text, is_error = await ask_via_mcp(server.mcp_url, {"question": "Retries?", "cwd": str(workspace)})
+    finally:
+        release.set()
+    assert not is_error, text
+    assert "No complete answer within the time budget" in text
+    assert "timed_out=true" in text
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"question": "q", "cwd": "relative/path"}, "cwd must be an absolute path"),
+        ({"question": "q", "cwd": "/definitely/not/here"}, "not an existing directory"),
+        ({"question": "   ", "cwd": "WORKSPACE"}, "question is empty"),
+        ({"question": "q"}, "cwd is required"),
+    ],
+)
+async def test_bad_arguments_give_clear_error_results(
+    fake: FakeLLM, workspace: Path, tmp_path: Path, arguments: dict[str, str], message: str
+) -> None:
+    arguments = {k: (str(workspace) if v == "WORKSPACE" else v) for k, v in arguments.items()}
+    with live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
+        text, is_error = await ask_via_mcp(server.mcp_url, arguments)
+    assert is_error
+    assert message in text
+    assert fake.requests == []
+
+
+async def test_project_header_is_the_default_cwd(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.script(Reply.text("ok"))
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+    with live_server(settings) as server:
+        text, is_error = await ask_via_mcp(
+            server.mcp_url, {"question": "hi"}, headers={"X-Live-Memory-Project": str(workspace)}
+        )
+        assert not is_error, text
+        async with httpx.AsyncClient() as client:
+            stats = (await client.get(f"{server.url}/stats", params={"cwd": str(workspace)})).json()
+    assert stats["workspace"]["workspace"] == str(workspace)
+
+
+@pytest.mark.parametrize(
+    ("replies", "expected"),
+    [
+        ([Reply.error(429, "slow down")], "rate or spend limit reached"),
+        ([Reply.error(529, "Overloaded")] * 3, "temporarily unavailable, HTTP 529"),
+        ([Reply.error(401, "invalid x-api-key")], "API key was rejected"),
+        ([Reply.prompt_too_long()] * 2, "prompt too long"),
+    ],
+)
+async def test_provider_failures_surface_as_clear_messages(
+    fake: FakeLLM, workspace: Path, tmp_path: Path, replies: list[Reply], expected: str
+) -> None:
+    fake.script(*replies)
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+    with live_server(settings) as server:
+        text, is_error = await ask_via_mcp(server.mcp_url, {"question": "q", "cwd": str(workspace)})
+    assert is_error
+    assert expected in text
+    assert "Traceback" not in text
+
+
+async def test_rate_limit_with_retry_after_is_retried(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.script(Reply.error(429, "slow down", headers={"retry-after": "0"}), Reply.text("after the wait"))
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+    with live_server(settings) as server:
+        text, is_error = await ask_via_mcp(server.mcp_url, {"question": "q", "cwd": str(workspace)})
+    assert not is_error, text
+    assert text.startswith("after the wait")
+    assert len(fake.requests) == 2
+
+
+async def test_without_credential_health_works_and_questions_say_what_to_set(workspace: Path, tmp_path: Path) -> None:
+    settings = load_settings(env={"HOME": str(tmp_path)}, data_dir=tmp_path / "data")
+    with live_server(settings) as server:
+        async with httpx.AsyncClient() as client:
+            health = (await client.get(f"{server.url}/health")).json()
+        text, is_error = await ask_via_mcp(server.mcp_url, {"question": "q", "cwd": str(workspace)})
+    assert health["status"] == "ok"
+    assert is_error
+    assert "LIVE_MEMORY_API_KEY" in text
+    assert "ANTHROPIC_API_KEY" in text
