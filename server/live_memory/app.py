@@ -32,7 +32,7 @@ LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"
 
 
 def default_tool_factory(root: Path, settings: Settings) -> Toolbox:
-    return Toolbox(root, ToolLimits())
+    return Toolbox(root, ToolLimits(secret_globs=tuple(settings.secret_globs)))
 
 
 class McpTrailingSlash:
@@ -61,7 +61,8 @@ def create_app(
     provider_factory: ProviderFactory | None = None,
     tool_factory: ToolFactory | None = None,
 ) -> Starlette:
-    provider = (provider_factory or build_provider)(settings)
+    factory = provider_factory or build_provider
+    provider = factory(settings)
     manager = QuestionManager(
         Runtime(settings, provider),
         tool_factory=tool_factory or default_tool_factory,
@@ -81,12 +82,11 @@ def create_app(
             try:
                 yield
             finally:
-                current = manager.runtime.provider
-                if current is not None:
-                    await current.aclose()
+                await manager.flush_all()
+                await manager.aclose()
 
     app = Starlette(
-        routes=[*build_routes(manager, started_at), Mount("/", app=mcp_app)],
+        routes=[*build_routes(manager, started_at, factory), Mount("/", app=mcp_app)],
         lifespan=lifespan,
     )
     app.state.manager = manager

@@ -179,6 +179,43 @@ OPTIONS: tuple[Option, ...] = (
         _bounded(_as_float, 0.0),
         "Cooldown between summarizer calls that distill observed files (else their bytes are shed).",
     ),
+    # files and ingestion
+    Option(
+        "passive_ingestion",
+        C.PASSIVE_INGESTION,
+        _as_bool,
+        "Hold the bytes of files the agents read or edit (teed by the hooks) in the window.",
+    ),
+    Option(
+        "passive_max_file_bytes",
+        C.PASSIVE_MAX_FILE_BYTES,
+        _bounded(_as_int, 1024, 16 * 1024 * 1024),
+        "Largest teed or preloaded file held verbatim; larger ones are recorded manifest-only.",
+    ),
+    Option(
+        "file_globs",
+        (),
+        _as_list,
+        "Monitoring scope (fnmatch, `*` crosses `/`): only matching paths are tracked. Empty: all.",
+    ),
+    Option(
+        "preload_globs",
+        (),
+        _as_list,
+        "Reference documents read verbatim into every workspace on load (relative globs).",
+    ),
+    Option(
+        "preload_max_total_bytes",
+        C.PRELOAD_MAX_TOTAL_BYTES,
+        _bounded(_as_int, 0),
+        "Total preload cap; also clamped to the compaction floor's share of the window.",
+    ),
+    Option(
+        "secret_globs",
+        C.DEFAULT_SECRET_GLOBS,
+        _as_list,
+        "Files withheld from the model (listed as present-but-withheld; never read, grepped or teed).",
+    ),
     Option(
         "force_explore_when_cold",
         C.FORCE_EXPLORE_WHEN_COLD,

@@ -279,6 +279,23 @@ class ContextWindow:
         return system, tuple(messages)
 
     # --- persistence ---------------------------------------------------------------------------
+    def paths_to_validate(self) -> set[str]:
+        return set(self.files) | {p for f in self.ledger.facts for p in f.sources}
+
+    def revalidate(self, hashes: Mapping[str, str | None]) -> dict[str, int]:
+        """After a restart: drop files that vanished, mark changed ones, demote facts whose sources moved."""
+        dropped = changed = 0
+        for path, known in list(self.files.items()):
+            current = hashes.get(path)
+            if current is None:
+                del self.files[path]
+                dropped += 1
+            elif current != known.sha256 and known.state == "current":
+                self.files[path] = replace(known, state="changed")
+                changed += 1
+        demoted = self.ledger.revalidate(hashes)
+        return {"dropped": dropped, "changed": changed, "demoted": demoted}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "calibration": self.calibration,

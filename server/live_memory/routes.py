@@ -5,19 +5,87 @@ Errors are `{"error": ..., "detail": ...}` with a 4xx status; no traceback reach
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
-from starlette.requests import Request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from live_memory import __version__
-from live_memory.constants import SERVER_NAME
-from live_memory.errors import InputError
-from live_memory.manager import QuestionManager
+from live_memory.config import load_settings
+from live_memory.constants import NOTIFY_MAX_BODY_BYTES, NOTIFY_MAX_EVENTS, SERVER_NAME
+from live_memory.errors import ConfigError, InputError
+from live_memory.ingest import FileEvent
+from live_memory.manager import QuestionManager, Runtime
+from live_memory.providers.base import ChatProvider
 from live_memory.workspace import WorkspaceState
+
+ProviderFactory = Callable[..., ChatProvider | None]
+SMALL_BODY_BYTES = 64 * 1024
+
+
+class RequestError(Exception):
+    def __init__(self, status: int, message: str, detail: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
+class NotifyEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1, max_length=4096)
+    kind: Literal["read", "write", "change", "add", "unlink"]
+    content: str | None = None
+
+
+class NotifyBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    cwd: str = Field(min_length=1, max_length=4096)
+    session_id: str | None = Field(default=None, max_length=256)
+    events: list[NotifyEvent] = Field(max_length=NOTIFY_MAX_EVENTS)
+
+
+class WorkspaceBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    cwd: str = Field(min_length=1, max_length=4096)
+
+
+class EmptyBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+async def read_json(request: Request, model: type[BaseModel], max_bytes: int) -> Any:
+    """Bounded body -> JSON -> schema, each failure a precise 4xx."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise RequestError(415, "send the body as JSON with Content-Type: application/json")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise RequestError(413, f"request body too large ({declared} bytes; at most {max_bytes})")
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise RequestError(413, f"request body too large (over {max_bytes} bytes)")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise RequestError(400, "the client disconnected while sending the body") from None
+    raw = b"".join(chunks) or b"{}"
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise RequestError(400, f"malformed JSON: {exc}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()[:20]]
+        raise RequestError(422, "invalid request body", problems) from None
 
 
 def error(status: int, message: str, detail: Any = None) -> JSONResponse:
@@ -55,7 +123,7 @@ def workspace_stats(state: WorkspaceState, manager: QuestionManager) -> dict[str
     }
 
 
-def build_routes(manager: QuestionManager, started_at: float) -> list[Route]:
+def build_routes(manager: QuestionManager, started_at: float, provider_factory: ProviderFactory) -> list[Route]:
     async def health(request: Request) -> JSONResponse:
         return JSONResponse(
             {
@@ -89,4 +157,55 @@ def build_routes(manager: QuestionManager, started_at: float) -> list[Route]:
         workspaces = [workspace_stats(s, manager) for s in manager.registry.all()]
         return JSONResponse({"server": server, "workspaces": workspaces})
 
-    return [Route("/health", health, methods=["GET"]), Route("/stats", stats, methods=["GET"])]
+    async def notify(request: Request) -> JSONResponse:
+        try:
+            body = await read_json(request, NotifyBody, NOTIFY_MAX_BODY_BYTES)
+            events = [FileEvent(e.path, e.kind, e.content) for e in body.events]
+            result, loaded = await manager.notify(body.cwd, events)
+        except RequestError as exc:
+            return error(exc.status, str(exc), exc.detail)
+        except InputError as exc:
+            return error(400, str(exc))
+        return JSONResponse(
+            {
+                "accepted": result.accepted,
+                "ignored": result.ignored,
+                "workspace_loaded": loaded,
+                "reasons": result.reasons,
+            }
+        )
+
+    def wipe_route(reload_now: bool) -> Callable[[Request], Any]:
+        async def handler(request: Request) -> JSONResponse:
+            try:
+                body = await read_json(request, WorkspaceBody, SMALL_BODY_BYTES)
+                return JSONResponse(await manager.wipe(body.cwd, reload_now=reload_now))
+            except RequestError as exc:
+                return error(exc.status, str(exc), exc.detail)
+            except InputError as exc:
+                return error(400, str(exc))
+
+        return handler
+
+    async def reload(request: Request) -> JSONResponse:
+        try:
+            await read_json(request, EmptyBody, SMALL_BODY_BYTES)
+            current = manager.settings
+            settings = load_settings(env=current.env, data_dir=current.data_dir)
+        except RequestError as exc:
+            return error(exc.status, str(exc), exc.detail)
+        except ConfigError as exc:
+            return error(400, f"configuration not reloaded: {exc}")
+        changed = manager.reload(Runtime(settings, provider_factory(settings)))
+        return JSONResponse({"reloaded": True, "changed": changed, "model": settings.model})
+
+    empty = wipe_route(reload_now=False)
+    return [
+        Route("/health", health, methods=["GET"]),
+        Route("/stats", stats, methods=["GET"]),
+        Route("/notify", notify, methods=["POST"]),
+        Route("/reset", wipe_route(reload_now=True), methods=["POST"]),
+        Route("/empty", empty, methods=["POST"]),
+        Route("/clear", empty, methods=["POST"]),
+        Route("/reload", reload, methods=["POST"]),
+    ]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,19 @@ class WorkspaceStats:
     background_usage: Usage = field(default_factory=Usage)  # summaries (and keep-warm pings)
     background_cost_usd: float = 0.0
 
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        return data
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> WorkspaceStats:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in raw.items() if k in known}
+        for key in ("usage", "background_usage"):
+            if isinstance(values.get(key), dict):
+                values[key] = Usage(**{k: int(v) for k, v in values[key].items() if k in Usage.__dataclass_fields__})
+        return cls(**values)
+
 
 class WorkspaceState:
     def __init__(self, root: Path, window: ContextWindow, gate: DistillGate) -> None:
@@ -76,12 +89,19 @@ class WorkspaceState:
         self.window = window
         self.gate = gate
         self.stats = WorkspaceStats()
-        self.loaded = False  # directory tree built and the window frozen once
+        self.loaded = False  # restored from its snapshot, directory tree built, window frozen once
+        self.dropped = False  # wiped by reset/empty: nothing of this object may be persisted again
         self.in_flight = 0
+        self.tees: dict[str, tuple[float, str]] = {}  # path -> (when, sha256) of the last tee: echo checks
         self._journal: list[tuple[int, WindowChange]] = []
         self._seq = 0
         self._forks: dict[int, int] = {}  # fork id -> journal seq when taken
         self._next_fork = 0
+
+    def remember_tee(self, path: str, when: float, sha256: str, grace_s: float) -> None:
+        if len(self.tees) > 4096:  # keep the echo table small: only recent tees matter
+            self.tees = {p: t for p, t in self.tees.items() if when - t[0] <= grace_s}
+        self.tees[path] = (when, sha256)
 
     # --- changes that must survive concurrent forks ---------------------------------------------
     def apply(self, change: WindowChange) -> Any:

@@ -1,0 +1,182 @@
+"""File-change awareness: applying read/write/change/add/unlink events to a workspace's window.
+
+The hooks (`POST /notify`) and the OS watcher feed the same `Ingestor.apply()`. Preparation
+(jailing, hashing, reading the disk for echo checks) runs in a thread; the mutation then happens
+synchronously on the event loop with no await in between, so parallel sessions' events never race.
+
+Rules:
+- read/write with content: held verbatim (`observe`) when passive ingestion is on and it fits the
+  per-file cap (larger files are recorded manifest-only); binary content is refused.
+- read/write without content: treated as a change; with passive ingestion off, an agent's write to
+  a known file becomes a "recently modified" hint on the next question instead.
+- change/add: a known file is marked stale (lazy re-read) and facts citing it are demoted, unless
+  it is the echo of a tee we just received (same bytes on disk, within the grace window).
+- unlink: a known file is marked deleted and facts citing it are demoted.
+Events outside the jail, outside `file_globs`, or matching the secret guard are ignored with a reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from live_memory.errors import JailRefusal
+from live_memory.tools.jail import Jail
+from live_memory.workspace import WorkspaceState
+
+EventKind = Literal["read", "write", "change", "add", "unlink"]
+MAX_REASONS = 50
+
+
+@dataclass(frozen=True)
+class FileEvent:
+    path: str
+    kind: EventKind
+    content: str | None = None
+
+
+@dataclass
+class IngestResult:
+    accepted: int = 0
+    ignored: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+    def ignore(self, path: str, reason: str) -> None:
+        self.ignored += 1
+        if len(self.reasons) < MAX_REASONS:
+            self.reasons.append(f"{path}: {reason}")
+
+
+@dataclass(frozen=True)
+class IngestPolicy:
+    passive_ingestion: bool
+    max_file_bytes: int
+    file_globs: tuple[str, ...]
+    secret_globs: tuple[str, ...]
+    echo_grace_s: float
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """An event after the off-loop checks: a clean relative path and what we learned of it."""
+
+    rel: str
+    kind: EventKind
+    content: str | None = None
+    sha256: str | None = None
+    size: int = 0
+    disk_sha256: str | None = None  # for change/add: what is on disk now (echo detection)
+
+
+def in_scope(rel: str, globs: Sequence[str]) -> bool:
+    """fnmatch semantics (`*` also crosses `/`); no globs means everything is in scope."""
+    return not globs or any(fnmatch.fnmatchcase(rel, g) for g in globs)
+
+
+def _sha_of_file(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+class Ingestor:
+    def __init__(self, policy: IngestPolicy, clock: Callable[[], float] = time.monotonic) -> None:
+        self.policy = policy
+        self.clock = clock
+
+    async def apply(self, state: WorkspaceState, events: Sequence[FileEvent]) -> IngestResult:
+        result = IngestResult()
+        prepared = await asyncio.to_thread(self._prepare, state.root, events, result)
+        for event in prepared:  # synchronous from here on: no await between reading and writing state
+            self._apply_one(state, event, result)
+        return result
+
+    # --- off the event loop ------------------------------------------------------------------
+    def _prepare(self, root: Path, events: Sequence[FileEvent], result: IngestResult) -> list[_Prepared]:
+        jail = Jail(root, self.policy.secret_globs)
+        out: list[_Prepared] = []
+        for event in events:
+            try:
+                rel = jail.normalize(event.path)
+                jail.resolve(rel, allow_dir=event.kind == "unlink")
+            except JailRefusal as exc:
+                result.ignore(event.path, str(exc))
+                continue
+            if not rel:
+                result.ignore(event.path, "the workspace root itself is not a file")
+                continue
+            if not in_scope(rel, self.policy.file_globs):
+                result.ignore(rel, "outside file_globs")
+                continue
+            prepared = self._prepare_one(root, rel, event, result)
+            if prepared is not None:
+                out.append(prepared)
+        return out
+
+    def _prepare_one(self, root: Path, rel: str, event: FileEvent, result: IngestResult) -> _Prepared | None:
+        if event.kind in ("read", "write") and event.content is not None:
+            if "\x00" in event.content:
+                result.ignore(rel, "binary content is not kept")
+                return None
+            data = event.content.encode("utf-8", "surrogatepass")
+            return _Prepared(rel, event.kind, event.content, hashlib.sha256(data).hexdigest(), len(data))
+        if event.kind in ("change", "add"):
+            return _Prepared(rel, event.kind, disk_sha256=_sha_of_file(root / rel))
+        return _Prepared(rel, event.kind)
+
+    # --- on the event loop -------------------------------------------------------------------
+    def _apply_one(self, state: WorkspaceState, event: _Prepared, result: IngestResult) -> None:
+        window = state.window
+        rel = event.rel
+        if event.content is not None and event.sha256 is not None:
+            if not self.policy.passive_ingestion:
+                if event.kind == "write" and rel in window.files:
+                    state.apply(lambda w: w.note_modified(rel))
+                    result.accepted += 1
+                else:
+                    result.ignore(rel, "passive ingestion is off")
+                return
+            if event.size > self.policy.max_file_bytes:
+                sha, size = event.sha256, event.size
+                state.apply(lambda w: w.record_read(rel, sha, size))
+                result.accepted += 1
+                return
+            content, sha = event.content, event.sha256
+            state.apply(lambda w: w.observe(rel, content, sha))
+            state.remember_tee(rel, self.clock(), sha, self.policy.echo_grace_s)
+            result.accepted += 1
+            return
+        if event.kind == "unlink":
+            if state.apply(lambda w: w.mark_deleted(rel)):
+                result.accepted += 1
+            else:
+                result.ignore(rel, "not in memory")
+            return
+        if event.kind in ("change", "add") and self._is_echo(state, rel, event.disk_sha256):
+            result.ignore(rel, "echo of a tee just received")
+            return
+        if event.kind == "write" and not self.policy.passive_ingestion:
+            if rel in window.files:
+                state.apply(lambda w: w.note_modified(rel))
+                result.accepted += 1
+            else:
+                result.ignore(rel, "not in memory")
+            return
+        if state.apply(lambda w: w.invalidate(rel)):
+            result.accepted += 1
+        else:
+            result.ignore(rel, "not in memory")
+
+    def _is_echo(self, state: WorkspaceState, rel: str, disk_sha: str | None) -> bool:
+        teed = state.tees.get(rel)
+        if teed is None or disk_sha is None:
+            return False
+        at, sha = teed
+        return sha == disk_sha and self.clock() - at <= self.policy.echo_grace_s

@@ -1,0 +1,194 @@
+"""POST /notify end to end: tees reach the next prompt, changes and deletes arrive as deltas."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
+from tests.fakes.llm_server import FakeLLM, Reply
+from tests.kv_invariants import assert_prefix_invariant
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM(min_cacheable_tokens=64) as server:
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / "src" / "app.py").write_text("def main():\n    return 'v1'\n")
+    (root / "src" / "db.py").write_text("URL = 'sqlite://'\n")
+    (root / ".env").write_text("API_TOKEN=hunter2\n")
+    return root
+
+
+@pytest.fixture
+def server(fake: FakeLLM, tmp_path: Path) -> Iterator[LiveServer]:
+    fake.responder = lambda request: Reply.text("ok")
+    with live_server(settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)) as running:
+        yield running
+
+
+async def post(server: LiveServer, route: str, body: Any, **kwargs: Any) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        return await client.post(route, json=body, **kwargs)
+
+
+async def ask(server: LiveServer, workspace: Path, question: str) -> str:
+    text, is_error = await ask_via_mcp(server.mcp_url, {"question": question, "cwd": str(workspace)})
+    assert not is_error, text
+    return text
+
+
+async def test_a_tee_reaches_the_next_prompt_without_a_read(
+    server: LiveServer, fake: FakeLLM, workspace: Path
+) -> None:
+    await ask(server, workspace, "warm up")
+    body = {"cwd": str(workspace), "events": [{"path": "src/app.py", "kind": "read", "content": "def main():\n    return 'v1'\n"}]}
+    answer = (await post(server, "/notify", body)).json()
+    assert answer == {"accepted": 1, "ignored": 0, "workspace_loaded": True, "reasons": []}
+    await ask(server, workspace, "what does main return?")
+    prompt = str(fake.requests[-1].body)
+    assert "return 'v1'" in prompt
+    assert "tool_use" not in str(fake.requests[-1].body["messages"])
+
+
+async def test_change_and_unlink_arrive_as_deltas_with_the_prefix_intact(
+    server: LiveServer, fake: FakeLLM, workspace: Path
+) -> None:
+    await ask(server, workspace, "warm up")
+    for path in ("src/app.py", "src/db.py"):
+        content = (workspace / path).read_text()
+        await post(server, "/notify", {"cwd": str(workspace), "events": [{"path": path, "kind": "read", "content": content}]})
+    await ask(server, workspace, "q2")
+    (workspace / "src" / "app.py").write_text("def main():\n    return 'v2'\n")
+    events = [{"path": str(workspace / "src/app.py"), "kind": "change"}, {"path": "src/db.py", "kind": "unlink"}]
+    assert (await post(server, "/notify", {"cwd": str(workspace), "events": events})).json()["accepted"] == 2
+    await ask(server, workspace, "q3")
+    last = str(fake.requests[-1].body["messages"])
+    assert "src/app.py: CHANGED since you read it" in last
+    assert "src/db.py: DELETED or moved/renamed" in last
+    assert_prefix_invariant([r.body for r in fake.requests], compactions=0)
+
+
+@pytest.mark.parametrize(
+    ("event", "reason"),
+    [
+        ({"path": "../../etc/passwd", "kind": "read", "content": "root:x:0:0"}, "'..' is not allowed"),
+        ({"path": "/etc/passwd", "kind": "read", "content": "root:x:0:0"}, "outside the workspace"),
+        ({"path": ".env", "kind": "read", "content": "API_TOKEN=hunter2"}, "secret-file guard"),
+        ({"path": "src/blob.bin", "kind": "read", "content": "a\u0000b"}, "binary content"),
+        ({"path": ".git/config", "kind": "read", "content": "[core]"}, "inside .git"),
+        ({"path": "src/never_read.py", "kind": "change"}, "not in memory"),
+    ],
+)
+async def test_refused_events_are_ignored_with_a_reason_and_change_nothing(
+    server: LiveServer, fake: FakeLLM, workspace: Path, event: dict[str, str], reason: str
+) -> None:
+    await ask(server, workspace, "warm up")
+    answer = (await post(server, "/notify", {"cwd": str(workspace), "events": [event]})).json()
+    assert answer["accepted"] == 0 and answer["ignored"] == 1
+    assert reason in answer["reasons"][0]
+    await ask(server, workspace, "again")
+    prompt = str(fake.requests[-1].body)
+    assert "hunter2" not in prompt and "root:x:0:0" not in prompt and "[core]" not in prompt
+
+
+async def test_events_for_an_unloaded_workspace_do_not_load_it(server: LiveServer, workspace: Path) -> None:
+    event = {"path": "src/app.py", "kind": "read", "content": "x"}
+    answer = (await post(server, "/notify", {"cwd": str(workspace), "events": [event]})).json()
+    assert answer["workspace_loaded"] is False and answer["ignored"] == 1
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        assert (await client.get("/stats", params={"cwd": str(workspace)})).status_code == 404
+
+
+async def test_file_globs_limit_the_monitoring_scope(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.responder = lambda request: Reply.text("ok")
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0, file_globs="docs/*")
+    with live_server(settings) as running:
+        await ask(running, workspace, "warm up")
+        events = [
+            {"path": "src/app.py", "kind": "read", "content": "x = 1"},
+            {"path": "docs/guide/intro.md", "kind": "read", "content": "# Intro"},
+        ]
+        answer = (await post(running, "/notify", {"cwd": str(workspace), "events": events})).json()
+    assert answer["accepted"] == 1 and answer["reasons"] == ["src/app.py: outside file_globs"]
+
+
+@pytest.mark.parametrize(
+    ("send", "status", "message"),
+    [
+        ({"content": b"{not json", "headers": {"content-type": "application/json"}}, 400, "malformed JSON"),
+        ({"json": {"cwd": "relative", "events": []}}, 400, "cwd must be an absolute path"),
+        ({"json": {"cwd": "/tmp", "events": [{"path": "a", "kind": "explode"}]}}, 422, "invalid request body"),
+        ({"json": {"cwd": "/tmp", "events": "nope"}}, 422, "invalid request body"),
+        ({"json": {"cwd": "/tmp", "events": [{"path": "a", "kind": "read"}] * 501}}, 422, "invalid request body"),
+        ({"content": b"{}", "headers": {"content-type": "text/plain"}}, 415, "Content-Type: application/json"),
+    ],
+)
+async def test_malformed_notify_requests_get_precise_4xx(
+    server: LiveServer, send: dict[str, Any], status: int, message: str
+) -> None:
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        response = await client.post("/notify", **send)
+    assert response.status_code == status
+    assert message in response.json()["error"]
+
+
+async def test_oversized_body_is_refused_with_413(server: LiveServer, workspace: Path) -> None:
+    big = "x" * (9 * 1024 * 1024)
+    body = {"cwd": str(workspace), "events": [{"path": "src/app.py", "kind": "read", "content": big}]}
+    response = await post(server, "/notify", body)
+    assert response.status_code == 413
+    assert "too large" in response.json()["error"]
+
+
+async def test_a_file_over_the_per_file_cap_is_kept_manifest_only(
+    server: LiveServer, fake: FakeLLM, workspace: Path
+) -> None:
+    await ask(server, workspace, "warm up")
+    big = "y = 1  # padding\n" * 20_000  # ~340 KB, over the 256 KiB cap
+    body = {"cwd": str(workspace), "events": [{"path": "src/big.py", "kind": "read", "content": big}]}
+    assert (await post(server, "/notify", body)).json()["accepted"] == 1
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        stats = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
+    assert stats["file_contexts"] == 1
+    await ask(server, workspace, "q")
+    assert "padding" not in str(fake.requests[-1].body)
+
+
+async def test_concurrent_clients_lose_and_duplicate_nothing(
+    server: LiveServer, fake: FakeLLM, workspace: Path
+) -> None:
+    await ask(server, workspace, "warm up")
+    files = [f"src/f{i}.py" for i in range(40)]
+
+    async def client_burst(client_id: int) -> list[int]:
+        statuses = []
+        async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+            for batch in range(25):
+                events = [
+                    {"path": files[(client_id * 7 + batch * 25 + k) % 40], "kind": "read", "content": f"v = {client_id}"}
+                    for k in range(25)
+                ]
+                response = await client.post("/notify", json={"cwd": str(workspace), "events": events})
+                statuses.append(response.status_code)
+        return statuses
+
+    bursts = asyncio.gather(*(client_burst(i) for i in range(8)))
+    questions = asyncio.gather(*(ask(server, workspace, f"while busy {i}") for i in range(3)))
+    statuses, _ = await asyncio.gather(bursts, questions)
+    assert {s for batch in statuses for s in batch} == {200}  # 8 clients x 25 posts x 25 events = 5,000
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        stats = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
+    assert stats["file_contexts"] == len(files)  # every file known exactly once

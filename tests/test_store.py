@@ -1,0 +1,138 @@
+"""Snapshots: atomic, private, validated on load; memory survives restarts and kills."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from live_memory.store import SnapshotStore
+from live_memory.workspace import workspace_id
+from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
+from tests.fakes.llm_server import FakeLLM, Reply
+from tests.test_cli import ServeProcess, cli_env, free_port
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM(min_cacheable_tokens=64) as server:
+        server.responder = lambda request: Reply.text(f"answer to {FakeLLM.last_user_text(request.body)[:40]}")
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "app.py").write_text("VERSION = 1\n")
+    return root
+
+
+async def test_snapshot_round_trip_is_private_and_atomic(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    assert await store.save("ws", lambda: (1, {"window": {"history": []}}))
+    path = store.path_for("ws")
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "data" / "workspaces").stat().st_mode & 0o777 == 0o700
+    loaded = store.load("ws")
+    assert loaded is not None and loaded["schema"] == 1 and loaded["window"] == {"history": []}
+    assert not await store.save("ws", lambda: (1, {"window": {"stale": True}}))  # an older/equal generation
+    assert list(path.parent.iterdir()) == [path]  # no temp files left behind
+
+
+@pytest.mark.parametrize("garbage", [b"", b"{\"schema\": 1, \"window\": ", b"\x00\xff garbage", b"[1, 2]", b'{"schema": 99}'])
+def test_corrupt_snapshot_is_quarantined(tmp_path: Path, garbage: bytes) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    store.dir.mkdir(parents=True)
+    store.path_for("ws").write_bytes(garbage)
+    assert store.load("ws") is None
+    quarantined = [p.name for p in store.dir.iterdir()]
+    assert len(quarantined) == 1 and quarantined[0].startswith("ws.json.corrupt-")
+
+
+async def test_a_wiped_workspace_is_not_resurrected_by_a_late_save(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    await store.save("ws", lambda: (1, {"window": {}}))
+    dropped = True
+    assert await store.delete("ws")
+    assert not await store.save("ws", lambda: (2, {"window": {}}), still_wanted=lambda: not dropped)
+    assert not store.path_for("ws").exists()
+
+
+async def test_memory_survives_a_restart(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+    with live_server(settings) as server:
+        text, _ = await ask_via_mcp(server.mcp_url, {"question": "What is VERSION?", "cwd": str(workspace)})
+    with live_server(settings) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "And now?", "cwd": str(workspace)})
+    messages = str(fake.requests[-1].body["messages"])
+    assert "What is VERSION?" in messages and "answer to" in messages
+
+
+async def test_a_file_changed_while_down_is_detected_on_load(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.script(Reply.tool_call("Read", {"file_path": "app.py"}), Reply.text("VERSION is 1"))
+    settings = settings_for(fake.base_url, tmp_path / "data")
+    with live_server(settings) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "What is VERSION?", "cwd": str(workspace)})
+    (workspace / "app.py").write_text("VERSION = 2\n")
+    with live_server(settings) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "And now?", "cwd": str(workspace)})
+    frozen = fake.requests[-1].body["system"][1]["text"]
+    assert "app.py (12 bytes) — CHANGED since you read it" in frozen
+
+
+async def test_garbage_snapshot_is_quarantined_and_the_workspace_still_answers(
+    fake: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+    snapshots = tmp_path / "data" / "workspaces"
+    snapshots.mkdir(parents=True)
+    (snapshots / f"{workspace_id(workspace)}.json").write_text('{"schema": 1, "window": {"history": [{"kind"')
+    with live_server(settings) as server:
+        text, is_error = await ask_via_mcp(server.mcp_url, {"question": "hello?", "cwd": str(workspace)})
+    assert not is_error, text
+    names = sorted(p.name for p in snapshots.iterdir())
+    assert any(".corrupt-" in n for n in names) and f"{workspace_id(workspace)}.json" in names
+
+
+def test_answers_returned_before_a_sigkill_are_all_remembered(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    env = cli_env(tmp_path, free_port(), LIVE_MEMORY_BASE_URL=fake.base_url, LIVE_MEMORY_API_KEY="test")
+    env["LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD"] = "0"
+    env["LIVE_MEMORY_DATA_DIR"] = str(tmp_path / "data")
+    server = ServeProcess(env)
+    url = f"http://127.0.0.1:{env['LIVE_MEMORY_PORT']}/mcp"
+    answered: list[str] = []
+    halfway = asyncio.Event()
+
+    async def one(index: int) -> None:
+        question = f"burst question {index}"
+        text, is_error = await ask_via_mcp(url, {"question": question, "cwd": str(workspace)})
+        if not is_error:
+            answered.append(question)
+            if len(answered) >= 10:
+                halfway.set()
+
+    async def burst() -> None:
+        tasks = [asyncio.create_task(one(i)) for i in range(40)]
+        await asyncio.wait_for(halfway.wait(), 60)
+        server.proc.send_signal(signal.SIGKILL)  # mid-burst, with questions in flight
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    try:
+        asyncio.run(burst())
+    finally:
+        server.close()
+    assert len(answered) >= 10
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+
+    async def after_restart() -> None:
+        with live_server(settings) as restarted:
+            await ask_via_mcp(restarted.mcp_url, {"question": "what did I ask?", "cwd": str(workspace)})
+
+    asyncio.run(after_restart())
+    remembered = str(fake.requests[-1].body["messages"])
+    missing = [q for q in answered if q not in remembered]
+    assert not missing, missing
