@@ -101,6 +101,7 @@ async def test_garbage_snapshot_is_quarantined_and_the_workspace_still_answers(
 def test_answers_returned_before_a_sigkill_are_all_remembered(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
     env = cli_env(tmp_path, free_port(), LIVE_MEMORY_BASE_URL=fake.base_url, LIVE_MEMORY_API_KEY="test")
     env["LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD"] = "0"
+    env["LIVE_MEMORY_CONCURRENCY"] = "serial"  # parallel mode drops the Q&A of forks that lose a race
     env["LIVE_MEMORY_DATA_DIR"] = str(tmp_path / "data")
     server = ServeProcess(env)
     url = f"http://127.0.0.1:{env['LIVE_MEMORY_PORT']}/mcp"

@@ -109,13 +109,17 @@ class QuestionLoop:
         self.cache_key = cache_key
         self.compactor = compactor
         self.clock = clock
+        self.hard_limit = limits.context_tokens  # lowered when the provider names its real limit
+        self.deadline = float("inf")
+        self.reserve = 0.0
+        self._timeout: asyncio.Timeout | None = None
 
     async def answer(self, window: ContextWindow, question: str, outcome: LoopOutcome | None = None) -> LoopOutcome:
         """Run the loop on `window` (mutated: deltas synced, reads recorded, exchange appended)."""
         out = outcome or LoopOutcome(answer="", model=self.provider.info.model)
         started = self.clock()
-        deadline = started + self.limits.timeout_s
-        reserve = min(C.FINAL_ANSWER_RESERVE_S, self.limits.timeout_s * 0.25)
+        self.deadline = started + self.limits.timeout_s
+        self.reserve = min(C.FINAL_ANSWER_RESERVE_S, self.limits.timeout_s * 0.25)
         window.sync_deltas()
         if self.compactor is not None:
             await self.compactor(window, None)
@@ -128,14 +132,26 @@ class QuestionLoop:
         out.question_message = Message("user", (trailing.parts[0],))
         transcript: list[Message] = []
         try:
-            async with asyncio.timeout_at(self._loop_time(deadline - reserve)):
-                await self._run(window, trailing, transcript, out, deadline)
+            async with asyncio.timeout_at(self._loop_time(self.deadline - self.reserve)) as self._timeout:
+                await self._run(window, trailing, transcript, out)
         except TimeoutError:
             out.timed_out = True
             out.status = "deadline reached; writing the best answer so far"
-            await self._best_effort(window, trailing, transcript, out, deadline)
+            await self._best_effort(window, trailing, transcript, out)
+        finally:
+            self._timeout = None
         window.add_exchange(out.question_message, question, out.answer, out.files_read)
         return out
+
+    def cut_deadline(self, seconds_from_now: float) -> None:
+        """Bring the soft deadline forward (shutdown): the loop then returns its best answer."""
+        when = self.clock() + seconds_from_now
+        if when >= self.deadline:
+            return
+        self.deadline = when
+        self.reserve = min(self.reserve, seconds_from_now * 0.5)
+        if self._timeout is not None:
+            self._timeout.reschedule(self._loop_time(self.deadline - self.reserve))
 
     def _loop_time(self, when: float) -> float:
         """Translate a deadline on our clock to the event loop's clock."""
@@ -147,12 +163,11 @@ class QuestionLoop:
         trailing: Message,
         transcript: list[Message],
         out: LoopOutcome,
-        deadline: float,
     ) -> None:
         guard_used = not (self.limits.force_explore_when_cold and window.cold)
         for iteration in range(self.limits.max_iterations):
             out.status = f"thinking (turn {iteration + 1})"
-            response = await self._call(window, trailing, transcript, out, deadline)
+            response = await self._call(window, trailing, transcript, out)
             if not response.tool_calls:
                 if not guard_used and out.tool_calls == 0:
                     guard_used = True
@@ -167,7 +182,7 @@ class QuestionLoop:
             transcript.append(await self._run_tools(window, response, out))
         # Out of tool turns: ask once for the answer from what was found.
         transcript.append(Message("user", (TextPart(prompts.ITERATIONS_NUDGE),)))
-        response = await self._call(window, trailing, transcript, out, deadline)
+        response = await self._call(window, trailing, transcript, out)
         out.answer = response.text.strip() or out.answer or "(no answer within the tool-turn limit)"
 
     async def _run_tools(self, window: ContextWindow, response: ChatResponse, out: LoopOutcome) -> Message:
@@ -204,8 +219,8 @@ class QuestionLoop:
 
     def _fit_transcript(self, window: ContextWindow, transcript: list[Message]) -> None:
         """Shorten the oldest tool results of this question when they crowd the hard context."""
-        allowance = int(self.limits.context_tokens * 0.95) - window.prompt_tokens() - self.limits.answer_tokens
-        allowance = max(allowance, int(self.limits.context_tokens * 0.1))
+        allowance = int(self.hard_limit * 0.95) - window.prompt_tokens() - self.limits.answer_tokens
+        allowance = max(allowance, int(self.hard_limit * 0.1))
         sizes = [sum(window.tokens(_part_text(p)) for p in m.parts) for m in transcript]
         total = sum(sizes)
         for index, message in enumerate(transcript):
@@ -228,7 +243,6 @@ class QuestionLoop:
         trailing: Message,
         transcript: list[Message],
         out: LoopOutcome,
-        deadline: float,
     ) -> ChatResponse:
         compacted_for_overflow = False
         attempt = 0
@@ -241,11 +255,13 @@ class QuestionLoop:
                 if compacted_for_overflow or self.compactor is None:
                     raise
                 compacted_for_overflow = True
+                if exc.limit_tokens:
+                    self.hard_limit = min(self.hard_limit, exc.limit_tokens)
                 out.status = "prompt too long; compacting the memory and retrying"
                 await self.compactor(window, exc.limit_tokens or 0)
                 continue
             except ProviderError as exc:
-                delay = self._retry_delay(exc, attempt, deadline)
+                delay = self._retry_delay(exc, attempt)
                 if delay is None:
                     raise
                 attempt += 1
@@ -262,13 +278,13 @@ class QuestionLoop:
                 out.first_prompt_actual = response.usage.prompt_tokens
             return response
 
-    def _retry_delay(self, exc: ProviderError, attempt: int, deadline: float) -> float | None:
+    def _retry_delay(self, exc: ProviderError, attempt: int) -> float | None:
         if not exc.retryable or attempt >= C.PROVIDER_MAX_RETRIES:
             return None
         hinted = getattr(exc, "retry_after_s", None)
         backoff = min(C.RETRY_BASE_DELAY_S * (2**attempt), C.RETRY_MAX_DELAY_S)
         delay = float(hinted) if hinted is not None else backoff * (0.5 + random.random())
-        if self.clock() + delay >= deadline:
+        if self.clock() + delay >= self.deadline - self.reserve:
             return None
         return delay
 
@@ -278,15 +294,14 @@ class QuestionLoop:
         trailing: Message,
         transcript: list[Message],
         out: LoopOutcome,
-        deadline: float,
     ) -> None:
         """At the soft deadline: one bounded wrap-up call if there is material, else what we have."""
-        remaining = deadline - self.clock()
+        remaining = self.deadline - self.clock()
         if transcript and remaining > 0.5:
             transcript.append(Message("user", (TextPart(prompts.DEADLINE_NUDGE),)))
             try:
                 async with asyncio.timeout(remaining):
-                    response = await self._call(window, trailing, transcript, out, deadline)
+                    response = await self._call(window, trailing, transcript, out)
                 if response.text.strip():
                     out.answer = response.text.strip()
             except (TimeoutError, ProviderError) as exc:

@@ -82,8 +82,7 @@ def create_app(
             try:
                 yield
             finally:
-                await manager.flush_all()
-                await manager.aclose()
+                await manager.aclose()  # flushes every workspace's snapshot, then closes providers
 
     app = Starlette(
         routes=[*build_routes(manager, started_at, factory), Mount("/", app=mcp_app)],

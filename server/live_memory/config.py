@@ -216,6 +216,43 @@ OPTIONS: tuple[Option, ...] = (
         _as_list,
         "Files withheld from the model (listed as present-but-withheld; never read, grepped or teed).",
     ),
+    # workspaces and admission
+    Option(
+        "concurrency",
+        C.CONCURRENCY_MODE,
+        _choice("parallel", "serial"),
+        "Same-workspace questions: `parallel` (forked windows) or `serial` (one at a time, FIFO).",
+    ),
+    Option(
+        "max_parallel_queries",
+        C.MAX_PARALLEL_QUERIES,
+        _bounded(_as_int, 1, 64),
+        "Questions running at once per workspace in parallel mode.",
+    ),
+    Option(
+        "max_waiting_queries",
+        C.MAX_WAITING_QUERIES,
+        _bounded(_as_int, 0, 1024),
+        "Questions that may wait per workspace; beyond that callers are told to retry.",
+    ),
+    Option(
+        "canonicalize_workspace",
+        C.CANONICALIZE_WORKSPACE,
+        _as_bool,
+        "Key memories by the enclosing git root (subdirectories share their repository's memory).",
+    ),
+    Option(
+        "repo_root_mode",
+        C.REPO_ROOT_MODE,
+        _choice("nearest", "outermost"),
+        "Inside a submodule: `nearest` (its own memory) or `outermost` (the superproject's).",
+    ),
+    Option(
+        "share_worktrees",
+        C.SHARE_WORKTREES,
+        _as_bool,
+        "Linked worktrees of one repository share one memory (tools stay jailed to each worktree).",
+    ),
     Option(
         "force_explore_when_cold",
         C.FORCE_EXPLORE_WHEN_COLD,
@@ -248,7 +285,8 @@ class Settings:
     base_url: str
     api_key: str  # resolved credential (may come from a provider variable); "" when none
     api_key_source: str
-    context_tokens: int
+    context_tokens: int  # the window budget (max_context_tokens, else the model's context size)
+    model_context_tokens: int  # the model's hard context size, as far as we know it
     env: Mapping[str, str] = field(repr=False, default_factory=dict)
 
     def __getattr__(self, key: str) -> Any:
@@ -372,7 +410,8 @@ def _resolve_provider(
                 api_key, key_source = env[name], f"env {name}"
                 break
     model = values["model"] or profile.default_model
-    context = values["max_context_tokens"] or context_tokens_for(model, profile)
+    model_context = context_tokens_for(model, profile)
+    context = values["max_context_tokens"] or model_context
     return Settings(
         values=values,
         sources=sources,
@@ -383,6 +422,7 @@ def _resolve_provider(
         api_key=api_key,
         api_key_source=key_source,
         context_tokens=context,
+        model_context_tokens=max(model_context, context),
         env=env,
     )
 

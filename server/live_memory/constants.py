@@ -92,6 +92,10 @@ WATCH_DEBOUNCE_MS = 200
 CONCURRENCY_MODE = "parallel"
 MAX_PARALLEL_QUERIES = 4
 MAX_WAITING_QUERIES = 16
+# A busy answer tells the caller to retry after this long.
+BUSY_RETRY_AFTER_S = 5.0
+# Share of the soft deadline a question may spend waiting for admission.
+ADMISSION_WAIT_SHARE = 0.5
 CANONICALIZE_WORKSPACE = True
 REPO_ROOT_MODE = "nearest"
 SHARE_WORKTREES = True
@@ -184,3 +188,5 @@ GIT_MAX_RAW_BYTES = 16 * 1024 * 1024
 # Directory tree: raw `git ls-files` output read at most (a ~1M-file monorepo) and its time cap.
 TREE_MAX_LISTING_BYTES = 256 * 1024 * 1024
 TREE_TIMEOUT_S = 30.0
+# Directory tree without git: the walk stops after this many files (then says the listing was cut).
+TREE_MAX_WALK_FILES = 1_000_000

@@ -91,9 +91,10 @@ class Ingestor:
         self.policy = policy
         self.clock = clock
 
-    async def apply(self, state: WorkspaceState, events: Sequence[FileEvent]) -> IngestResult:
+    async def apply(self, state: WorkspaceState, root: Path, events: Sequence[FileEvent]) -> IngestResult:
+        """`root` is the checkout the events came from (a linked worktree may share the memory)."""
         result = IngestResult()
-        prepared = await asyncio.to_thread(self._prepare, state.root, events, result)
+        prepared = await asyncio.to_thread(self._prepare, root, events, result)
         for event in prepared:  # synchronous from here on: no await between reading and writing state
             self._apply_one(state, event, result)
         return result

@@ -19,17 +19,15 @@ from live_memory import constants as C
 from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop, ToolRunner
 from live_memory.compaction import CompactionReport, Compactor
 from live_memory.config import Settings
-from live_memory.context_window import ContextWindow
-from live_memory.directory_tree import build_directory_tree
-from live_memory.errors import InputError, NoCredentialError
-from live_memory.ingest import FileEvent, Ingestor, IngestPolicy, IngestResult
+from live_memory.errors import BusyError, InputError, NoCredentialError
+from live_memory.ingest import FileEvent, IngestResult
+from live_memory.lifecycle import WorkspaceLifecycle
 from live_memory.providers.base import ChatProvider
 from live_memory.providers.factory import missing_credential_message
 from live_memory.providers.pricing import cost_usd
 from live_memory.records import QuestionResult
-from live_memory.store import SnapshotStore, disk_hashes
 from live_memory.summarizer import Summarizer
-from live_memory.workspace import WorkspaceRegistry, WorkspaceState, WorkspaceStats, workspace_id
+from live_memory.workspace import WorkspaceState
 
 logger = logging.getLogger(__name__)
 
@@ -73,62 +71,52 @@ class QuestionManager:
         self.tool_schemas = tuple(tool_schemas)
         self.clock = clock
         self.wall_clock = wall_clock
-        settings = runtime.settings
-        self.registry = WorkspaceRegistry(
-            budget_tokens=settings.context_tokens,
-            distill_min_interval_s=float(settings.distill_min_interval_s),
-        )
-        self._locks: dict[Path, asyncio.Lock] = {}
+        self.workspaces = WorkspaceLifecycle(lambda: self.runtime.settings, wall_clock)
+        self.registry = self.workspaces.registry
         self.retired_providers: list[ChatProvider] = []
-        self.store = SnapshotStore(settings.data_dir, clock=wall_clock)
+        self.stopping = False
+        self._active: set[QuestionLoop] = set()
 
     @property
     def settings(self) -> Settings:
         return self.runtime.settings
 
-    async def ensure_loaded(self, state: WorkspaceState) -> None:
-        """First use of a workspace: restore its snapshot (re-validated against the disk), build the
-        directory tree and freeze the window once."""
-        if state.loaded:
-            return
-        window = state.window
-        payload = await asyncio.to_thread(self.store.load, state.id)
-        if payload is not None:
-            try:
-                window.load_json(payload["window"])
-                state.stats = WorkspaceStats.from_json(payload.get("stats", {}))
-            except (KeyError, TypeError, ValueError) as exc:
-                logger.warning("snapshot of %s does not fit this version (%s); starting fresh", state.root, exc)
-                state.window = window = ContextWindow(budget_tokens=window.budget_tokens)
-            hashes = await asyncio.to_thread(disk_hashes, state.root, window.paths_to_validate())
-            checked = window.revalidate(hashes)
-            logger.info("restored %s: %d Q&A pairs, %s", state.root, window.qa_count(), checked)
-        window.set_directory_tree(await self.directory_tree(state))
-        window.freeze()
-        state.loaded = True
+    # --- delegated workspace operations --------------------------------------------------------
+    async def notify(self, cwd: str, events: Sequence[FileEvent]) -> tuple[IngestResult, bool]:
+        return await self.workspaces.notify(cwd, events)
 
-    async def persist(self, state: WorkspaceState) -> None:
-        def snapshot() -> tuple[int, dict[str, Any]]:
-            payload = {"workspace": str(state.root), "window": state.window.to_json(), "stats": state.stats.to_json()}
-            return state.window.version, payload
+    async def wipe(self, cwd: str, *, reload_now: bool) -> dict[str, Any]:
+        return await self.workspaces.wipe(cwd, reload_now=reload_now)
 
-        await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped)
+    # --- configuration and shutdown ------------------------------------------------------------
+    def reload(self, runtime: Runtime) -> list[str]:
+        """Swap settings and provider as one value; workspaces stay. Returns the changed option keys."""
+        old = self.runtime
+        changed = [k for k, v in runtime.settings.values.items() if v != old.settings.values.get(k)]
+        if runtime.settings.model != old.settings.model and "model" not in changed:
+            changed.append("model")
+        self.runtime = runtime
+        self.workspaces.apply_settings(runtime.settings)
+        if old.provider is not None and old.provider is not runtime.provider:
+            self.retired_providers.append(old.provider)  # closed at shutdown: calls may still use it
+        return changed
 
-    async def flush_all(self) -> None:
-        """Shutdown: write every loaded workspace (errors logged, never raised: others still flush)."""
+    def begin_shutdown(self, grace_s: float) -> None:
+        """Refuse new questions; running ones return their best answer within `grace_s`."""
+        self.stopping = True
         for state in self.registry.all():
-            if not state.loaded:
-                continue
-            try:
-                await self.persist(state)
-            except OSError:
-                logger.exception("could not write the snapshot of %s", state.root)
+            state.admission.close()
+        for loop in list(self._active):
+            loop.cut_deadline(grace_s)
 
-    async def directory_tree(self, state: WorkspaceState) -> str:
-        window = state.window
-        budget_chars = int(window.budget_tokens * C.DIRECTORY_TREE_SHARE * window.chars_per_token)
-        return await build_directory_tree(state.root, budget_chars=budget_chars)
+    async def aclose(self) -> None:
+        await self.workspaces.flush_all()
+        for provider in [*self.retired_providers, self.runtime.provider]:
+            if provider is not None:
+                await provider.aclose()
+        self.retired_providers.clear()
 
+    # --- questions -----------------------------------------------------------------------------
     def compactor(self, state: WorkspaceState, runtime: Runtime) -> Compactor:
         settings = runtime.settings
         provider = runtime.provider
@@ -140,12 +128,11 @@ class QuestionManager:
             stats.summaries_written += report.summaries
             stats.last_compaction_at = self.wall_clock()
             stats.background_usage = stats.background_usage + report.usage
-            model = settings.summary_model or settings.model
             if provider is not None and not provider.info.subscription:
-                stats.background_cost_usd += cost_usd(model, report.usage)
+                stats.background_cost_usd += cost_usd(settings.summary_model or settings.model, report.usage)
 
         async def rebuild_tree() -> str:
-            return await self.directory_tree(state)
+            return await self.workspaces.directory_tree(state)
 
         return Compactor(
             summarizer=summarizer,
@@ -156,125 +143,47 @@ class QuestionManager:
             on_report=record,
         )
 
-    # --- workspace lifecycle ---------------------------------------------------------------------
-    async def wipe(self, cwd: str, *, reload_now: bool) -> dict[str, Any]:
-        """Drop a workspace's history, ledger and files (reset reloads at once; empty lazily)."""
-        root = self.registry.root_for(cwd)
-        state = self.registry.drop(root)
-        dropped = {"qa_pairs": 0, "ledger_facts": 0, "file_contexts": 0}
-        if state is not None:
-            state.dropped = True
-            dropped = {
-                "qa_pairs": state.window.qa_count(),
-                "ledger_facts": len(state.window.ledger.facts),
-                "file_contexts": len(state.window.files),
-            }
-        snapshot_deleted = await self.store.delete(workspace_id(root))
-        if reload_now:
-            await self.ensure_loaded(self.registry.get_or_create(cwd))
-        return {
-            "workspace": str(root),
-            "dropped": dropped,
-            "snapshot_deleted": snapshot_deleted,
-            "reloaded": reload_now,
-        }
-
-    def ingestor(self) -> Ingestor:
-        settings = self.settings
-        return Ingestor(
-            IngestPolicy(
-                passive_ingestion=bool(settings.passive_ingestion),
-                max_file_bytes=int(settings.passive_max_file_bytes),
-                file_globs=tuple(settings.file_globs),
-                secret_globs=tuple(settings.secret_globs),
-                echo_grace_s=C.ECHO_GRACE_S,
-            )
-        )
-
-    async def notify(self, cwd: str, events: Sequence[FileEvent]) -> tuple[IngestResult, bool]:
-        """Apply file events to a loaded workspace; an unloaded one is not created by events."""
-        state = self.registry.loaded(cwd)
-        if state is None:
-            result = IngestResult()
-            for event in events:
-                result.ignore(event.path, "workspace not loaded (ask it a question first)")
-            return result, False
-        return await self.ingestor().apply(state, events), True
-
-    def reload(self, runtime: Runtime) -> list[str]:
-        """Swap settings and provider as one value; workspaces stay. Returns the changed option keys."""
-        old = self.runtime
-        changed = [k for k in runtime.settings.values if runtime.settings.values[k] != old.settings.values.get(k)]
-        self.runtime = runtime
-        self.registry.budget_tokens = runtime.settings.context_tokens
-        self.registry.distill_min_interval_s = float(runtime.settings.distill_min_interval_s)
-        for state in self.registry.all():
-            state.window.budget_tokens = runtime.settings.context_tokens
-            state.gate.min_interval_s = float(runtime.settings.distill_min_interval_s)
-        if old.provider is not None and old.provider is not runtime.provider:
-            self.retired_providers.append(old.provider)  # closed at shutdown: calls may still use it
-        return changed
-
-    async def aclose(self) -> None:
-        for provider in [*self.retired_providers, self.runtime.provider]:
-            if provider is not None:
-                await provider.aclose()
-        self.retired_providers.clear()
-
-    # --- questions -------------------------------------------------------------------------------
     async def ask(
         self, cwd: str, question: str, max_answer_tokens: int = 0, outcome: LoopOutcome | None = None
     ) -> QuestionResult:
         runtime = self.runtime  # one consistent view even if a reload lands meanwhile
+        settings = runtime.settings
         question = validate_question(question)
-        state = self.registry.get_or_create(cwd)
+        state, root = self.registry.get_or_create(cwd)
         if runtime.provider is None:
-            raise NoCredentialError(missing_credential_message(runtime.settings))
-        answer_tokens = clamp_answer_tokens(max_answer_tokens, runtime.settings)
-        lock = self._locks.setdefault(state.root, asyncio.Lock())
+            raise NoCredentialError(missing_credential_message(settings))
+        if self.stopping:
+            raise BusyError("Live Memory is shutting down; retry in a few seconds", C.BUSY_RETRY_AFTER_S)
+        answer_tokens = clamp_answer_tokens(max_answer_tokens, settings)
         started = self.clock()
+        timeout_s = float(settings.default_timeout_s)
         out = outcome or LoopOutcome(answer="", model=runtime.provider.info.model)
-        async with lock:
-            await self.ensure_loaded(state)
-            fork_id, window = state.fork()
-            state.in_flight += 1
-            try:
-                loop = QuestionLoop(
-                    runtime.provider,
-                    self.tool_factory(state.root, runtime.settings),
-                    self.tool_schemas,
-                    LoopLimits(
-                        timeout_s=float(runtime.settings.default_timeout_s),
-                        max_iterations=int(runtime.settings.max_iterations),
-                        answer_tokens=answer_tokens,
-                        context_tokens=runtime.settings.context_tokens,
-                        force_explore_when_cold=bool(runtime.settings.force_explore_when_cold),
-                    ),
-                    workspace_root=state.root,
-                    cache_key=state.id,
-                    compactor=self.compactor(state, runtime),
-                    clock=self.clock,
-                )
-                await loop.answer(window, question, out)
-            except BaseException:
-                state.abandon(fork_id)
-                raise
-            finally:
-                state.in_flight -= 1
-            cost = None if runtime.provider.info.subscription else cost_usd(out.model, out.usage)
-            window.calibrate(
-                out.first_prompt_estimate,
-                out.first_prompt_actual,
-                C.CALIBRATION_EMA_ALPHA,
-                C.CALIBRATION_MIN_RATIO,
-                C.CALIBRATION_MAX_RATIO,
+        out.status = "waiting for earlier questions on this workspace"
+        try:
+            async with asyncio.timeout(timeout_s * C.ADMISSION_WAIT_SHARE):
+                admission = state.admission.admit()
+                await admission.__aenter__()
+        except TimeoutError:
+            raise BusyError(
+                f"Live Memory is still busy with this workspace after {timeout_s * C.ADMISSION_WAIT_SHARE:.0f} s; "
+                "retry shortly",
+                C.BUSY_RETRY_AFTER_S,
+            ) from None
+        try:
+            await self.workspaces.ensure_loaded(state)
+            remaining = max(timeout_s - (self.clock() - started), C.MIN_TIMEOUT_S)
+            await self._answer(
+                state,
+                root=root,
+                runtime=runtime,
+                question=question,
+                answer_tokens=answer_tokens,
+                timeout_s=remaining,
+                out=out,
             )
-            state.commit(fork_id, window)
-            state.stats.questions += 1
-            state.stats.usage = state.stats.usage + out.usage
-            state.stats.cost_usd += cost or 0.0
-            state.stats.last_question_at = self.wall_clock()
-            await self.persist(state)  # before the answer returns: an answered question survives a crash
+        finally:
+            await admission.__aexit__(None, None, None)
+        cost = None if runtime.provider.info.subscription else cost_usd(out.model, out.usage)
         return QuestionResult(
             answer=out.answer,
             model=out.model,
@@ -287,3 +196,62 @@ class QuestionManager:
             context_total_tokens=state.window.budget_tokens,
             timed_out=out.timed_out,
         )
+
+    async def _answer(
+        self,
+        state: WorkspaceState,
+        *,
+        root: Path,
+        runtime: Runtime,
+        question: str,
+        answer_tokens: int,
+        timeout_s: float,
+        out: LoopOutcome,
+    ) -> None:
+        """Fork -> loop -> commit -> persist. The snapshot is written before the answer returns,
+        so an answered question survives a crash."""
+        assert runtime.provider is not None
+        settings = runtime.settings
+        fork_id, window = state.fork()
+        loop = QuestionLoop(
+            runtime.provider,
+            self.tool_factory(root, settings),
+            self.tool_schemas,
+            LoopLimits(
+                timeout_s=timeout_s,
+                max_iterations=int(settings.max_iterations),
+                answer_tokens=answer_tokens,
+                context_tokens=settings.model_context_tokens,
+                force_explore_when_cold=bool(settings.force_explore_when_cold),
+            ),
+            workspace_root=root,
+            cache_key=state.id,
+            compactor=self.compactor(state, runtime),
+            clock=self.clock,
+        )
+        state.in_flight += 1
+        self._active.add(loop)
+        try:
+            await loop.answer(window, question, out)
+        except BaseException:
+            state.abandon(fork_id)
+            raise
+        finally:
+            state.in_flight -= 1
+            self._active.discard(loop)
+        window.calibrate(
+            out.first_prompt_estimate,
+            out.first_prompt_actual,
+            C.CALIBRATION_EMA_ALPHA,
+            C.CALIBRATION_MIN_RATIO,
+            C.CALIBRATION_MAX_RATIO,
+        )
+        score = (len(out.files_read), out.usage.prompt_tokens + out.usage.output_tokens)
+        if not state.commit(fork_id, window, score):
+            logger.info("a concurrent question on %s explored more; this exchange is not kept", state.root)
+        cost = None if runtime.provider.info.subscription else cost_usd(out.model, out.usage)
+        state.stats.questions += 1
+        state.stats.usage = state.stats.usage + out.usage
+        state.stats.cost_usd += cost or 0.0
+        state.stats.last_question_at = self.wall_clock()
+        await self.workspaces.persist(state)

@@ -105,6 +105,7 @@ def workspace_stats(state: WorkspaceState, manager: QuestionManager) -> dict[str
         "file_contexts": len(window.files),
         "stale_files": sum(1 for f in files if f.state != "current"),
         "ledger_facts": len(window.ledger.facts),
+        "stale_ledger_facts": sum(1 for f in window.ledger.facts if f.stale),
         "questions_answered": state.stats.questions,
         "cost_usd": round(state.stats.cost_usd, 6),
         "tokens": {
@@ -148,12 +149,12 @@ def build_routes(manager: QuestionManager, started_at: float, provider_factory: 
         cwd = request.query_params.get("cwd")
         if cwd is not None:
             try:
-                state = manager.registry.loaded(cwd)
+                found = manager.registry.loaded(cwd)
             except InputError as exc:
                 return error(400, str(exc))
-            if state is None:
+            if found is None:
                 return error(404, "workspace not loaded: ask it a question first", {"cwd": cwd})
-            return JSONResponse({"server": server, "workspace": workspace_stats(state, manager)})
+            return JSONResponse({"server": server, "workspace": workspace_stats(found[0], manager)})
         workspaces = [workspace_stats(s, manager) for s in manager.registry.all()]
         return JSONResponse({"server": server, "workspaces": workspaces})
 

@@ -9,14 +9,15 @@ commits later replays it instead of losing it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from live_memory.admission import Admission
 from live_memory.compaction import DistillGate
 from live_memory.context_window import ContextWindow
 from live_memory.errors import InputError
@@ -39,8 +40,19 @@ def validate_cwd(cwd: str) -> Path:
     return path.resolve()
 
 
+@dataclass(frozen=True)
+class Location:
+    """Where a question lands: `key` names the memory, `root` is where its tools are jailed."""
+
+    key: Path
+    root: Path
+
+
 def canonical_workspace(cwd: Path, *, canonicalize: bool = True, mode: str = "nearest") -> Path:
-    """The enclosing git root (`nearest`) or outermost enclosing root (`outermost`); else cwd."""
+    """The enclosing git root (`nearest`) or outermost enclosing root (`outermost`); else cwd.
+
+    A `.git` file counts (linked worktrees and submodules), as for `git rev-parse --show-toplevel`.
+    """
     if not canonicalize:
         return cwd
     found: Path | None = None
@@ -50,6 +62,42 @@ def canonical_workspace(cwd: Path, *, canonicalize: bool = True, mode: str = "ne
             if mode == "nearest":
                 break
     return found or cwd
+
+
+def shared_repository(root: Path) -> Path | None:
+    """For a linked worktree, the main checkout (or the common git dir of a bare repository).
+
+    A linked worktree's `.git` file points at `<common>/worktrees/<name>`, which holds a `commondir`
+    file; a submodule's points at `<super>/.git/modules/<name>`, which does not.
+    """
+    dot_git = root / ".git"
+    if not dot_git.is_file():
+        return None
+    try:
+        line = dot_git.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = Path(line.removeprefix("gitdir:").strip())
+    gitdir = gitdir if gitdir.is_absolute() else (root / gitdir)
+    try:
+        common_rel = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    common = (gitdir / common_rel).resolve()
+    if common.name == ".git" and common.parent.is_dir():
+        return common.parent
+    return common
+
+
+def locate(cwd: Path, *, canonicalize: bool, mode: str, share_worktrees: bool) -> Location:
+    root = canonical_workspace(cwd, canonicalize=canonicalize, mode=mode)
+    if canonicalize and share_worktrees:
+        shared = shared_repository(root)
+        if shared is not None:
+            return Location(key=shared, root=root)
+    return Location(key=root, root=root)
 
 
 def workspace_id(root: Path) -> str:
@@ -83,11 +131,15 @@ class WorkspaceStats:
 
 
 class WorkspaceState:
-    def __init__(self, root: Path, window: ContextWindow, gate: DistillGate) -> None:
-        self.root = root
+    def __init__(self, root: Path, window: ContextWindow, gate: DistillGate, admission: Admission) -> None:
+        self.root = root  # the memory's key: a repository root (shared by its linked worktrees)
+        self.tree_root = root  # the checkout whose tree is in the prompt (the first one asked about)
         self.id = workspace_id(root)
         self.window = window
         self.gate = gate
+        self.admission = admission
+        self.load_lock = asyncio.Lock()
+        self.last_commit_score: tuple[int, int] = (0, 0)
         self.stats = WorkspaceStats()
         self.loaded = False  # restored from its snapshot, directory tree built, window frozen once
         self.dropped = False  # wiped by reset/empty: nothing of this object may be persisted again
@@ -95,7 +147,7 @@ class WorkspaceState:
         self.tees: dict[str, tuple[float, str]] = {}  # path -> (when, sha256) of the last tee: echo checks
         self._journal: list[tuple[int, WindowChange]] = []
         self._seq = 0
-        self._forks: dict[int, int] = {}  # fork id -> journal seq when taken
+        self._forks: dict[int, tuple[int, int]] = {}  # fork id -> (journal seq, window version) when taken
         self._next_fork = 0
 
     def remember_tee(self, path: str, when: float, sha256: str, grace_s: float) -> None:
@@ -114,65 +166,96 @@ class WorkspaceState:
     def fork(self) -> tuple[int, ContextWindow]:
         self._next_fork += 1
         fork_id = self._next_fork
-        self._forks[fork_id] = self._seq
+        self._forks[fork_id] = (self._seq, self.window.version)
         return fork_id, self.window.clone()
 
-    def commit(self, fork_id: int, fork: ContextWindow) -> None:
-        """Adopt the fork and replay changes that reached the committed window meanwhile."""
-        taken = self._forks.pop(fork_id)
+    def commit(self, fork_id: int, fork: ContextWindow, score: tuple[int, int]) -> bool:
+        """Adopt a fork; False when it lost a race and its exchange was dropped.
+
+        A linear update (nothing committed since the fork was taken) is always adopted, so a
+        compaction is never discarded. On a genuine race the fork that explored more wins
+        (files read, then tokens). Changes that reached the committed window meanwhile are replayed.
+        """
+        taken_seq, base_version = self._forks.pop(fork_id)
+        if self.window.version != base_version and score <= self.last_commit_score:
+            self._trim_journal()
+            return False
         for seq, change in self._journal:
-            if seq > taken:
+            if seq > taken_seq:
                 change(fork)
         fork.version = self.window.version + 1
         self.window = fork
+        self.last_commit_score = score
         self._trim_journal()
+        return True
 
     def abandon(self, fork_id: int) -> None:
         self._forks.pop(fork_id, None)
         self._trim_journal()
 
     def _trim_journal(self) -> None:
-        oldest = min(self._forks.values(), default=self._seq)
+        oldest = min((seq for seq, _ in self._forks.values()), default=self._seq)
         self._journal = [(s, c) for s, c in self._journal if s > oldest]
 
 
-class WorkspaceRegistry:
-    """Canonical root -> state; created lazily on first use."""
+@dataclass(frozen=True)
+class WorkspacePolicy:
+    budget_tokens: int
+    distill_min_interval_s: float
+    canonicalize: bool = True
+    repo_root_mode: str = "nearest"
+    share_worktrees: bool = True
+    concurrency: str = "parallel"
+    max_parallel: int = 4
+    max_waiting: int = 16
+    retry_after_s: float = 5.0
 
-    def __init__(
-        self,
-        *,
-        budget_tokens: int,
-        distill_min_interval_s: float,
-        canonicalize: bool = True,
-        repo_root_mode: str = "nearest",
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.budget_tokens = budget_tokens
-        self.distill_min_interval_s = distill_min_interval_s
-        self.canonicalize = canonicalize
-        self.repo_root_mode = repo_root_mode
-        self.clock = clock
+
+class WorkspaceRegistry:
+    """Memory key -> state; created lazily on first use."""
+
+    def __init__(self, policy: WorkspacePolicy) -> None:
+        self.policy = policy
         self._states: dict[Path, WorkspaceState] = {}
 
+    def locate(self, cwd: str) -> Location:
+        p = self.policy
+        return locate(
+            validate_cwd(cwd), canonicalize=p.canonicalize, mode=p.repo_root_mode, share_worktrees=p.share_worktrees
+        )
+
     def root_for(self, cwd: str) -> Path:
-        return canonical_workspace(validate_cwd(cwd), canonicalize=self.canonicalize, mode=self.repo_root_mode)
+        return self.locate(cwd).key
 
-    def get_or_create(self, cwd: str) -> WorkspaceState:
-        root = self.root_for(cwd)
-        state = self._states.get(root)
+    def get_or_create(self, cwd: str) -> tuple[WorkspaceState, Path]:
+        """The state for `cwd`'s memory and the root its tools are jailed to."""
+        location = self.locate(cwd)
+        state = self._states.get(location.key)
         if state is None:
-            window = ContextWindow(budget_tokens=self.budget_tokens)
-            state = WorkspaceState(root, window, DistillGate(self.distill_min_interval_s))
-            self._states[root] = state
-        return state
+            p = self.policy
+            state = WorkspaceState(
+                location.key,
+                ContextWindow(budget_tokens=p.budget_tokens),
+                DistillGate(p.distill_min_interval_s),
+                Admission(
+                    mode=p.concurrency,
+                    max_parallel=p.max_parallel,
+                    max_waiting=p.max_waiting,
+                    retry_after_s=p.retry_after_s,
+                ),
+            )
+            state.tree_root = location.root
+            self._states[location.key] = state
+        return state, location.root
 
-    def loaded(self, cwd: str) -> WorkspaceState | None:
-        """The state for `cwd` if that workspace is already in memory (never creates one)."""
-        return self._states.get(self.root_for(cwd))
+    def loaded(self, cwd: str) -> tuple[WorkspaceState, Path] | None:
+        """The state for `cwd` if that memory is already in memory (never creates one)."""
+        location = self.locate(cwd)
+        state = self._states.get(location.key)
+        return None if state is None else (state, location.root)
 
     def all(self) -> list[WorkspaceState]:
         return list(self._states.values())
 
-    def drop(self, root: Path) -> WorkspaceState | None:
-        return self._states.pop(root, None)
+    def drop(self, key: Path) -> WorkspaceState | None:
+        return self._states.pop(key, None)

@@ -1,0 +1,148 @@
+"""A long scripted session through the real server: the prompt prefix only ever grows between
+compactions, breakpoints sit where they must, and overflow/staleness are handled end to end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, STALE_LEDGER_HEADING
+from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
+from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from tests.kv_invariants import assert_breakpoints, assert_prefix_invariant, question_requests
+
+SUMMARY_MARK = NEUTRAL_SUMMARY_SYSTEM_PROMPT[:40]
+
+
+def is_summary(request: RecordedRequest) -> bool:
+    system = request.body.get("system")
+    text = system[0]["text"] if system else request.body["messages"][0]["content"]
+    return str(text).startswith(SUMMARY_MARK)
+
+
+def scripted(request: RecordedRequest) -> Reply:
+    """Summaries: one fact per retired file/question. Questions: every third one explores first."""
+    last = FakeLLM.last_user_text(request.body)
+    if is_summary(request):
+        facts = [f"- {line[4:]} holds module code" for line in last.splitlines() if line.startswith("### ")]
+        facts += [f"- learned from: {line[3:]}" for line in last.splitlines() if line.startswith("Q: ")]
+        return Reply.text("\n".join(facts) or "- nothing durable")
+    final = request.body["messages"][-1]
+    answered_tool = final["role"] == "tool" or "tool_result" in str(final.get("content"))
+    if "explore" in last and "## Question" in last and not answered_tool:
+        return Reply.tool_call("Grep", {"pattern": "def ", "output_mode": "files_with_matches"})
+    return Reply.text(f"Answer: {last.splitlines()[1] if '## Question' in last else 'done'}")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / ".git").mkdir()
+    for index in range(12):
+        (root / "pkg" / f"mod{index}.py").write_text(f"def f{index}():\n    return {index}\n" + "# filler\n" * 200)
+    return root
+
+
+async def notify(server: LiveServer, workspace: Path, events: list[dict[str, Any]]) -> None:
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        response = await client.post("/notify", json={"cwd": str(workspace), "events": events})
+    assert response.status_code == 200, response.text
+
+
+async def stats(server: LiveServer, workspace: Path) -> dict[str, Any]:
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        return dict((await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"])
+
+
+async def run_session(server: LiveServer, workspace: Path, questions: int = 30) -> None:
+    for index in range(questions):
+        verb = "explore" if index % 3 == 0 else "recall"
+        text, is_error = await ask_via_mcp(
+            server.mcp_url, {"question": f"{verb} question {index}", "cwd": str(workspace)}
+        )
+        assert not is_error, text
+        path = f"pkg/mod{index % 12}.py"
+        if index % 4 == 1:
+            content = (workspace / path).read_text()
+            await notify(server, workspace, [{"path": path, "kind": "read", "content": content}])
+        elif index % 4 == 2:
+            (workspace / path).write_text((workspace / path).read_text() + f"# edit {index}\n")
+            await notify(server, workspace, [{"path": path, "kind": "change"}])
+        elif index % 10 == 7:
+            await notify(server, workspace, [{"path": path, "kind": "unlink"}])
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+async def test_thirty_questions_keep_the_prefix_append_only_between_compactions(
+    workspace: Path, tmp_path: Path, protocol: str
+) -> None:
+    rules = "anthropic" if protocol == "anthropic" else "openai"
+    with FakeLLM(cache_rules=rules, min_cacheable_tokens=256) as fake:  # type: ignore[arg-type]
+        fake.responder = scripted
+        settings = settings_for(
+            fake.base_url, tmp_path / "data", protocol=protocol, max_context_tokens=3000, distill_min_interval_s=0
+        )
+        with live_server(settings) as server:
+            await run_session(server, workspace)
+            figures = await stats(server, workspace)
+        bodies = [r.body for r in fake.requests]
+    assert figures["compactions"] >= 1, figures
+    assert figures["fill"]["used_tokens"] <= 3000
+    boundaries = assert_prefix_invariant(bodies, compactions=figures["compactions"])
+    assert boundaries >= 1
+    if protocol == "anthropic":
+        for body in question_requests(bodies):
+            assert_breakpoints(body)
+        reads = sum(r.usage["cache_read_input_tokens"] for r in fake.requests if r.usage and not is_summary(r))
+        total = sum(r.prompt_tokens for r in fake.requests if not is_summary(r))
+        assert reads / total > 0.6, reads / total
+
+
+async def test_prompt_too_long_compacts_and_retries(workspace: Path, tmp_path: Path) -> None:
+    with FakeLLM(min_cacheable_tokens=256) as fake:
+        fake.responder = scripted
+        settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0, distill_min_interval_s=0)
+        with live_server(settings) as server:
+            for index in range(8):
+                await ask_via_mcp(server.mcp_url, {"question": f"recall {index} " + "x" * 3000, "cwd": str(workspace)})
+            fake.context_limit_tokens = fake.requests[-1].prompt_tokens - 500  # the real model is smaller
+            text, is_error = await ask_via_mcp(server.mcp_url, {"question": "one more", "cwd": str(workspace)})
+            figures = await stats(server, workspace)
+    assert not is_error, text
+    assert text.startswith("Answer: one more")
+    assert figures["compactions"] == 1
+    assert figures["fill"]["total_tokens"] < 200_000  # the provider's stated limit was adopted
+
+
+async def test_a_changed_source_demotes_its_ledger_facts_end_to_end(workspace: Path, tmp_path: Path) -> None:
+    with FakeLLM(min_cacheable_tokens=256) as fake:
+        fake.responder = scripted
+        settings = settings_for(
+            fake.base_url, tmp_path / "data", max_context_tokens=3500, distill_min_interval_s=0, force_explore_when_cold=0
+        )
+        with live_server(settings) as server:
+            await ask_via_mcp(server.mcp_url, {"question": "warm up", "cwd": str(workspace)})
+            events = [
+                {"path": f"pkg/mod{i}.py", "kind": "read", "content": (workspace / f"pkg/mod{i}.py").read_text()}
+                for i in range(6)
+            ]
+            await notify(server, workspace, events)
+            await ask_via_mcp(server.mcp_url, {"question": "distill please", "cwd": str(workspace)})
+            assert (await stats(server, workspace))["ledger_facts"] >= 1
+            (workspace / "pkg/mod0.py").write_text("def f0():\n    return 'changed'\n")
+            await notify(server, workspace, [{"path": "pkg/mod0.py", "kind": "change"}])
+            await ask_via_mcp(server.mcp_url, {"question": "after the change", "cwd": str(workspace)})
+            assert "pkg/mod0.py: CHANGED since you read it" in str(fake.requests[-1].body["messages"])
+            assert (await stats(server, workspace))["stale_ledger_facts"] >= 1
+        with live_server(settings) as server:  # a restart re-renders the frozen block
+            await ask_via_mcp(server.mcp_url, {"question": "after restart", "cwd": str(workspace)})
+        frozen = fake.requests[-1].body["system"][1]["text"]
+    fresh, _, stale = frozen.partition(STALE_LEDGER_HEADING)
+    assert "pkg/mod0.py holds module code" in stale
+    assert "pkg/mod0.py holds module code" not in fresh
+    assert "pkg/mod1.py holds module code" in fresh
