@@ -169,3 +169,35 @@ def test_invalid_configuration_fails_at_start_naming_the_key(tmp_path: Path) -> 
     result = subprocess.run([*COMMAND, "serve"], env=env, capture_output=True, text=True, timeout=30)
     assert result.returncode == 2
     assert "default_timeout_s" in result.stderr and "LIVE_MEMORY_DEFAULT_TIMEOUT_S" in result.stderr
+
+
+def test_sigterm_mid_question_returns_a_best_effort_answer_and_flushes(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / ".git").mkdir(parents=True)
+    release = threading.Event()
+    with FakeLLM() as fake:
+        fake.script(Reply.stall(release, seconds=60))
+        env = cli_env(
+            tmp_path,
+            free_port(),
+            LIVE_MEMORY_BASE_URL=fake.base_url,
+            LIVE_MEMORY_API_KEY="t",
+            LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD="0",
+            LIVE_MEMORY_DEFAULT_TIMEOUT_S="120",
+        )
+        server = ServeProcess(env)
+        asking = subprocess.Popen(
+            [*COMMAND, "ask", "slow question", "--cwd", str(workspace)], env=env, stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert fake.stalled.wait(30)
+            code = server.stop()
+            out, _ = asking.communicate(timeout=60)
+        finally:
+            release.set()
+            if asking.poll() is None:
+                asking.kill()
+    assert code == 0
+    assert "No complete answer within the time budget" in out and "timed_out=true" in out
+    snapshots = list((tmp_path / "data" / "workspaces").glob("*.json"))
+    assert len(snapshots) == 1 and "slow question" in snapshots[0].read_text()

@@ -131,9 +131,7 @@ def test_tree_cuts_a_huge_flat_directory_and_says_how_much_is_missing() -> None:
 
 
 def test_tree_collapses_secret_directories_and_marks_nested_repositories() -> None:
-    tree = render_tree(
-        ["venv/.env/lib/site.py", "venv/.env/bin/python", "vendor/lib/", "a.py"], 10_000, SECRETS
-    )
+    tree = render_tree(["venv/.env/lib/site.py", "venv/.env/bin/python", "vendor/lib/", "a.py"], 10_000, SECRETS)
     assert "  .env/ (2 files) [withheld: secret]" in tree.splitlines()
     assert "  lib/ [separate git repository]" in tree.splitlines()
     assert "site.py" not in tree
@@ -152,3 +150,23 @@ async def test_tree_budget_is_applied_to_a_real_repository(tmp_path: Path) -> No
     assert len(tree) <= 400
     assert tree.startswith('60 files; "dir/ (N files)" is collapsed')
     assert "pkg0/" in tree
+
+
+async def test_tree_outside_git_is_bounded_in_time_and_says_when_it_was_cut(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("x\n")
+    assert await build_directory_tree(tmp_path, budget_chars=1000) == "1 file\na.txt"
+    cut = await build_directory_tree(tmp_path, budget_chars=1000, timeout_s=0)
+    assert "cut short" in cut
+
+
+async def test_tree_of_a_secret_directory_never_lists_its_files(tmp_path: Path) -> None:
+    repo = RepoBuilder(tmp_path / "ws")
+    repo.write(".aws/credentials", "x\n").write("venv/.env/lib/x.py", "x\n").write("app.py", "x\n")
+    repo.commit("init")
+    tree = await build_directory_tree(repo.root, budget_chars=1000, secret_globs=(*DEFAULT_SECRET_GLOBS, "venv/"))
+    assert tree.splitlines()[1:] == [
+        ".aws/",
+        "  credentials [withheld: secret]",
+        "venv/ (1 file) [withheld: secret]",
+        "app.py",
+    ]

@@ -179,3 +179,43 @@ async def test_without_credential_health_works_and_questions_say_what_to_set(wor
     assert is_error
     assert "LIVE_MEMORY_API_KEY" in text
     assert "ANTHROPIC_API_KEY" in text
+
+
+async def call(mcp_url: str, tool: str, arguments: dict[str, object]) -> tuple[str, bool]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=60.0))
+    async with http, Client(streamable_http_client(mcp_url, http_client=http)) as client:
+        result = await client.call_tool(tool, arguments)
+    return "\n".join(getattr(b, "text", "") for b in result.content), bool(result.is_error)
+
+
+async def test_async_tools_submit_then_collect_once(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    release = threading.Event()
+    fake.script(Reply.stall(release, seconds=30, then=Reply.text("the late answer")))
+    settings = settings_for(fake.base_url, tmp_path / "data", async_tools=1, force_explore_when_cold=0)
+    try:
+        with live_server(settings) as server:
+            job, is_error = await call(
+                server.mcp_url, "ask_live_memory_submit", {"question": "q", "cwd": str(workspace)}
+            )
+            assert not is_error and job.startswith("job_")
+            assert fake.stalled.wait(10)
+            assert await call(server.mcp_url, "ask_live_memory_result", {"job_id": job}) == ("[running]", False)
+            release.set()
+            text = "[running]"
+            while text == "[running]":  # polls a real background job; each poll is a round trip, not a sleep
+                text, is_error = await call(server.mcp_url, "ask_live_memory_result", {"job_id": job})
+            assert text.startswith("the late answer") and not is_error
+            again, is_error = await call(server.mcp_url, "ask_live_memory_result", {"job_id": job})
+            assert is_error and "unknown job id" in again
+    finally:
+        release.set()
+
+
+async def test_async_tools_are_absent_unless_enabled(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    with live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
+        text, is_error = await call(server.mcp_url, "ask_live_memory_submit", {"question": "q", "cwd": str(workspace)})
+    assert is_error and "Unknown tool" in text

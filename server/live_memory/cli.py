@@ -23,7 +23,7 @@ import httpx
 
 from live_memory import __version__
 from live_memory.config import Settings, load_settings, write_config_value
-from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME
+from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME, SHUTDOWN_GRACE_S, SSE_DRAIN_S
 from live_memory.errors import ConfigError
 
 logger = logging.getLogger("live_memory")
@@ -66,6 +66,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 def cmd_serve(settings: Settings) -> int:
     import uvicorn
+    from sse_starlette.sse import AppStatus
 
     class ServiceServer(uvicorn.Server):
         """A signal is a request to stop, handled gracefully: exit 0 instead of re-raising it."""
@@ -74,6 +75,16 @@ def cmd_serve(settings: Settings) -> int:
             if self.should_exit and sig == signal.SIGINT:
                 self.force_exit = True
             self.should_exit = True
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # Stop admitting; running questions return best-effort answers within the grace. Only
+            # then end the SSE streams (idle client GET streams would otherwise hold shutdown open):
+            # ending them at once would cut the answers still being written.
+            manager.begin_shutdown(SHUTDOWN_GRACE_S)
+            await manager.wait_quiet(SHUTDOWN_GRACE_S + 2.0)
+            await asyncio.sleep(SSE_DRAIN_S)  # let the last answer frames reach their sockets
+            AppStatus.should_exit = True
+            await super().shutdown(sockets)
 
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
@@ -101,8 +112,12 @@ def cmd_serve(settings: Settings) -> int:
             file=sys.stderr,
         )
         return 1
+    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]  # we end the streams after the answers
     app = create_app(settings)
-    config = uvicorn.Config(app, log_level=str(settings.log_level), lifespan="on", timeout_graceful_shutdown=10)
+    manager = app.state.manager
+    config = uvicorn.Config(
+        app, log_level=str(settings.log_level), lifespan="on", timeout_graceful_shutdown=int(SHUTDOWN_GRACE_S) + 5
+    )
     server = ServiceServer(config)
     asyncio.run(server.serve(sockets=[sock]))
     return 0

@@ -254,6 +254,12 @@ OPTIONS: tuple[Option, ...] = (
         "Linked worktrees of one repository share one memory (tools stay jailed to each worktree).",
     ),
     Option(
+        "async_tools",
+        C.ASYNC_TOOLS,
+        _as_bool,
+        "Also offer ask_live_memory_submit / ask_live_memory_result (submit now, collect later).",
+    ),
+    Option(
         "force_explore_when_cold",
         C.FORCE_EXPLORE_WHEN_COLD,
         _as_bool,

@@ -17,6 +17,8 @@ PROJECT_HEADER = "x-live-memory-project"
 HEALTH_PROBE_TIMEOUT_S = 2.0
 # Grace period on SIGTERM for running questions before they return best-effort answers.
 SHUTDOWN_GRACE_S = 10.0
+# After the last answer is handed to the transport, this long for its frames to be written.
+SSE_DRAIN_S = 0.5
 
 # --- questions ---------------------------------------------------------------------------------
 # Soft per-question deadline: at this point the loop stops and returns its best answer so far.
@@ -168,7 +170,7 @@ GREP_MAX_HEAD_LIMIT = 5000
 # Grep: a matching line longer than this many bytes prints as "[Omitted long matching line]"
 # (ripgrep's --max-columns; minified files would otherwise flood the output).
 GREP_MAX_COLUMNS = 500
-# Grep skips files larger than this (logs, dumps, data).
+# Grep's pure-Python fallback skips files larger than this (it reads a file whole; ripgrep streams).
 GREP_MAX_FILE_BYTES = 16 * 1024 * 1024
 # Raw subprocess output read before a search or listing is cut short (protects memory and the loop).
 GREP_MAX_RAW_BYTES = 16 * 1024 * 1024

@@ -299,7 +299,8 @@ def render_tree(paths: list[str], budget_chars: int, secrets: SecretMatcher, com
     root = _build(paths, secrets)
     dirs = _measure(root)
     if root.file_count == 0:
-        return "(no files)"[: max(budget_chars, 0)]
+        empty = "(no files)" if complete else "(no files listed: the listing was cut short by its time or size cap)"
+        return empty[: max(budget_chars, 0)]
     # Decide with the longer (collapsed) header so the choice never depends on itself.
     room = budget_chars - len(_header(root.file_count, True, complete))
     order = sorted(dirs, key=lambda d: (-d.depth, -d.size, d.rel))

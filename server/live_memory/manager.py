@@ -21,6 +21,7 @@ from live_memory.compaction import CompactionReport, Compactor
 from live_memory.config import Settings
 from live_memory.errors import BusyError, InputError, NoCredentialError
 from live_memory.ingest import FileEvent, IngestResult
+from live_memory.jobs import JobRegistry
 from live_memory.lifecycle import WorkspaceLifecycle
 from live_memory.providers.base import ChatProvider
 from live_memory.providers.factory import missing_credential_message
@@ -76,6 +77,10 @@ class QuestionManager:
         self.retired_providers: list[ChatProvider] = []
         self.stopping = False
         self._active: set[QuestionLoop] = set()
+        self.calls_in_progress = 0  # MCP tool calls still being answered (the shutdown drain waits on them)
+        self._quiet = asyncio.Event()
+        self._quiet.set()
+        self.jobs = JobRegistry(ttl_s=C.JOB_TTL_S, max_jobs=C.MAX_JOBS, clock=clock)
 
     @property
     def settings(self) -> Settings:
@@ -109,7 +114,26 @@ class QuestionManager:
         for loop in list(self._active):
             loop.cut_deadline(grace_s)
 
+    def call_started(self) -> None:
+        self.calls_in_progress += 1
+        self._quiet.clear()
+
+    def call_finished(self) -> None:
+        self.calls_in_progress -= 1
+        if self.calls_in_progress == 0:
+            self._quiet.set()
+
+    async def wait_quiet(self, timeout_s: float) -> bool:
+        """Wait until no MCP call is being answered; False if `timeout_s` passed first."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._quiet.wait()
+        except TimeoutError:
+            return False
+        return True
+
     async def aclose(self) -> None:
+        await self.jobs.aclose()
         await self.workspaces.flush_all()
         for provider in [*self.retired_providers, self.runtime.provider]:
             if provider is not None:

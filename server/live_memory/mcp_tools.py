@@ -19,7 +19,7 @@ from live_memory import __version__
 from live_memory import constants as C
 from live_memory.agent_loop import LoopOutcome
 from live_memory.errors import LiveMemoryError
-from live_memory.manager import QuestionManager
+from live_memory.manager import QuestionManager, validate_question
 from live_memory.records import QuestionResult
 
 logger = logging.getLogger(__name__)
@@ -38,6 +38,16 @@ plugin supplied it; relative paths are rejected.
 
 The answer ends with a metadata trailer (model, latency, tokens, cost). It is read-only: it never \
 edits files or runs commands."""
+
+
+SUBMIT_DESCRIPTION = (
+    "Start an ask_live_memory question in the background and return a job id at once (same arguments as "
+    "ask_live_memory). Collect the answer later with ask_live_memory_result."
+)
+RESULT_DESCRIPTION = (
+    "Collect the answer of a question started with ask_live_memory_submit: the answer (handed out once), or "
+    "[running] while it is still being worked on."
+)
 
 
 def _cwd_from(ctx: Context, cwd: str) -> str:
@@ -78,14 +88,18 @@ def build_mcp_server(manager: QuestionManager) -> MCPServer:
         # cancellation (the client hung up) still propagates.
         result: QuestionResult | None = None
         failure: Exception | None = None
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(heartbeat)
-            try:
-                result = await manager.ask(workspace_cwd, question, max_answer_tokens, outcome)
-            except Exception as exc:
-                failure = exc
-            finally:
-                tasks.cancel_scope.cancel()
+        manager.call_started()
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(heartbeat)
+                try:
+                    result = await manager.ask(workspace_cwd, question, max_answer_tokens, outcome)
+                except Exception as exc:
+                    failure = exc
+                finally:
+                    tasks.cancel_scope.cancel()
+        finally:
+            manager.call_finished()
         if isinstance(failure, LiveMemoryError):
             raise ToolError(str(failure))
         if failure is not None or result is None:
@@ -93,4 +107,32 @@ def build_mcp_server(manager: QuestionManager) -> MCPServer:
             raise ToolError("Live Memory hit an internal error answering this question; see the server log.")
         return result.render()
 
+    if manager.settings.async_tools:
+        register_async_tools(mcp, manager)
     return mcp
+
+
+def register_async_tools(mcp: MCPServer, manager: QuestionManager) -> None:
+    @mcp.tool(structured_output=False, description=SUBMIT_DESCRIPTION)
+    async def ask_live_memory_submit(question: str, ctx: Context, cwd: str = "", max_answer_tokens: int = 0) -> str:
+        workspace_cwd = _cwd_from(ctx, cwd)
+
+        async def work() -> str:
+            return (await manager.ask(workspace_cwd, question, max_answer_tokens)).render()
+
+        try:
+            validate_question(question)
+            manager.registry.locate(workspace_cwd)
+            return manager.jobs.submit(work)
+        except LiveMemoryError as exc:
+            raise ToolError(str(exc)) from None
+
+    @mcp.tool(structured_output=False, description=RESULT_DESCRIPTION)
+    async def ask_live_memory_result(job_id: str) -> str:
+        try:
+            text, failed = manager.jobs.result(job_id)
+        except LiveMemoryError as exc:
+            raise ToolError(str(exc)) from None
+        if failed:
+            raise ToolError(text)
+        return text

@@ -1,0 +1,141 @@
+"""Admission and fork/commit: races keep the more-exploring fork, linear commits always land,
+serial mode is FIFO, a full workspace says "busy" at once, workspaces never wait on each other."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from live_memory.app import default_tool_factory
+from live_memory.config import load_settings
+from live_memory.context_window import ContextWindow
+from live_memory.errors import BusyError
+from live_memory.manager import QuestionManager, Runtime
+from live_memory.providers.base import ChatRequest, ChatResponse, ToolResultPart
+from live_memory.records import ToolCall
+from live_memory.tools import TOOL_SCHEMAS
+from tests.fakes.scripted_provider import ScriptedProvider, text_response
+
+
+class GatedProvider(ScriptedProvider):
+    """Each question waits for its own gate; 'read N' questions read N files first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gates: dict[str, asyncio.Event] = {}
+        self.started: dict[str, asyncio.Event] = {}
+
+    def gate(self, name: str) -> asyncio.Event:
+        return self.gates.setdefault(name, asyncio.Event())
+
+    def arrived(self, name: str) -> asyncio.Event:
+        return self.started.setdefault(name, asyncio.Event())
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        self.requests.append(request)
+        trailing = [m for m in request.messages if m.text.startswith("## Question") and "## Budgets" in m.text][-1]
+        name = trailing.parts[0].text.split("\n")[1]  # part 0 is the question, part 1 the volatile hint
+        self.arrived(name).set()
+        await self.gate(name).wait()
+        tools_done = any(isinstance(p, ToolResultPart) for p in request.messages[-1].parts)
+        if name.startswith("read") and not tools_done and name != "read 0":
+            count = int(name.split()[1])
+            calls = tuple(ToolCall(f"c{i}", "Read", {"file_path": f"f{i}.py"}) for i in range(count))
+            return text_response("", tool_calls=calls)
+        return text_response(f"answer to {name}")
+
+
+def manager_for(tmp_path: Path, provider: GatedProvider, **options: str) -> QuestionManager:
+    env = {"HOME": str(tmp_path), "LIVE_MEMORY_API_KEY": "x", "LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD": "0"}
+    env.update({f"LIVE_MEMORY_{k.upper()}": v for k, v in options.items()})
+    settings = load_settings(env=env, data_dir=tmp_path / "data")
+    return QuestionManager(Runtime(settings, provider), tool_factory=default_tool_factory, tool_schemas=TOOL_SCHEMAS)
+
+
+def repo(tmp_path: Path, name: str = "repo") -> Path:
+    root = tmp_path / name
+    (root / ".git").mkdir(parents=True)
+    for i in range(3):
+        (root / f"f{i}.py").write_text(f"X{i} = {i}\n")
+    return root
+
+
+def questions_in(window: ContextWindow) -> list[str]:
+    return [t.question for t in window.history if t.kind == "question"]
+
+
+async def test_a_linear_commit_is_adopted_even_when_it_explored_less(tmp_path: Path) -> None:
+    """Regression: a compacted (smaller, less exploring) fork must never be discarded."""
+    manager = manager_for(tmp_path, GatedProvider())
+    state, _ = manager.registry.get_or_create(str(repo(tmp_path)))
+    state.last_commit_score = (50, 100_000)  # an earlier, heavy question
+    fork_id, fork = state.fork()
+    fork.history = []  # as if compaction summarized everything away
+    assert state.commit(fork_id, fork, score=(0, 10))
+    assert state.window is fork
+
+
+@pytest.mark.parametrize("first", ["read 0", "read 2"])
+async def test_a_real_race_keeps_the_fork_that_explored_more(tmp_path: Path, first: str) -> None:
+    provider = GatedProvider()
+    manager = manager_for(tmp_path, provider)
+    cwd = str(repo(tmp_path))
+    provider.gate("warm up").set()
+    await manager.ask(cwd, "warm up")
+    light = asyncio.create_task(manager.ask(cwd, "read 0"))
+    heavy = asyncio.create_task(manager.ask(cwd, "read 2"))
+    await asyncio.gather(provider.arrived("read 0").wait(), provider.arrived("read 2").wait())
+    second = "read 2" if first == "read 0" else "read 0"
+    provider.gate(first).set()
+    await (light if first == "read 0" else heavy)
+    provider.gate(second).set()
+    answers = await asyncio.gather(light, heavy)
+    assert [a.answer for a in answers] == ["answer to read 0", "answer to read 2"]  # every caller is answered
+    state, _ = manager.registry.get_or_create(cwd)
+    kept = questions_in(state.window)
+    assert "read 2" in kept and "read 0" not in kept
+
+
+async def test_serial_mode_answers_in_arrival_order(tmp_path: Path) -> None:
+    provider = GatedProvider()
+    manager = manager_for(tmp_path, provider, concurrency="serial")
+    cwd = str(repo(tmp_path))
+    tasks = []
+    for name in ("q one", "q two", "q three"):
+        tasks.append(asyncio.create_task(manager.ask(cwd, name)))
+        await asyncio.sleep(0)  # let each reach admission in order (a yield, not a wait for time)
+    for name in ("q three", "q two", "q one"):  # released in reverse: order must still be FIFO
+        provider.gate(name).set()
+    await asyncio.gather(*tasks)
+    state, _ = manager.registry.get_or_create(cwd)
+    assert questions_in(state.window) == ["q one", "q two", "q three"]
+
+
+async def test_a_full_workspace_answers_busy_at_once(tmp_path: Path) -> None:
+    provider = GatedProvider()
+    manager = manager_for(tmp_path, provider, concurrency="serial", max_waiting_queries="1")
+    cwd = str(repo(tmp_path))
+    running = asyncio.create_task(manager.ask(cwd, "q running"))
+    await provider.arrived("q running").wait()
+    waiting = asyncio.create_task(manager.ask(cwd, "q waiting"))
+    await asyncio.sleep(0)
+    with pytest.raises(BusyError, match="busy with 1 question"):
+        await manager.ask(cwd, "q refused")
+    provider.gate("q running").set()
+    provider.gate("q waiting").set()
+    await asyncio.gather(running, waiting)
+
+
+async def test_workspaces_never_wait_on_each_other(tmp_path: Path) -> None:
+    provider = GatedProvider()
+    manager = manager_for(tmp_path, provider, concurrency="serial")
+    blocked = asyncio.create_task(manager.ask(str(repo(tmp_path, "a")), "q blocked"))
+    await provider.arrived("q blocked").wait()
+    provider.gate("q free").set()
+    result = await asyncio.wait_for(manager.ask(str(repo(tmp_path, "b")), "q free"), 10)
+    assert result.answer == "answer to q free"
+    assert not blocked.done()
+    provider.gate("q blocked").set()
+    await blocked
