@@ -68,7 +68,7 @@ def _message_to_wire(message: Message) -> list[dict[str, Any]]:
         elif isinstance(part, TextPart):
             texts.append(part.text)
     if texts:
-        out.append({"role": "user", "content": "".join(texts)})
+        out.append({"role": "user", "content": SYSTEM_JOINER.join(texts)})
     return out
 
 
