@@ -211,6 +211,12 @@ OPTIONS: tuple[Option, ...] = (
         "Total preload cap; also clamped to the compaction floor's share of the window.",
     ),
     Option(
+        "watch",
+        C.WATCH_ENABLED,
+        _as_bool,
+        "Watch each loaded workspace for edits made outside the agents' hooks (OS file events).",
+    ),
+    Option(
         "secret_globs",
         C.DEFAULT_SECRET_GLOBS,
         _as_list,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from live_memory import constants as C
@@ -16,6 +17,7 @@ from live_memory.directory_tree import build_directory_tree
 from live_memory.ingest import FileEvent, Ingestor, IngestPolicy, IngestResult
 from live_memory.preload import load_preload
 from live_memory.store import SnapshotStore, disk_hashes
+from live_memory.watcher import WorkspaceWatcher
 from live_memory.workspace import WorkspacePolicy, WorkspaceRegistry, WorkspaceState, WorkspaceStats, workspace_id
 
 logger = logging.getLogger(__name__)
@@ -41,6 +43,7 @@ class WorkspaceLifecycle:
         settings = settings_source()
         self.registry = WorkspaceRegistry(workspace_policy(settings))
         self.store = SnapshotStore(settings.data_dir, clock=wall_clock)
+        self.watcher = WorkspaceWatcher(debounce_ms=C.WATCH_DEBOUNCE_MS)
 
     @property
     def settings(self) -> Settings:
@@ -72,6 +75,18 @@ class WorkspaceLifecycle:
             await self.preload(state)
             window.freeze()
             state.loaded = True
+            if self.settings.watch:
+                self._start_watching(state)
+
+    def _start_watching(self, state: WorkspaceState) -> None:
+        def known(rel: str) -> bool:
+            return rel in state.window.files or any(rel in f.sources for f in state.window.ledger.facts)
+
+        async def sink(root: Path, events: Sequence[FileEvent]) -> None:
+            if not state.dropped:
+                await self.ingestor().apply(state, root, events)
+
+        self.watcher.watch(state.tree_root, known, sink)
 
     async def _restore(self, state: WorkspaceState) -> None:
         payload = await asyncio.to_thread(self.store.load, state.id)
@@ -121,6 +136,7 @@ class WorkspaceLifecycle:
 
     async def flush_all(self) -> None:
         """Shutdown: write every loaded workspace (errors logged, never raised: others still flush)."""
+        await self.watcher.aclose()
         for state in self.registry.all():
             if not state.loaded:
                 continue
@@ -157,6 +173,8 @@ class WorkspaceLifecycle:
         """Drop history, ledger, files and the snapshot. Reset reloads (and preloads) at once."""
         key = self.registry.root_for(cwd)
         state = self.registry.drop(key)
+        if state is not None:
+            await self.watcher.unwatch(state.tree_root)
         dropped = {"qa_pairs": 0, "ledger_facts": 0, "file_contexts": 0}
         if state is not None:
             state.dropped = True

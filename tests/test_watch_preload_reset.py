@@ -1,0 +1,123 @@
+"""The OS watcher, preload documents, and the reset/empty routes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from live_memory.preload import read_preload
+from live_memory.prompts import PRELOADED_HEADING
+from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
+from tests.fakes.llm_server import FakeLLM, Reply
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM(min_cacheable_tokens=64) as server:
+        server.responder = lambda request: Reply.text("ok")
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "docs" / "api").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / "docs" / "intro.md").write_text("# Intro\nWelcome.\n")
+    (root / "docs" / "api" / "auth.md").write_text("# Auth\nTokens expire after 1h.\n")
+    (root / "docs" / "big.md").write_text("# Big\n" + "x" * 5000)
+    (root / "docs" / ".env").write_text("SECRET=1\n")
+    (root / "docs" / "logo.md").write_bytes(b"\x89PNG\x00\x00")
+    (root / "app.py").write_text("VALUE = 1\n")
+    return root
+
+
+async def stats(server: LiveServer, workspace: Path) -> dict[str, Any]:
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        response = await client.get("/stats", params={"cwd": str(workspace)})
+    return dict(response.json().get("workspace", {}))
+
+
+async def test_an_edit_by_another_process_is_noticed_before_the_next_question(
+    fake: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    fake.script(Reply.tool_call("Read", {"file_path": "app.py"}), Reply.text("VALUE is 1"))
+    with live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "What is VALUE?", "cwd": str(workspace)})
+        for attempt in range(200):  # bounded: each round writes again and re-checks the server's state
+            (workspace / "app.py").write_text(f"VALUE = {attempt + 2}\n")
+            if (await stats(server, workspace))["stale_files"] == 1:
+                break
+            async with httpx.AsyncClient(base_url=server.url) as client:
+                await client.get("/health")  # a round trip gives the watcher's debounce time to fire
+        else:
+            pytest.fail("the watcher never reported the out-of-band edit")
+        await ask_via_mcp(server.mcp_url, {"question": "And now?", "cwd": str(workspace)})
+    assert "app.py: CHANGED since you read it" in str(fake.requests[-1].body["messages"])
+
+
+def test_preload_is_deterministic_jailed_and_capped(workspace: Path) -> None:
+    docs = read_preload(
+        workspace,
+        ["docs/intro.md", "docs/**/*.md", "../outside/*.md", "/etc/*"],
+        max_file_bytes=1000,
+        max_total_bytes=10_000,
+        secret_globs=(".env",),
+    )
+    assert [d.path for d in docs] == ["docs/intro.md", "docs/api/auth.md"]  # big.md over the per-file cap, logo binary
+    clamped = read_preload(
+        workspace, ["docs/**/*.md"], max_file_bytes=10_000, max_total_bytes=40, secret_globs=()
+    )
+    assert [d.path for d in clamped] == ["docs/api/auth.md"]  # earlier paths win until the total cap
+
+
+async def test_preloaded_documents_are_in_the_first_prompt_under_their_heading(
+    fake: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    settings = settings_for(fake.base_url, tmp_path / "data", preload_globs="docs/*.md", force_explore_when_cold=0)
+    with live_server(settings) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "hi", "cwd": str(workspace)})
+    frozen = fake.requests[0].body["system"][1]["text"]
+    assert PRELOADED_HEADING in frozen and "Welcome." in frozen
+    assert "x" * 100 in frozen  # big.md fits the default per-file cap
+
+
+async def test_preload_total_is_clamped_to_the_compaction_floor(
+    fake: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    settings = settings_for(
+        fake.base_url, tmp_path / "data", preload_globs="docs/*.md", max_context_tokens=2000, force_explore_when_cold=0
+    )
+    with live_server(settings) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "hi", "cwd": str(workspace)})
+        figures = await stats(server, workspace)
+    frozen = fake.requests[0].body["system"][1]["text"]
+    assert "Welcome." in frozen and "x" * 100 not in frozen  # big.md would overflow 0.6 x 2000 tokens
+    assert figures["compactions"] == 0
+
+
+async def test_reset_reloads_now_and_empty_waits_for_the_next_question(
+    fake: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    settings = settings_for(fake.base_url, tmp_path / "data", preload_globs="docs/intro.md", force_explore_when_cold=0)
+    with live_server(settings) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "remember me", "cwd": str(workspace)})
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            reset = (await client.post("/reset", json={"cwd": str(workspace)})).json()
+            after_reset = await stats(server, workspace)
+            emptied = (await client.post("/clear", json={"cwd": str(workspace)})).json()
+            after_empty = await client.get("/stats", params={"cwd": str(workspace)})
+            refused = await client.post("/reset", json={"cwd": "relative"})
+        await ask_via_mcp(server.mcp_url, {"question": "fresh?", "cwd": str(workspace)})
+    assert reset["dropped"]["qa_pairs"] == 1 and reset["reloaded"] is True
+    assert after_reset["qa_retained"] == 0 and after_reset["file_contexts"] == 1  # preloaded again at once
+    assert emptied["reloaded"] is False and after_empty.status_code == 404  # nothing loaded until asked
+    assert refused.status_code == 400 and "absolute" in refused.json()["error"]
+    messages = str(fake.requests[-1].body["messages"])
+    assert "remember me" not in messages
+    assert "Welcome." in fake.requests[-1].body["system"][1]["text"]
+    assert not list((tmp_path / "data" / "workspaces").glob("*.corrupt-*"))
