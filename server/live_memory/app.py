@@ -23,12 +23,10 @@ from live_memory.mcp_tools import build_mcp_server
 from live_memory.providers.base import ChatProvider
 from live_memory.providers.factory import build_provider
 from live_memory.routes import build_routes
+from live_memory.security import SecurityMiddleware, SecurityPolicy, check_bind
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
 
 ProviderFactory = Callable[[Settings], ChatProvider | None]
-
-LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
 def default_tool_factory(root: Path, settings: Settings) -> Toolbox:
@@ -47,13 +45,21 @@ class McpTrailingSlash:
         await self.app(scope, receive, send)
 
 
-def transport_security(settings: Settings) -> TransportSecuritySettings:
-    hosts = list(LOOPBACK_HOSTS)
-    origins = list(LOOPBACK_ORIGINS)
-    if settings.host not in ("127.0.0.1", "localhost", "::1"):
-        hosts.append(f"{settings.host}:*")
-        origins.append(f"http://{settings.host}:*")
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+def security_policy(settings: Settings) -> SecurityPolicy:
+    return SecurityPolicy.build(
+        bind_host=str(settings.host), extra_hosts=tuple(settings.allowed_hosts), token=str(settings.auth_token)
+    )
+
+
+def transport_security(policy: SecurityPolicy) -> TransportSecuritySettings:
+    """The MCP SDK's own DNS-rebinding check, configured to match ours."""
+    names = sorted(policy.allowed_hosts - {"::1"})
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{n}:*" for n in names] + names,
+        allowed_origins=[f"{scheme}://{n}:*" for n in names for scheme in ("http", "https")]
+        + [f"{scheme}://{n}" for n in names for scheme in ("http", "https")],
+    )
 
 
 def create_app(
@@ -61,6 +67,8 @@ def create_app(
     provider_factory: ProviderFactory | None = None,
     tool_factory: ToolFactory | None = None,
 ) -> Starlette:
+    check_bind(str(settings.host), str(settings.auth_token))
+    policy = security_policy(settings)
     factory = provider_factory or build_provider
     provider = factory(settings)
     manager = QuestionManager(
@@ -72,7 +80,7 @@ def create_app(
     mcp_app = mcp.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
-        transport_security=transport_security(settings),
+        transport_security=transport_security(policy),
     )
     started_at = time.monotonic()
 
@@ -90,4 +98,5 @@ def create_app(
     )
     app.state.manager = manager
     app.add_middleware(McpTrailingSlash)
+    app.add_middleware(SecurityMiddleware, policy=policy)  # outermost: every route, /mcp included
     return app

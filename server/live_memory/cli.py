@@ -25,6 +25,7 @@ from live_memory import __version__
 from live_memory.config import Settings, load_settings, write_config_value
 from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME, SHUTDOWN_GRACE_S, SSE_DRAIN_S
 from live_memory.errors import ConfigError
+from live_memory.security import check_bind
 
 logger = logging.getLogger("live_memory")
 
@@ -93,6 +94,7 @@ def cmd_serve(settings: Settings) -> int:
 
     from live_memory.app import create_app
 
+    check_bind(str(settings.host), str(settings.auth_token))
     try:
         sock = bind_socket(str(settings.host), int(settings.port))
     except OSError as exc:

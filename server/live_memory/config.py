@@ -112,6 +112,26 @@ OPTIONS: tuple[Option, ...] = (
     Option("host", C.DEFAULT_HOST, _as_str, "Address to bind. Loopback by default."),
     Option("port", C.DEFAULT_PORT, _bounded(_as_int, 1, 65535), "TCP port to bind."),
     Option("log_level", C.LOG_LEVEL, _choice("debug", "info", "warning", "error"), "Log verbosity."),
+    # security
+    Option(
+        "auth_token",
+        "",
+        _as_str,
+        "Bearer token every client must send (required to bind a non-loopback address).",
+        secret=True,
+    ),
+    Option(
+        "allowed_hosts",
+        (),
+        _as_list,
+        "Extra host names accepted in Host/Origin headers (loopback names always are).",
+    ),
+    Option(
+        "allowed_roots",
+        (),
+        _as_list,
+        "Directories workspaces must lie under; empty means the server user's home directory.",
+    ),
     # provider
     Option(
         "provider",

@@ -34,7 +34,16 @@ def workspace_policy(settings: Settings) -> WorkspacePolicy:
         max_parallel=int(settings.max_parallel_queries),
         max_waiting=int(settings.max_waiting_queries),
         retry_after_s=C.BUSY_RETRY_AFTER_S,
+        allowed_roots=allowed_roots(settings),
     )
+
+
+def allowed_roots(settings: Settings) -> tuple[Path, ...]:
+    configured = tuple(settings.allowed_roots)
+    if configured:
+        return tuple(Path(r).expanduser().resolve() for r in configured)
+    home = settings.env.get("HOME") or str(Path.home())
+    return (Path(home).resolve(),)
 
 
 class WorkspaceLifecycle:

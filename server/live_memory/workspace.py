@@ -209,6 +209,7 @@ class WorkspacePolicy:
     max_parallel: int = 4
     max_waiting: int = 16
     retry_after_s: float = 5.0
+    allowed_roots: tuple[Path, ...] = ()  # empty: anywhere
 
 
 class WorkspaceRegistry:
@@ -220,9 +221,14 @@ class WorkspaceRegistry:
 
     def locate(self, cwd: str) -> Location:
         p = self.policy
-        return locate(
-            validate_cwd(cwd), canonicalize=p.canonicalize, mode=p.repo_root_mode, share_worktrees=p.share_worktrees
-        )
+        path = validate_cwd(cwd)
+        if p.allowed_roots and not any(path == root or root in path.parents for root in p.allowed_roots):
+            allowed = ", ".join(str(r) for r in p.allowed_roots)
+            raise InputError(
+                f"cwd {str(path)!r} is outside the allowed roots ({allowed}); set LIVE_MEMORY_ALLOWED_ROOTS "
+                "on the server to allow it"
+            )
+        return locate(path, canonicalize=p.canonicalize, mode=p.repo_root_mode, share_worktrees=p.share_worktrees)
 
     def root_for(self, cwd: str) -> Path:
         return self.locate(cwd).key
