@@ -76,6 +76,7 @@ class LoopOutcome:
     tool_calls: int = 0
     files_read: list[str] = field(default_factory=list)
     timed_out: bool = False
+    partial: str | None = None  # why the answer is incomplete, when the provider failed mid-way
     model: str = ""
     question_message: Message | None = None
     first_prompt_estimate: int = 0
@@ -138,6 +139,13 @@ class QuestionLoop:
             out.timed_out = True
             out.status = "deadline reached; writing the best answer so far"
             await self._best_effort(window, trailing, transcript, out)
+        except ProviderError as exc:
+            if not out.tool_calls and not out.answer:
+                raise  # nothing learned yet: the caller gets the provider's clear error
+            # The provider failed mid-answer (a dropped connection, an outage): keep what was found.
+            out.partial = f"the model endpoint failed before the answer was complete ({exc})"
+            explored = f" Files examined: {', '.join(out.files_read)}." if out.files_read else ""
+            out.answer = (out.answer + "\n\n" if out.answer else "") + f"[Partial answer: {out.partial}.{explored}]"
         finally:
             self._timeout = None
         window.add_exchange(out.question_message, question, out.answer, out.files_read)

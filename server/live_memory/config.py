@@ -262,6 +262,12 @@ OPTIONS: tuple[Option, ...] = (
         "Questions that may wait per workspace; beyond that callers are told to retry.",
     ),
     Option(
+        "max_loaded_workspaces",
+        C.MAX_LOADED_WORKSPACES,
+        _bounded(_as_int, 1, 10_000),
+        "Workspaces held in memory; the least recently used idle one is unloaded (snapshot kept).",
+    ),
+    Option(
         "canonicalize_workspace",
         C.CANONICALIZE_WORKSPACE,
         _as_bool,

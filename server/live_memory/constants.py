@@ -102,6 +102,8 @@ CANONICALIZE_WORKSPACE = True
 REPO_ROOT_MODE = "nearest"
 SHARE_WORKTREES = True
 MAX_LOADED_WORKSPACES = 32
+# Observed (teed/preloaded) file bytes held in memory across all workspaces; past it, LRU bytes are shed.
+MAX_OBSERVED_BYTES = 256 * 1024 * 1024
 ASYNC_TOOLS = False
 JOB_TTL_S = 900.0
 MAX_JOBS = 256

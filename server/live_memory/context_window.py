@@ -206,6 +206,13 @@ class ContextWindow:
         )
         return True
 
+    def shed_content(self, path: str) -> None:
+        """Drop held bytes (memory pressure); the file stays known and re-readable."""
+        known = self.files.get(path)
+        if known is not None and known.content is not None:
+            self.files[path] = replace(known, content=None, preloaded=False)
+            self.pending.content.pop(path, None)
+
     def note_modified(self, path: str) -> None:
         """An agent edited a known file and sent no bytes: hint it on the next question only."""
         if path in self.files:

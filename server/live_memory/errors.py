@@ -5,6 +5,7 @@ LiveMemoryError
 ├── InputError                  a caller's request cannot be served as given (relative cwd, ...)
 ├── JailRefusal                 a path resolves outside the workspace, or is withheld (secret, .git)
 ├── BusyError                   admission is full; carries retry_after_s
+├── WorkspaceLoadError          a workspace could not be loaded (others keep working)
 └── ProviderError               anything the model endpoint did wrong; raised only by providers/
     ├── NoCredentialError       no API key and no usable subscription credential
     ├── AuthError               the endpoint rejected the credential (401/403)
@@ -40,6 +41,10 @@ class BusyError(LiveMemoryError):
     def __init__(self, message: str, retry_after_s: float) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class WorkspaceLoadError(LiveMemoryError):
+    """A workspace could not be loaded; the message says which and why."""
 
 
 class ProviderError(LiveMemoryError):

@@ -5,6 +5,7 @@ persistence after every committed change, file events, wipe (reset/empty) and th
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -135,6 +136,30 @@ class WorkspaceLifecycle:
         for doc in documents:
             state.window.observe(doc.path, doc.content, doc.sha256, preloaded=True)
 
+    async def enforce_capacity(self, keep: WorkspaceState) -> None:
+        """Unload least-recently-used idle workspaces past the cap, flushing their snapshots first."""
+        limit = int(self.settings.max_loaded_workspaces)
+        for state in self.registry.unload_candidates(limit, keep):
+            await self.persist(state)
+            await self.watcher.unwatch(state.tree_root)
+            self.registry.drop(state.root)
+            logger.info("unloaded idle workspace %s (more than %d loaded)", state.root, limit)
+
+    def shed_observed_bytes(self, touched: WorkspaceState) -> int:
+        """Keep held file bytes under the process-wide cap by shedding the LRU ones of `touched`."""
+        total = sum(f.size for s in self.registry.all() for f in s.window.files.values() if f.content is not None)
+        if total <= C.MAX_OBSERVED_BYTES:
+            return 0
+        shed = 0
+        held = sorted((f for f in touched.window.files.values() if f.content is not None), key=lambda f: f.last_used)
+        for f in held:
+            if total <= C.MAX_OBSERVED_BYTES:
+                break
+            touched.apply(functools.partial(ContextWindow.shed_content, path=f.path))
+            total -= f.size
+            shed += 1
+        return shed
+
     # --- persistence ---------------------------------------------------------------------------
     async def persist(self, state: WorkspaceState) -> None:
         def snapshot() -> tuple[int, dict[str, Any]]:
@@ -176,7 +201,9 @@ class WorkspaceLifecycle:
                 result.ignore(event.path, "workspace not loaded (ask it a question first)")
             return result, False
         state, root = found
-        return await self.ingestor().apply(state, root, events), True
+        result = await self.ingestor().apply(state, root, events)
+        self.shed_observed_bytes(state)
+        return result, True
 
     async def wipe(self, cwd: str, *, reload_now: bool) -> dict[str, Any]:
         """Drop history, ledger, files and the snapshot. Reset reloads (and preloads) at once."""

@@ -19,7 +19,7 @@ from live_memory import constants as C
 from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop, ToolRunner
 from live_memory.compaction import CompactionReport, Compactor
 from live_memory.config import Settings
-from live_memory.errors import BusyError, InputError, NoCredentialError
+from live_memory.errors import BusyError, InputError, LiveMemoryError, NoCredentialError, WorkspaceLoadError
 from live_memory.ingest import FileEvent, IngestResult
 from live_memory.jobs import JobRegistry
 from live_memory.lifecycle import WorkspaceLifecycle
@@ -194,7 +194,7 @@ class QuestionManager:
                 C.BUSY_RETRY_AFTER_S,
             ) from None
         try:
-            await self.workspaces.ensure_loaded(state)
+            await self._load(state)
             remaining = max(timeout_s - (self.clock() - started), C.MIN_TIMEOUT_S)
             await self._answer(
                 state,
@@ -219,7 +219,20 @@ class QuestionManager:
             context_used_tokens=state.window.prompt_tokens(),
             context_total_tokens=state.window.budget_tokens,
             timed_out=out.timed_out,
+            error=out.partial,
         )
+
+    async def _load(self, state: WorkspaceState) -> None:
+        state.last_used = self.clock()
+        try:
+            await self.workspaces.ensure_loaded(state)
+        except LiveMemoryError:
+            raise
+        except Exception as exc:  # one broken workspace must not take the others down
+            logger.exception("loading workspace %s failed", state.root)
+            self.registry.drop(state.root)  # the next question retries from scratch
+            raise WorkspaceLoadError(f"the workspace {state.root} could not be loaded: {exc}") from None
+        await self.workspaces.enforce_capacity(keep=state)
 
     async def _answer(
         self,

@@ -75,6 +75,7 @@ class QuestionResult:
         cost = "n/a(subscription)" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         fill = self.context_used_tokens / self.context_total_tokens if self.context_total_tokens else 0.0
         flags = " timed_out=true" if self.timed_out else ""
+        flags += " partial=true" if self.error else ""
         return (
             "---\n[live-memory] "
             f"model={self.model} latency={self.latency_s:.1f}s "

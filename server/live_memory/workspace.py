@@ -139,6 +139,7 @@ class WorkspaceState:
         self.gate = gate
         self.admission = admission
         self.load_lock = asyncio.Lock()
+        self.last_used = 0.0  # monotonic time of the last question or event (LRU unloading)
         self.last_commit_score: tuple[int, int] = (0, 0)
         self.stats = WorkspaceStats()
         self.loaded = False  # restored from its snapshot, directory tree built, window frozen once
@@ -262,6 +263,14 @@ class WorkspaceRegistry:
 
     def all(self) -> list[WorkspaceState]:
         return list(self._states.values())
+
+    def unload_candidates(self, limit: int, keep: WorkspaceState) -> list[WorkspaceState]:
+        """Idle workspaces beyond `limit`, least recently used first."""
+        excess = len(self._states) - limit
+        if excess <= 0:
+            return []
+        idle = [s for s in self._states.values() if s is not keep and s.in_flight == 0 and s.admission.running == 0]
+        return sorted(idle, key=lambda s: s.last_used)[:excess]
 
     def drop(self, key: Path) -> WorkspaceState | None:
         return self._states.pop(key, None)

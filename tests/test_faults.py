@@ -1,0 +1,157 @@
+"""Faults end in answers: provider failures, client cancellation, kills during snapshot writes,
+and bounded resources."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from live_memory.store import SnapshotStore
+from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
+from tests.fakes.llm_server import FakeLLM, Reply
+
+TIMEOUT_S = 3.0
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "a.py").write_text("A = 1\n")
+    return root
+
+
+GREP = Reply.tool_call("Grep", {"pattern": "A"})
+
+
+@pytest.mark.parametrize(
+    ("replies", "answered", "expected", "requests"),
+    [
+        ([Reply.error(429, "slow", headers={"retry-after": "0"}), Reply.text("fine")], True, "fine", 2),
+        ([Reply.error(503, "busy"), Reply.text("fine")], True, "fine", 2),
+        ([Reply.drop(), Reply.text("fine")], True, "fine", 2),
+        ([Reply.error(429, "spend cap reached")], False, "will not clear by itself", 1),
+        ([Reply.error(402, "insufficient balance")], False, "billing problem", 1),
+        ([Reply.drop()] * 3, False, "connection failed", 3),
+        ([GREP, Reply.drop(), Reply.drop(), Reply.drop()], True, "Partial answer", 4),
+        ([GREP, Reply.stall(seconds=30), Reply.text("what I found so far")], True, "what I found so far", 3),
+    ],
+    ids=["429-retry-after", "503", "drop-once", "spend-cap", "402", "drops", "drop-mid-loop", "stall"],
+)
+async def test_each_provider_fault_ends_in_an_answer_or_a_clear_error_within_the_deadline(
+    fake: FakeLLM, workspace: Path, tmp_path: Path, replies: list[Reply], answered: bool, expected: str, requests: int
+) -> None:
+    fake.script(*replies)
+    settings = settings_for(fake.base_url, tmp_path / "data", default_timeout_s=TIMEOUT_S, force_explore_when_cold=0)
+    with live_server(settings) as server:
+        started = time.monotonic()
+        text, is_error = await ask_via_mcp(server.mcp_url, {"question": "q", "cwd": str(workspace)})
+        elapsed = time.monotonic() - started
+    assert is_error is not answered, text
+    assert expected in text
+    assert len(fake.requests) == requests
+    assert elapsed < TIMEOUT_S + 2.0
+    if any(r.kind == "stall" for r in replies):
+        assert "timed_out=true" in text
+
+
+async def wait_until(server: LiveServer, workspace: Path, predicate: str) -> dict[str, object]:
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        for _ in range(300):  # bounded polling of the server's own state
+            stats = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
+            if eval(predicate, {}, dict(stats)):  # noqa: S307 - the test's own literal expressions
+                return dict(stats)
+            await client.get("/health")
+    raise AssertionError(f"never reached: {predicate}")
+
+
+async def test_a_cancelled_question_frees_its_slot_and_commits_nothing(
+    fake: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    release = threading.Event()
+    fake.script(Reply.text("first"), Reply.stall(release, seconds=30), Reply.text("after the cancel"))
+    settings = settings_for(fake.base_url, tmp_path / "data", concurrency="serial", force_explore_when_cold=0)
+    try:
+        with live_server(settings) as server:
+            await ask_via_mcp(server.mcp_url, {"question": "first", "cwd": str(workspace)})
+            task = asyncio.create_task(ask_via_mcp(server.mcp_url, {"question": "doomed", "cwd": str(workspace)}))
+            assert await asyncio.to_thread(fake.stalled.wait, 10)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            stats = await wait_until(server, workspace, "in_flight == 0")
+            assert stats["qa_retained"] == 1
+            text, is_error = await ask_via_mcp(server.mcp_url, {"question": "next", "cwd": str(workspace)})
+    finally:
+        release.set()
+    assert not is_error and text.startswith("after the cancel")
+    assert "doomed" not in str(fake.requests[-1].body["messages"])
+
+
+WRITER = """
+import sys, json
+from pathlib import Path
+from live_memory.store import SnapshotStore
+store = SnapshotStore(Path(sys.argv[1]))
+generation = 0
+print("ready", flush=True)
+while True:
+    generation += 1
+    store.write_now("ws", {"generation": generation, "window": {"history": ["x" * 4000] * 200}})
+"""
+
+
+def test_sigkill_during_snapshot_writes_leaves_a_loadable_snapshot(tmp_path: Path) -> None:
+    rng = random.Random(1234)
+    store = SnapshotStore(tmp_path)
+    store.write_now("ws", {"generation": 0, "window": {"history": []}})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for _ in range(50):
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE, env=env)
+        assert writer.stdout is not None and writer.stdout.readline().strip() == b"ready"
+        deadline = time.monotonic() + rng.uniform(0.0, 0.05)
+        while time.monotonic() < deadline:  # a random point inside the write loop
+            pass
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(10)
+        writer.stdout.close()
+        loaded = store.load("ws")
+        assert loaded is not None and isinstance(loaded["generation"], int), "snapshot unreadable after a kill"
+    assert not list(tmp_path.glob("workspaces/*.corrupt-*"))
+    assert json.loads(store.path_for("ws").read_text())["schema"] == 1
+
+
+async def test_idle_workspaces_beyond_the_cap_are_unloaded_and_restore_later(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.responder = lambda request: Reply.text("ok")
+    repos = []
+    for name in ("one", "two", "three"):
+        root = tmp_path / name
+        (root / ".git").mkdir(parents=True)
+        repos.append(root)
+    settings = settings_for(fake.base_url, tmp_path / "data", max_loaded_workspaces=2, force_explore_when_cold=0)
+    with live_server(settings) as server:
+        for root in repos:
+            await ask_via_mcp(server.mcp_url, {"question": f"about {root.name}", "cwd": str(root)})
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            loaded = [w["workspace"] for w in (await client.get("/stats")).json()["workspaces"]]
+        await ask_via_mcp(server.mcp_url, {"question": "again", "cwd": str(repos[0])})
+    assert str(repos[0]) not in loaded and len(loaded) == 2
+    assert "about one" in str(fake.requests[-1].body["messages"])  # restored from its snapshot
