@@ -12,8 +12,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -73,11 +74,13 @@ async def test_each_provider_fault_ends_in_an_answer_or_a_clear_error_within_the
         assert "timed_out=true" in text
 
 
-async def wait_until(server: LiveServer, workspace: Path, predicate: str) -> dict[str, object]:
+async def wait_until(
+    server: LiveServer, workspace: Path, predicate: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=server.url) as client:
         for _ in range(300):  # bounded polling of the server's own state
             stats = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
-            if eval(predicate, {}, dict(stats)):  # noqa: S307 - the test's own literal expressions
+            if predicate(stats):
                 return dict(stats)
             await client.get("/health")
     raise AssertionError(f"never reached: {predicate}")
@@ -97,7 +100,7 @@ async def test_a_cancelled_question_frees_its_slot_and_commits_nothing(
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            stats = await wait_until(server, workspace, "in_flight == 0")
+            stats = await wait_until(server, workspace, lambda s: s["in_flight"] == 0)
             assert stats["qa_retained"] == 1
             text, is_error = await ask_via_mcp(server.mcp_url, {"question": "next", "cwd": str(workspace)})
     finally:
@@ -109,6 +112,7 @@ async def test_a_cancelled_question_frees_its_slot_and_commits_nothing(
 WRITER = """
 import sys, json
 from pathlib import Path
+from typing import Any
 from live_memory.store import SnapshotStore
 store = SnapshotStore(Path(sys.argv[1]))
 generation = 0

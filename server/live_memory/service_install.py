@@ -39,6 +39,7 @@ UNIT_TEMPLATES: dict[Mode, str] = {"user": "live-memory.user.service", "system":
 ENV_TEMPLATE = "live-memory.env.example"
 SYSTEM_UNIT_DIR = Path("/etc/systemd/system")
 SYSTEM_ENV_FILE = Path("/etc/live-memory/live-memory.env")
+LINGER_DIR = Path("/var/lib/systemd/linger")  # a file per user whose manager starts at boot
 # A user unit rendered without an explicit data dir uses the user manager's home specifier: the same default
 # as config.default_data_dir() when XDG_DATA_HOME is unset.
 USER_DATA_DIR_SPECIFIER = "%h/.local/share/live-memory"
@@ -194,12 +195,24 @@ def current_executable() -> Path:
     raise ConfigError("cannot find the `live-memory` executable; install the package into a venv and run it from there")
 
 
-def _account(user: str | None, env: Mapping[str, str]) -> pwd.struct_passwd:
+def _account(mode: Mode, user: str | None, env: Mapping[str, str]) -> pwd.struct_passwd:
+    """Who the service runs as: you (user mode); `user`, else the sudo caller, else you (system mode)."""
+    if mode == "user":
+        return pwd.getpwuid(os.getuid())
     name = user or env.get("SUDO_USER") or pwd.getpwuid(os.getuid()).pw_name
     try:
         return pwd.getpwnam(name)
     except KeyError:
         raise ConfigError(f"no such account: {name!r}") from None
+
+
+def default_unit_dir(mode: Mode, env: Mapping[str, str] | None = None) -> Path:
+    """Where systemd looks for units of `mode` (~/.config/systemd/user or /etc/systemd/system)."""
+    if mode == "system":
+        return SYSTEM_UNIT_DIR
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir)
+    return Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "systemd" / "user"
 
 
 @dataclass(frozen=True)
@@ -212,6 +225,7 @@ class InstallPlan:
     env_file: Path
     data_dir: Path
     user: str  # the account the service runs as
+    home: Path  # that account's home
     python: Path
 
 
@@ -234,14 +248,14 @@ def plan_install(
         executable = executable.absolute()
     if not executable.is_file():
         raise ConfigError(f"{executable} does not exist; pass the live-memory executable of the venv to run")
-    account = _account(user if mode == "system" else None, env)
+    if mode == "user" and user is not None:
+        raise ConfigError("a user unit runs as the user whose manager runs it; choosing the account needs --system")
+    account = _account(mode, user, env)
     home = Path(env.get("HOME") or account.pw_dir) if mode == "user" else Path(account.pw_dir)
+    unit_dir = unit_dir or default_unit_dir(mode, env)
     if mode == "user":
-        config_home = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
-        unit_dir = unit_dir or config_home / "systemd" / "user"
-        env_file = env_file or config_home / "live-memory" / "live-memory.env"
+        env_file = env_file or Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "live-memory" / "live-memory.env"
     else:
-        unit_dir = unit_dir or SYSTEM_UNIT_DIR
         env_file = env_file or SYSTEM_ENV_FILE
     if data_dir is None:
         from_file = read_env_file(env_file).get("LIVE_MEMORY_DATA_DIR", "")
@@ -261,7 +275,7 @@ def plan_install(
         user=account.pw_name if mode == "system" else None,
         python=python,
     )
-    return InstallPlan(mode, unit_dir / UNIT_NAME, text, env_file, data_dir, account.pw_name, python)
+    return InstallPlan(mode, unit_dir / UNIT_NAME, text, env_file, data_dir, account.pw_name, home, python)
 
 
 @dataclass(frozen=True)
@@ -363,7 +377,7 @@ def _unseen_provider_variables(plan: InstallPlan, env: Mapping[str, str]) -> lis
     """Provider variables set for the installing shell or in Claude Code's settings but absent from the env file."""
     in_file = set(read_env_file(plan.env_file))
     seen = {name for name in PROVIDER_ENV if env.get(name)}
-    settings = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env.get("HOME") or "~").expanduser() / ".claude")
+    settings = Path(env.get("CLAUDE_CONFIG_DIR") or plan.home / ".claude")
     try:
         claude_env = json.loads((settings / "settings.json").read_text(encoding="utf-8")).get("env", {})
     except (OSError, ValueError, AttributeError):
@@ -395,7 +409,7 @@ def install_service(
     plan = plan_install(
         mode, executable=executable, unit_dir=unit_dir, env_file=env_file, data_dir=data_dir, user=user, environ=env
     )
-    account = _account(plan.user, env) if mode == "system" and os.geteuid() == 0 else None
+    account = _account(mode, plan.user, env) if mode == "system" and os.geteuid() == 0 else None
     try:
         _write_unit(plan.unit_path, plan.unit_text)
         env_created = _create_env_file(plan.env_file, template_text(ENV_TEMPLATE))
@@ -423,8 +437,8 @@ def install_service(
             if result.returncode != 0:
                 todo = shown[index:]
                 break
-    if plan.unit_path.parent not in (SYSTEM_UNIT_DIR, Path(env.get("HOME") or "~") / ".config/systemd/user"):
-        notes.append(f"{plan.unit_path.parent} is not where systemd looks by default; link or copy the unit there")
+    if plan.unit_path.parent != default_unit_dir(mode, env):
+        notes.append(f"{plan.unit_path.parent} is not where systemd looks for {mode} units; link or copy the unit there")
     unseen = _unseen_provider_variables(plan, env)
     if unseen:
         notes.append(
@@ -433,8 +447,8 @@ def install_service(
         )
     if mode == "user" and env.get("SUDO_USER") and os.geteuid() == 0:
         notes.append("this installed a user unit for root; run it without sudo for your own user, or use --system")
-    if mode == "user":
-        notes.append(f"to start it at boot without logging in: loginctl enable-linger {plan.user}")
+    if mode == "user" and not (LINGER_DIR / plan.user).exists():
+        notes.append(f"it starts when you log in; to start it at boot instead: loginctl enable-linger {plan.user}")
     if mode == "system" and plan.user == "root":
         notes.append("the service runs as root; prefer --run-as <the account whose repositories it reads>")
     return InstallReport(plan, env_created, data_created, tuple(commands), tuple(todo), tuple(notes))
