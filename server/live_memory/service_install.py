@@ -302,8 +302,10 @@ class InstallReport:
 
     def lines(self) -> list[str]:
         plan = self.plan
-        env_state = "created from the example (0600): fill in a provider credential" if self.env_file_created else (
-            "kept as it was"
+        env_state = (
+            "created from the example (0600): fill in a provider credential"
+            if self.env_file_created
+            else "kept as it was"
         )
         out = [
             f"wrote {plan.unit_path} ({plan.mode} unit, runs as {plan.user})",
@@ -438,7 +440,9 @@ def install_service(
                 todo = shown[index:]
                 break
     if plan.unit_path.parent != default_unit_dir(mode, env):
-        notes.append(f"{plan.unit_path.parent} is not where systemd looks for {mode} units; link or copy the unit there")
+        notes.append(
+            f"{plan.unit_path.parent} is not where systemd looks for {mode} units; link or copy the unit there"
+        )
     unseen = _unseen_provider_variables(plan, env)
     if unseen:
         notes.append(
