@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from live_memory.config import Settings
 from live_memory.constants import MCP_PATH
+from live_memory.keep_warm import KeepWarm
 from live_memory.manager import QuestionManager, Runtime, ToolFactory
 from live_memory.mcp_tools import build_mcp_server
 from live_memory.providers.base import ChatProvider
@@ -83,13 +84,16 @@ def create_app(
         transport_security=transport_security(policy),
     )
     started_at = time.monotonic()
+    keep_warm = KeepWarm(manager)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with mcp.session_manager.run():
+            keep_warm.start()
             try:
                 yield
             finally:
+                await keep_warm.stop()
                 await manager.aclose()  # flushes every workspace's snapshot, then closes providers
 
     app = Starlette(
@@ -97,6 +101,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.manager = manager
+    app.state.keep_warm = keep_warm
     app.add_middleware(McpTrailingSlash)
     app.add_middleware(SecurityMiddleware, policy=policy)  # outermost: every route, /mcp included
     return app

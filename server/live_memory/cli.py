@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -24,7 +25,9 @@ import httpx
 from live_memory import __version__
 from live_memory.config import Settings, load_settings, write_config_value
 from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME, SHUTDOWN_GRACE_S, SSE_DRAIN_S
+from live_memory.doctor import run_doctor
 from live_memory.errors import ConfigError
+from live_memory.logging_setup import configure_logging
 from live_memory.security import check_bind
 
 logger = logging.getLogger("live_memory")
@@ -125,12 +128,14 @@ def cmd_serve(settings: Settings) -> int:
     return 0
 
 
-async def _ask(url: str, question: str, cwd: str, max_answer_tokens: int, timeout_s: float) -> tuple[str, bool]:
+async def _ask(
+    url: str, question: str, cwd: str, max_answer_tokens: int, timeout_s: float, headers: dict[str, str]
+) -> tuple[str, bool]:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    http = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=timeout_s))
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=timeout_s))
     async with http, Client(streamable_http_client(url, http_client=http)) as client:
         result = await client.call_tool(
             "ask_live_memory",
@@ -148,7 +153,9 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
         return 1
     timeout_s = float(settings.default_timeout_s) + 60.0
     try:
-        text, is_error = asyncio.run(_ask(url, args.question, cwd, args.max_answer_tokens, timeout_s))
+        text, is_error = asyncio.run(
+            _ask(url, args.question, cwd, args.max_answer_tokens, timeout_s, _auth_headers(settings))
+        )
     except Exception as exc:  # the MCP client raises several transport error types
         print(f"live-memory: the request failed: {exc}", file=sys.stderr)
         return 1
@@ -159,7 +166,7 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
     params = {"cwd": os.path.abspath(args.cwd)} if args.cwd else None
     try:
-        response = httpx.get(f"{base_url(settings)}/stats", params=params, timeout=5.0)
+        response = httpx.get(f"{base_url(settings)}/stats", params=params, headers=_auth_headers(settings), timeout=5.0)
     except httpx.HTTPError as exc:
         print(f"live-memory: no server at {base_url(settings)} ({exc})", file=sys.stderr)
         return 1
@@ -188,12 +195,66 @@ def cmd_config(settings: Settings, args: argparse.Namespace) -> int:
     write_config_value(settings.data_dir, key.strip(), raw)
     print(f"live-memory: {key.strip()} saved to {settings.config_file}")
     try:
-        response = httpx.post(f"{base_url(settings)}/reload", json={}, timeout=5.0)
+        response = httpx.post(f"{base_url(settings)}/reload", json={}, headers=_auth_headers(settings), timeout=5.0)
         if response.status_code == 200:
             print("live-memory: the running server reloaded its configuration.")
     except httpx.HTTPError:
         print("live-memory: no running server to reload; the value applies at the next start.")
     return 0
+
+
+def _auth_headers(settings: Settings) -> dict[str, str]:
+    return {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
+
+
+def cmd_ledger(settings: Settings, args: argparse.Namespace) -> int:
+    cwd = os.path.abspath(args.cwd)
+    try:
+        if args.action == "forget":
+            if not args.text:
+                print('live-memory: use `ledger forget "<substring>"`', file=sys.stderr)
+                return 2
+            response = httpx.post(
+                f"{base_url(settings)}/ledger/forget",
+                json={"cwd": cwd, "substring": args.text},
+                headers=_auth_headers(settings),
+                timeout=10.0,
+            )
+        else:
+            response = httpx.get(
+                f"{base_url(settings)}/ledger", params={"cwd": cwd}, headers=_auth_headers(settings), timeout=10.0
+            )
+    except httpx.HTTPError as exc:
+        print(
+            f"live-memory: no server at {base_url(settings)} ({exc}); start one with `live-memory serve`",
+            file=sys.stderr,
+        )
+        return 1
+    data = response.json()
+    if response.status_code != 200:
+        print(f"live-memory: {data.get('error')}", file=sys.stderr)
+        return 1
+    if args.action == "forget":
+        print(f"live-memory: forgot {data['forgotten']} fact(s) in {data['workspace']}")
+    elif args.action == "export" and args.format == "json":
+        print(json.dumps(data["facts"], indent=2))
+    elif args.action == "export":
+        print(data["markdown"], end="")
+    else:
+        for fact in data["facts"]:
+            print(("(stale) " if fact["stale"] else "") + fact["text"])
+        if not data["facts"]:
+            print("(the ledger is empty: facts are distilled when the memory compacts)")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    checks = run_doctor(os.environ, Path(args.plugin_dir) if args.plugin_dir else None, round_trip=not args.offline)
+    for check in checks:
+        print(check.line())
+    failed = [c for c in checks if not c.ok]
+    print(f"\n{len(checks) - len(failed)} ok, {len(failed)} to fix" if failed else f"\nall {len(checks)} checks ok")
+    return 1 if failed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -208,6 +269,14 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-answer-tokens", type=int, default=0)
     stats = sub.add_parser("stats", help="print /stats of a running server")
     stats.add_argument("--cwd", default="", help="one workspace (default: all)")
+    ledger = sub.add_parser("ledger", help="show, export or edit what the memory believes")
+    ledger.add_argument("action", choices=["show", "export", "forget"])
+    ledger.add_argument("text", nargs="?", default="", help="forget: drop facts containing this text")
+    ledger.add_argument("--cwd", default=os.getcwd(), help="workspace directory (default: current)")
+    ledger.add_argument("--format", choices=["md", "json"], default="md")
+    doctor = sub.add_parser("doctor", help="check the setup and print fixes")
+    doctor.add_argument("--plugin-dir", default="", help="the plugin's directory, to check its .mcp.json URL")
+    doctor.add_argument("--offline", action="store_true", help="skip the 1-token round trip to the model")
     config = sub.add_parser("config", help="show, get or set configuration")
     config.add_argument("action", choices=["show", "get", "set"])
     config.add_argument("item", nargs="?", default="", help="key (get) or key=value (set)")
@@ -216,12 +285,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "doctor":  # reports a broken configuration instead of refusing to start
+        return cmd_doctor(args)
     try:
         settings = load_settings()
     except ConfigError as exc:
         print(f"live-memory: configuration error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=str(settings.log_level).upper(), format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(str(settings.log_level), str(settings.log_file))
     try:
         if args.command == "serve":
             return cmd_serve(settings)
@@ -229,6 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_ask(settings, args)
         if args.command == "stats":
             return cmd_stats(settings, args)
+        if args.command == "ledger":
+            return cmd_ledger(settings, args)
         return cmd_config(settings, args)
     except ConfigError as exc:
         print(f"live-memory: {exc}", file=sys.stderr)

@@ -84,6 +84,7 @@ class Compactor:
         keep_recent_pairs: int = COMPACTION_KEEP_RECENT_PAIRS,
         rebuild_tree: Callable[[], Awaitable[str]] | None = None,
         on_report: Callable[[CompactionReport], None] | None = None,
+        distill_allowed: Callable[[], bool] = lambda: True,
     ) -> None:
         self.summarizer = summarizer
         self.gate = gate
@@ -92,6 +93,7 @@ class Compactor:
         self.keep_recent_pairs = keep_recent_pairs
         self.rebuild_tree = rebuild_tree
         self.on_report = on_report
+        self.distill_allowed = distill_allowed  # False near a spend cap or with background calls off
 
     def needed(self, window: ContextWindow) -> bool:
         return window.prompt_tokens() > self.threshold * window.budget_tokens
@@ -138,7 +140,7 @@ class Compactor:
             projected -= window.tokens(file_block(f)) - window.tokens(f.manifest_line())
         if not batch:
             return
-        if self.summarizer is not None and self.gate.try_reserve():
+        if self.summarizer is not None and self.distill_allowed() and self.gate.try_reserve():
             try:
                 material = "\n\n".join(file_block(f) for f in batch)
                 summary = await self.summarizer.summarize(window.ledger.text_for_summary(), material)

@@ -112,6 +112,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("host", C.DEFAULT_HOST, _as_str, "Address to bind. Loopback by default."),
     Option("port", C.DEFAULT_PORT, _bounded(_as_int, 1, 65535), "TCP port to bind."),
     Option("log_level", C.LOG_LEVEL, _choice("debug", "info", "warning", "error"), "Log verbosity."),
+    Option("log_file", "", _as_str, "Also log to this rotating file (10 MiB x 3); empty: stderr only."),
     # security
     Option(
         "auth_token",
@@ -160,6 +161,43 @@ OPTIONS: tuple[Option, ...] = (
         C.OAUTH_REFRESH_ENABLED,
         _as_bool,
         "Refresh an expired subscription credential ourselves (stored in our data dir only).",
+    ),
+    # cost
+    Option("price_input", -1.0, _as_float, "USD per million uncached input tokens; negative: the built-in table."),
+    Option("price_output", -1.0, _as_float, "USD per million output tokens; negative: the built-in table."),
+    Option("price_cache_write", -1.0, _as_float, "USD per million cache-write tokens; negative: the built-in table."),
+    Option("price_cache_read", -1.0, _as_float, "USD per million cache-read tokens; negative: the built-in table."),
+    Option(
+        "daily_budget_usd",
+        0.0,
+        _bounded(_as_float, 0.0),
+        "Server-wide spend cap per UTC day (questions + background); 0 means no cap.",
+    ),
+    Option(
+        "workspace_daily_budget_usd",
+        0.0,
+        _bounded(_as_float, 0.0),
+        "Per-workspace spend cap per UTC day; 0 means no cap.",
+    ),
+    Option(
+        "background",
+        True,
+        _as_bool,
+        "Allow optional background model calls (distillation, keep-warm). Q&A compaction always runs.",
+    ),
+    # keep-warm
+    Option("keep_warm", C.KEEP_WARM, _as_bool, "Ping recently active workspaces so the provider's cache stays warm."),
+    Option(
+        "keep_warm_interval_s",
+        0.0,
+        _bounded(_as_float, 0.0),
+        "Seconds between pings; 0 means the provider's default (240 s Anthropic/OpenAI, never for DeepSeek).",
+    ),
+    Option(
+        "keep_warm_max_idle_s",
+        C.KEEP_WARM_MAX_IDLE_S,
+        _bounded(_as_float, 0.0),
+        "Stop pinging a workspace that has not been asked anything for this long.",
     ),
     # questions
     Option(

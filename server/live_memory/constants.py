@@ -110,6 +110,10 @@ MAX_JOBS = 256
 
 # --- operations --------------------------------------------------------------------------------
 KEEP_WARM = False
+# How often the keep-warm loop looks for workspaces due for a ping.
+KEEP_WARM_CHECK_S = 15.0
+# Pings stop for a workspace not asked anything for this long (its cache is not worth paying for).
+KEEP_WARM_MAX_IDLE_S = 1800.0
 LOG_LEVEL = "INFO"
 LOG_FILE_MAX_BYTES = 10 * 1024 * 1024
 LOG_FILE_BACKUPS = 3
@@ -194,3 +198,7 @@ TREE_MAX_LISTING_BYTES = 256 * 1024 * 1024
 TREE_TIMEOUT_S = 30.0
 # Directory tree without git: the walk stops after this many files (then says the listing was cut).
 TREE_MAX_WALK_FILES = 1_000_000
+
+# --- cost --------------------------------------------------------------------------------------
+# Background model calls (distillation, keep-warm) stop once this share of a spend cap is used.
+BACKGROUND_STOP_SHARE = 0.8

@@ -206,6 +206,18 @@ class ContextWindow:
         )
         return True
 
+    def forget_facts(self, substring: str) -> int:
+        """A person retracted facts: drop them now and tell the model through the delta stream
+        (the frozen block still shows them until the next compaction)."""
+        doomed = [f.text for f in self.ledger.facts if substring.lower() in f.text.lower()]
+        removed = self.ledger.forget(substring)
+        if removed:
+            listed = "; ".join(doomed[:20])
+            self.pending.notices[f"ledger-forget:{substring}"] = (
+                f"- These ledger facts were retracted by the user and must not be relied on: {listed}"
+            )
+        return removed
+
     def shed_content(self, path: str) -> None:
         """Drop held bytes (memory pressure); the file stays known and re-readable."""
         known = self.files.get(path)

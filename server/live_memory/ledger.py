@@ -117,6 +117,17 @@ class Ledger:
         self.facts = [f for f in self.facts if needle not in f.text.lower()]
         return before - len(self.facts)
 
+    def to_markdown(self) -> str:
+        """For humans (`live-memory ledger export`): facts with their sources and freshness."""
+        if not self.facts:
+            return "# Live Memory ledger\n\n" + (self.legacy_text.strip() or "(empty)") + "\n"
+        lines = ["# Live Memory ledger", ""]
+        for fact in self.facts:
+            sources = ", ".join(f"`{p}`" for p in sorted(fact.sources)) or "no file"
+            flag = " **(possibly out of date)**" if fact.stale else ""
+            lines.append(f"- {fact.text}{flag}  \n  _sources: {sources}_")
+        return "\n".join(lines) + "\n"
+
     def render(self) -> str:
         if self.empty:
             return f"{LEDGER_HEADING}\n{EMPTY_LEDGER_TEXT}"

@@ -23,10 +23,12 @@ from live_memory.errors import BusyError, InputError, LiveMemoryError, NoCredent
 from live_memory.ingest import FileEvent, IngestResult
 from live_memory.jobs import JobRegistry
 from live_memory.lifecycle import WorkspaceLifecycle
+from live_memory.logging_setup import log_question
 from live_memory.providers.base import ChatProvider
 from live_memory.providers.factory import missing_credential_message
-from live_memory.providers.pricing import cost_usd
-from live_memory.records import QuestionResult
+from live_memory.providers.pricing import PriceOverrides, cost_usd
+from live_memory.records import QuestionResult, Usage
+from live_memory.spend import Caps, SpendTracker
 from live_memory.summarizer import Summarizer
 from live_memory.workspace import WorkspaceState
 
@@ -81,10 +83,28 @@ class QuestionManager:
         self._quiet = asyncio.Event()
         self._quiet.set()
         self.jobs = JobRegistry(ttl_s=C.JOB_TTL_S, max_jobs=C.MAX_JOBS, clock=clock)
+        self.spend = SpendTracker(runtime.settings.data_dir, wall_clock)
 
     @property
     def settings(self) -> Settings:
         return self.runtime.settings
+
+    def caps(self) -> Caps:
+        s = self.settings
+        return Caps(daily_usd=float(s.daily_budget_usd), workspace_daily_usd=float(s.workspace_daily_budget_usd))
+
+    def cost(self, model: str, usage: Usage, provider: ChatProvider) -> float | None:
+        """USD for `usage`, None on a subscription credential (not metered)."""
+        if provider.info.subscription:
+            return None
+        s = self.settings
+        overrides = PriceOverrides(
+            float(s.price_input), float(s.price_output), float(s.price_cache_write), float(s.price_cache_read)
+        )
+        return cost_usd(model, usage, overrides)
+
+    def background_allowed(self, state: WorkspaceState) -> bool:
+        return bool(self.settings.background) and self.spend.background_allowed(state.id, self.caps())
 
     # --- delegated workspace operations --------------------------------------------------------
     async def notify(self, cwd: str, events: Sequence[FileEvent]) -> tuple[IngestResult, bool]:
@@ -152,8 +172,10 @@ class QuestionManager:
             stats.summaries_written += report.summaries
             stats.last_compaction_at = self.wall_clock()
             stats.background_usage = stats.background_usage + report.usage
-            if provider is not None and not provider.info.subscription:
-                stats.background_cost_usd += cost_usd(settings.summary_model or settings.model, report.usage)
+            if provider is not None:
+                spent = self.cost(settings.summary_model or settings.model, report.usage, provider) or 0.0
+                stats.background_cost_usd += spent
+                self.spend.record(state.id, spent, background=True)
 
         async def rebuild_tree() -> str:
             return await self.workspaces.directory_tree(state)
@@ -165,6 +187,7 @@ class QuestionManager:
             floor=float(settings.compaction_floor),
             rebuild_tree=rebuild_tree,
             on_report=record,
+            distill_allowed=lambda: self.background_allowed(state),
         )
 
     async def ask(
@@ -178,6 +201,7 @@ class QuestionManager:
             raise NoCredentialError(missing_credential_message(settings))
         if self.stopping:
             raise BusyError("Live Memory is shutting down; retry in a few seconds", C.BUSY_RETRY_AFTER_S)
+        self.spend.check_question(state.id, self.caps())
         answer_tokens = clamp_answer_tokens(max_answer_tokens, settings)
         started = self.clock()
         timeout_s = float(settings.default_timeout_s)
@@ -207,7 +231,17 @@ class QuestionManager:
             )
         finally:
             await admission.__aexit__(None, None, None)
-        cost = None if runtime.provider.info.subscription else cost_usd(out.model, out.usage)
+        cost = self.cost(out.model, out.usage, runtime.provider)
+        outcome_name = "timed_out" if out.timed_out else "partial" if out.partial else "answered"
+        log_question(
+            workspace=str(state.root),
+            latency_s=self.clock() - started,
+            prompt_tokens=out.usage.prompt_tokens,
+            output_tokens=out.usage.output_tokens,
+            cache_read_tokens=out.usage.cache_read_tokens,
+            cost_usd=cost,
+            outcome=outcome_name,
+        )
         return QuestionResult(
             answer=out.answer,
             model=out.model,
@@ -286,9 +320,15 @@ class QuestionManager:
         score = (len(out.files_read), out.usage.prompt_tokens + out.usage.output_tokens)
         if not state.commit(fork_id, window, score):
             logger.info("a concurrent question on %s explored more; this exchange is not kept", state.root)
-        cost = None if runtime.provider.info.subscription else cost_usd(out.model, out.usage)
+        cost = self.cost(out.model, out.usage, runtime.provider)
+        self.spend.record(state.id, cost or 0.0, background=False)
+        read_chars = sum(window.files[p].size for p in out.files_read if p in window.files)
+        saved = int(read_chars / window.chars_per_token) - out.usage.output_tokens
+        state.stats.tokens_saved += max(saved, 0)
         state.stats.questions += 1
         state.stats.usage = state.stats.usage + out.usage
         state.stats.cost_usd += cost or 0.0
         state.stats.last_question_at = self.wall_clock()
+        state.last_prompt_at = self.clock()
         await self.workspaces.persist(state)
+        await self.spend.save()

@@ -260,7 +260,7 @@ def plan_install(
     if data_dir is None:
         from_file = read_env_file(env_file).get("LIVE_MEMORY_DATA_DIR", "")
         if from_file:
-            data_dir = Path(from_file.replace("~", str(home), 1) if from_file.startswith("~") else from_file)
+            data_dir = home / from_file[2:] if from_file.startswith("~/") else Path(from_file)
         elif mode == "user":
             data_dir = default_data_dir({k: v for k, v in env.items() if k != "CLAUDE_PLUGIN_DATA"})
         else:
@@ -351,6 +351,8 @@ def _make_data_dir(path: Path, account: pwd.struct_passwd | None) -> bool:
     """Create `path` (0700) and any missing parents; as root, hand each created directory to `account`."""
     if path.is_dir():
         return False
+    if path.exists():
+        raise ConfigError(f"the data dir {path} exists but is not a directory")
     missing: list[Path] = []
     probe = path
     while not probe.exists():
@@ -439,6 +441,11 @@ def install_service(
             if result.returncode != 0:
                 todo = shown[index:]
                 break
+    if mode == "user" and any("Failed to connect to bus" in c.output for c in commands):
+        notes.append(
+            "systemctl --user found no user manager (a shell from su/sudo, or ssh without a login session?): "
+            f"run the commands from a normal login, or enable lingering first (loginctl enable-linger {plan.user})"
+        )
     if plan.unit_path.parent != default_unit_dir(mode, env):
         notes.append(
             f"{plan.unit_path.parent} is not where systemd looks for {mode} units; link or copy the unit there"

@@ -115,6 +115,7 @@ class WorkspaceStats:
     last_compaction_at: float | None = None
     background_usage: Usage = field(default_factory=Usage)  # summaries (and keep-warm pings)
     background_cost_usd: float = 0.0
+    tokens_saved: int = 0  # see stats.TOKENS_SAVED_METHOD
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -139,7 +140,8 @@ class WorkspaceState:
         self.gate = gate
         self.admission = admission
         self.load_lock = asyncio.Lock()
-        self.last_used = 0.0  # monotonic time of the last question or event (LRU unloading)
+        self.last_used = 0.0  # monotonic time of the last question (LRU unloading, keep-warm idleness)
+        self.last_prompt_at: float | None = None  # monotonic time of the last request sent (keep-warm)
         self.last_commit_score: tuple[int, int] = (0, 0)
         self.stats = WorkspaceStats()
         self.loaded = False  # restored from its snapshot, directory tree built, window frozen once

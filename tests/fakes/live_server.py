@@ -6,15 +6,17 @@ import asyncio
 import contextlib
 import socket
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import uvicorn
 from starlette.applications import Starlette
 
 from live_memory.app import create_app
 from live_memory.config import Settings, load_settings
+
+T = TypeVar("T")
 
 
 def settings_for(fake_base_url: str, data_dir: Path, *, protocol: str = "anthropic", **options: Any) -> Settings:
@@ -24,8 +26,9 @@ def settings_for(fake_base_url: str, data_dir: Path, *, protocol: str = "anthrop
         "LIVE_MEMORY_PROVIDER": "anthropic" if protocol == "anthropic" else "openai",
         "LIVE_MEMORY_BASE_URL": fake_base_url if protocol == "anthropic" else fake_base_url + "/v1",
         "LIVE_MEMORY_API_KEY": "test-key",
-        "LIVE_MEMORY_MODEL": "claude-haiku-4-5" if protocol == "anthropic" else "gpt-5-mini",
     }
+    if protocol != "anthropic":  # the anthropic profile's default model is claude-haiku-4-5 already
+        env["LIVE_MEMORY_MODEL"] = "gpt-5-mini"
     for key, value in options.items():
         env[f"LIVE_MEMORY_{key.upper()}"] = str(value)
     return load_settings(env=env, data_dir=data_dir)
@@ -45,7 +48,15 @@ class LiveServer:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        asyncio.run(self._server.serve(sockets=[self.sock]))
+        self.loop = asyncio.new_event_loop()
+        try:
+            self.loop.run_until_complete(self._server.serve(sockets=[self.sock]))
+        finally:
+            self.loop.close()
+
+    def run_in_server(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
+        """Run a coroutine on the server's own event loop (the app's state lives there)."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
     def __enter__(self) -> LiveServer:
         self._thread.start()

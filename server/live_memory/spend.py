@@ -1,0 +1,142 @@
+"""Daily spend: what questions (foreground) and summaries/keep-warm (background) cost today, server-wide
+and per workspace, against the configured caps.
+
+Background work stops first: once a cap is nearly spent (`BACKGROUND_STOP_SHARE`), distillation
+sheds instead of summarizing and keep-warm pauses; once it is spent, questions get a clear answer
+saying so. Days are UTC. The tally survives restarts (`spend.json` in the data dir, written off the
+event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from live_memory.constants import BACKGROUND_STOP_SHARE
+from live_memory.errors import LiveMemoryError
+
+SPEND_FILE = "spend.json"
+
+
+class BudgetExceededError(LiveMemoryError):
+    """The daily spend cap is reached."""
+
+
+@dataclass(frozen=True)
+class Caps:
+    daily_usd: float = 0.0  # 0: no cap
+    workspace_daily_usd: float = 0.0
+
+
+@dataclass
+class DaySpend:
+    day: str
+    foreground_usd: float = 0.0
+    background_usd: float = 0.0
+    by_workspace: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total_usd(self) -> float:
+        return self.foreground_usd + self.background_usd
+
+
+def utc_day(now: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(now))
+
+
+class SpendTracker:
+    def __init__(self, data_dir: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = data_dir / SPEND_FILE
+        self.clock = clock
+        self._today = self._read()
+
+    def _read(self) -> DaySpend:
+        day = utc_day(self.clock())
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            if raw.get("day") == day:
+                return DaySpend(
+                    day,
+                    float(raw.get("foreground_usd", 0.0)),
+                    float(raw.get("background_usd", 0.0)),
+                    {str(k): float(v) for k, v in dict(raw.get("by_workspace", {})).items()},
+                )
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass
+        return DaySpend(day)
+
+    def today(self) -> DaySpend:
+        day = utc_day(self.clock())
+        if self._today.day != day:
+            self._today = DaySpend(day)
+        return self._today
+
+    def record(self, workspace_id: str, usd: float, *, background: bool) -> None:
+        if usd <= 0:
+            return
+        spend = self.today()
+        if background:
+            spend.background_usd += usd
+        else:
+            spend.foreground_usd += usd
+        spend.by_workspace[workspace_id] = spend.by_workspace.get(workspace_id, 0.0) + usd
+
+    def check_question(self, workspace_id: str, caps: Caps) -> None:
+        spend = self.today()
+        if caps.daily_usd and spend.total_usd >= caps.daily_usd:
+            raise BudgetExceededError(
+                f"Live Memory's daily budget of ${caps.daily_usd:.2f} is spent (${spend.total_usd:.2f} today); "
+                "questions resume at 00:00 UTC, or raise LIVE_MEMORY_DAILY_BUDGET_USD on the server"
+            )
+        used = spend.by_workspace.get(workspace_id, 0.0)
+        if caps.workspace_daily_usd and used >= caps.workspace_daily_usd:
+            raise BudgetExceededError(
+                f"this workspace's daily budget of ${caps.workspace_daily_usd:.2f} is spent (${used:.2f} today); "
+                "questions resume at 00:00 UTC, or raise LIVE_MEMORY_WORKSPACE_DAILY_BUDGET_USD on the server"
+            )
+
+    def background_allowed(self, workspace_id: str, caps: Caps) -> bool:
+        spend = self.today()
+        if caps.daily_usd and spend.total_usd >= BACKGROUND_STOP_SHARE * caps.daily_usd:
+            return False
+        used = spend.by_workspace.get(workspace_id, 0.0)
+        return not (caps.workspace_daily_usd and used >= BACKGROUND_STOP_SHARE * caps.workspace_daily_usd)
+
+    def report(self, caps: Caps) -> dict[str, Any]:
+        spend = self.today()
+        remaining = max(caps.daily_usd - spend.total_usd, 0.0) if caps.daily_usd else None
+        return {
+            "day": spend.day,
+            "foreground_usd": round(spend.foreground_usd, 6),
+            "background_usd": round(spend.background_usd, 6),
+            "daily_budget_usd": caps.daily_usd or None,
+            "remaining_usd": None if remaining is None else round(remaining, 6),
+            "workspace_daily_budget_usd": caps.workspace_daily_usd or None,
+        }
+
+    async def save(self) -> None:
+        spend = self.today()
+        payload = {
+            "day": spend.day,
+            "foreground_usd": spend.foreground_usd,
+            "background_usd": spend.background_usd,
+            "by_workspace": dict(spend.by_workspace),
+        }
+        await asyncio.to_thread(_write_atomic, self.path, json.dumps(payload))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".spend.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

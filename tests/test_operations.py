@@ -1,0 +1,267 @@
+"""Operations: prices, spend caps, /stats vs /metrics, the status page, the ledger, keep-warm,
+hot reload and doctor."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from live_memory.keep_warm import KeepWarm
+from live_memory.providers.pricing import PriceOverrides, cost_usd, price_for
+from live_memory.records import Usage
+from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
+from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    with FakeLLM(min_cacheable_tokens=64) as server:
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "a.py").write_text("A = 1\n")
+    return root
+
+
+def summarizing(request: RecordedRequest) -> Reply:
+    system = request.body.get("system") or [{"text": ""}]
+    if "knowledge ledger" in system[0]["text"]:
+        return Reply.text("- a.py defines A\n- docs live in docs/")
+    return Reply.text("an answer " * 30)
+
+
+def without_cache_control(value: Any) -> Any:
+    if isinstance(value, list):
+        return [without_cache_control(v) for v in value]
+    if isinstance(value, dict):
+        return {k: without_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    return value
+
+
+async def get(server: LiveServer, path: str, **params: str) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        return await client.get(path, params=params)
+
+
+def test_pricing_applies_cache_multipliers_and_overrides() -> None:
+    usage = Usage(
+        input_tokens=1_000_000, output_tokens=1_000_000, cache_read_tokens=1_000_000, cache_write_tokens=1_000_000
+    )
+    # Haiku 4.5: input 1.00, output 5.00, 5-minute write 1.25x input, read 0.1x input (USD per MTok)
+    assert cost_usd("claude-haiku-4-5-20251001", usage) == pytest.approx(1.00 + 5.00 + 1.25 + 0.10)
+    assert cost_usd("deepseek-flash", usage) == pytest.approx(0.15 + 0.60 + 0.15 + 0.003)
+    assert cost_usd("my-local-model", usage) == 0.0
+    overrides = PriceOverrides(input=2.0, cache_read=0.0)
+    assert cost_usd("claude-haiku-4-5", usage, overrides) == pytest.approx(2.0 + 5.0 + 1.25 + 0.0)
+    assert price_for("anthropic/claude-haiku-4.5") is not None  # gateway-prefixed ids find their row
+
+
+async def test_a_spent_cap_stops_questions_with_a_clear_message(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.responder = summarizing
+    settings = settings_for(fake.base_url, tmp_path / "data", daily_budget_usd="0.000001", force_explore_when_cold=0)
+    with live_server(settings) as server:
+        first, first_error = await ask_via_mcp(server.mcp_url, {"question": "q1", "cwd": str(workspace)})
+        second, second_error = await ask_via_mcp(server.mcp_url, {"question": "q2", "cwd": str(workspace)})
+        today = (await get(server, "/stats")).json()["server"]["today"]
+    assert not first_error, first
+    assert second_error and "daily budget of $0.00 is spent" in second and "LIVE_MEMORY_DAILY_BUDGET_USD" in second
+    assert today["remaining_usd"] == 0.0 and today["foreground_usd"] > 0
+    assert len(fake.requests) == 1
+
+
+async def test_background_work_stops_before_questions_do(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.responder = summarizing
+    data = tmp_path / "data"
+    settings = settings_for(
+        fake.base_url, data, max_context_tokens=3000, distill_min_interval_s=0, force_explore_when_cold=0
+    )
+    content = "x = 1  # padding\n" * 120
+    with live_server(settings) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "warm up", "cwd": str(workspace)})
+        spent = (await get(server, "/stats")).json()["server"]["today"]["foreground_usd"]
+        # a cap that leaves room for questions but is past the share where background work stops
+        (data / "config.json").write_text(f'{{"daily_budget_usd": {spent * 1.1}}}')
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            assert (await client.post("/reload", json={})).status_code == 200
+            events = [{"path": f"f{i}.py", "kind": "read", "content": content} for i in range(6)]
+            await client.post("/notify", json={"cwd": str(workspace), "events": events})
+        text, is_error = await ask_via_mcp(server.mcp_url, {"question": "after tees", "cwd": str(workspace)})
+        stats = (await get(server, "/stats", cwd=str(workspace))).json()["workspace"]
+    summaries = [r for r in fake.requests if "knowledge ledger" in (r.body.get("system") or [{"text": ""}])[0]["text"]]
+    assert not is_error, text  # the question still ran
+    assert stats["compactions"] >= 1 and summaries == []  # ... but distillation shed instead of summarizing
+
+
+async def test_stats_metrics_and_the_status_page_agree(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.responder = summarizing
+    with live_server(settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "q", "cwd": str(workspace)})
+        stats = (await get(server, "/stats", cwd=str(workspace))).json()
+        metrics = (await get(server, "/metrics")).text
+        page = (await get(server, "/")).text
+    ws = stats["workspace"]
+    label = f'workspace="{workspace}"'
+    assert f"live_memory_questions_total{{{label}}} {float(ws['questions_answered'])}" in metrics
+    assert f"live_memory_context_used_tokens{{{label}}} {float(ws['fill']['used_tokens'])}" in metrics
+    assert f'live_memory_cost_usd_total{{kind="foreground"}} {stats["server"]["cost_usd"]["foreground"]}' in metrics
+
+    class Cells(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cells: list[str] = []
+            self.scripts = 0
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.scripts += tag in ("script", "link", "img")
+
+        def handle_data(self, data: str) -> None:
+            if data.strip():
+                self.cells.append(data.strip())
+
+    parser = Cells()
+    parser.feed(page)
+    assert parser.scripts == 0  # self-contained: no scripts or external assets
+    assert str(workspace) in parser.cells and str(ws["questions_answered"]) in parser.cells
+
+
+async def test_ledger_can_be_read_and_corrected(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.responder = summarizing
+    settings = settings_for(
+        fake.base_url, tmp_path / "data", max_context_tokens=2500, distill_min_interval_s=0, force_explore_when_cold=0
+    )
+    with live_server(settings) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "warm up", "cwd": str(workspace)})
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            content = "A = 1\n" + "# padding\n" * 800
+            await client.post(
+                "/notify",
+                json={"cwd": str(workspace), "events": [{"path": "a.py", "kind": "read", "content": content}]},
+            )
+            await ask_via_mcp(server.mcp_url, {"question": "compact please", "cwd": str(workspace)})
+            ledger = (await client.get("/ledger", params={"cwd": str(workspace)})).json()
+            forgot = (
+                await client.post("/ledger/forget", json={"cwd": str(workspace), "substring": "docs live"})
+            ).json()
+            after = (await client.get("/ledger", params={"cwd": str(workspace)})).json()
+        await ask_via_mcp(server.mcp_url, {"question": "and now", "cwd": str(workspace)})
+    assert [f["text"] for f in ledger["facts"]] == ["a.py defines A", "docs live in docs/"]
+    assert ledger["facts"][0]["sources"] == {"a.py": ledger["facts"][0]["sources"]["a.py"]}
+    assert "# Live Memory ledger" in ledger["markdown"]
+    assert forgot["forgotten"] == 1 and [f["text"] for f in after["facts"]] == ["a.py defines A"]
+    assert "retracted by the user" in str(fake.requests[-1].body["messages"])
+
+
+async def test_keep_warm_pings_only_eligible_workspaces(fake: FakeLLM, tmp_path: Path) -> None:
+    fake.responder = summarizing
+    busy, idle, fresh = (tmp_path / n for n in ("busy", "idle", "fresh"))
+    for root in (busy, idle, fresh):
+        (root / ".git").mkdir(parents=True)
+    settings = settings_for(fake.base_url, tmp_path / "data", keep_warm=1, force_explore_when_cold=0)
+    with live_server(settings) as server:
+        for root in (busy, idle, fresh):
+            await ask_via_mcp(server.mcp_url, {"question": f"about {root.name}", "cwd": str(root)})
+        manager = server.app.state.manager
+        now = [10_000.0]
+        warm = KeepWarm(manager, clock=lambda: now[0])
+        states = {s.root.name: s for s in manager.registry.all()}
+        before = len(fake.requests)
+
+        async def scenario() -> tuple[list[Any], list[Any]]:  # runs on the server's loop, like the real one
+            for state in states.values():
+                state.last_used = state.last_prompt_at = now[0]
+            not_due = await warm.tick()
+            now[0] += 241
+            states["busy"].in_flight = 1
+            states["idle"].last_used = now[0] - 3600
+            due = await warm.tick()
+            states["busy"].in_flight = 0
+            return not_due, due
+
+        not_due, pinged = await asyncio.to_thread(server.run_in_server, scenario())
+    assert not_due == []
+    assert [s.root.name for s in pinged] == ["fresh"]
+    ping = fake.requests[before]
+    assert ping.body["max_tokens"] == 0  # Anthropic pre-warm: no output billed
+    last_question = [r for r in fake.requests[:before] if "about fresh" in str(r.body["messages"])][-1]
+    history = without_cache_control(last_question.body["messages"][:-1])
+    assert without_cache_control(ping.body["system"]) == without_cache_control(last_question.body["system"])
+    assert ping.body["tools"] == last_question.body["tools"]
+    assert without_cache_control(ping.body["messages"])[: len(history)] == history  # the same prefix, extended
+    assert states["fresh"].stats.background_usage.prompt_tokens > 0
+
+
+async def test_reload_swaps_the_model_and_keeps_workspaces(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.responder = summarizing
+    data = tmp_path / "data"
+    with live_server(settings_for(fake.base_url, data, force_explore_when_cold=0)) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "before reload", "cwd": str(workspace)})
+        data.mkdir(exist_ok=True)
+        (data / "config.json").write_text('{"model": "claude-sonnet-4-6"}')
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            reloaded = (await client.post("/reload", json={})).json()
+        text, _ = await ask_via_mcp(server.mcp_url, {"question": "after reload", "cwd": str(workspace)})
+    assert reloaded["reloaded"] and reloaded["model"] == "claude-sonnet-4-6" and "model" in reloaded["changed"]
+    assert fake.requests[-1].body["model"] == "claude-sonnet-4-6"
+    assert "before reload" in str(fake.requests[-1].body["messages"])  # the workspace survived
+    assert "model=claude-sonnet-4-6" in text
+
+
+def test_doctor_reports_a_broken_config_with_fixes(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "LIVE_MEMORY_DATA_DIR": str(tmp_path / "d")}
+    broken = subprocess.run(
+        [sys.executable, "-m", "live_memory", "doctor", "--offline"],
+        env={**env, "LIVE_MEMORY_PORT": "not-a-port"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert broken.returncode == 1
+    assert "[FAIL] configuration: invalid port from env LIVE_MEMORY_PORT" in broken.stdout
+    no_key = subprocess.run(
+        [sys.executable, "-m", "live_memory", "doctor", "--offline"],
+        env={**env, "LIVE_MEMORY_PORT": "9"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "[FAIL] server: nothing listens on http://127.0.0.1:9" in no_key.stdout
+    assert "[FAIL] credential: none found" in no_key.stdout and "LIVE_MEMORY_API_KEY" in no_key.stdout
+
+
+def test_doctor_passes_against_a_running_server_and_the_plugin(fake: FakeLLM, tmp_path: Path) -> None:
+    settings = settings_for(fake.base_url, tmp_path / "data")
+    with live_server(settings) as server:
+        plugin = tmp_path / "plugin"
+        plugin.mkdir()
+        (plugin / ".mcp.json").write_text(
+            '{"mcpServers": {"live-memory": {"type": "http", "url": "http://127.0.0.1:${LIVE_MEMORY_PORT:-7711}/mcp"}}}'
+        )
+        env: dict[str, Any] = {
+            "HOME": str(tmp_path),
+            "PATH": "/usr/bin:/bin",
+            "LIVE_MEMORY_PORT": str(server.port),
+            "LIVE_MEMORY_DATA_DIR": str(tmp_path / "data"),
+            "LIVE_MEMORY_BASE_URL": fake.base_url,
+            "LIVE_MEMORY_API_KEY": "test",
+        }
+        report = subprocess.run(
+            [sys.executable, "-m", "live_memory", "doctor", "--plugin-dir", str(plugin)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert report.returncode == 0, report.stdout
+    assert "[ok  ] model round trip" in report.stdout and "[ok  ] plugin .mcp.json" in report.stdout
