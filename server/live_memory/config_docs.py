@@ -1,0 +1,62 @@
+"""Render docs/configuration.md from the one options table (`config.OPTIONS`).
+
+`python -m live_memory.config_docs > docs/configuration.md` regenerates it; a test fails when the
+committed file differs, so an option cannot go undocumented.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from live_memory.config import CONFIG_FILE, OPTIONS
+from live_memory.providers.profiles import PROFILES
+
+HEADER = f"""# Configuration reference
+
+Every option resolves **environment variable > `{CONFIG_FILE}` in the data dir > default**.
+Set one in the environment (`LIVE_MEMORY_<KEY>`), or in `{CONFIG_FILE}` (`live-memory config set key=value`,
+which also hot-reloads a running server through `POST /reload`). `live-memory config show` prints every
+effective value with its source; secrets are masked. Lists are comma-separated in the environment and JSON
+arrays in `{CONFIG_FILE}`. Invalid values stop the server at start with a message naming the key and where
+the value came from.
+
+The data dir itself is `LIVE_MEMORY_DATA_DIR`, else `CLAUDE_PLUGIN_DATA`, else
+`$XDG_DATA_HOME/live-memory` (`~/.local/share/live-memory`); it holds `{CONFIG_FILE}`, `workspaces/*.json`
+snapshots and `spend.json`.
+
+This file is generated from `server/live_memory/config.py` by `python -m live_memory.config_docs`.
+"""
+
+
+def _default(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "`" + ", ".join(value) + "`" if value else "(empty)"
+    if isinstance(value, bool):
+        return "`true`" if value else "`false`"
+    if value == "":
+        return "(empty)"
+    return f"`{value}`"
+
+
+def render() -> str:
+    lines = [HEADER, "| key (`config.json`) | environment | default | meaning |", "| --- | --- | --- | --- |"]
+    for option in OPTIONS:
+        default = "(secret, none)" if option.secret else _default(option.default)
+        lines.append(f"| `{option.key}` | `{option.env}` | {default} | {option.doc.replace('|', '/')} |")
+    lines += ["", "## Provider profiles (`provider`)", "", "| profile | protocol | base URL | default model | key variables |"]
+    lines.append("| --- | --- | --- | --- | --- |")
+    for profile in PROFILES.values():
+        keys = ", ".join(f"`{k}`" for k in profile.key_envs) or "none"
+        base = f"`{profile.base_url}`" if profile.base_url else "(set `base_url`)"
+        lines.append(f"| `{profile.name}` | {profile.protocol} | {base} | `{profile.default_model}` | {keys} |")
+    lines += [
+        "",
+        "A custom `base_url` never receives a profile's own key variable; give it `api_key` explicitly. The",
+        "provider's own base-URL variable (for example `ANTHROPIC_BASE_URL`) keeps its key variable.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render(), end="")
