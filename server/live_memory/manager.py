@@ -319,6 +319,7 @@ class QuestionManager:
         )
         score = (len(out.files_read), out.usage.prompt_tokens + out.usage.output_tokens)
         if not state.commit(fork_id, window, score):
+            state.stats.races_lost += 1
             logger.info("a concurrent question on %s explored more; this exchange is not kept", state.root)
         cost = self.cost(out.model, out.usage, runtime.provider)
         self.spend.record(state.id, cost or 0.0, background=False)

@@ -116,6 +116,7 @@ class WorkspaceStats:
     background_usage: Usage = field(default_factory=Usage)  # summaries (and keep-warm pings)
     background_cost_usd: float = 0.0
     tokens_saved: int = 0  # see stats.TOKENS_SAVED_METHOD
+    races_lost: int = 0  # answered, but a concurrent question that explored more was kept instead
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
