@@ -31,7 +31,6 @@ import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 
 RESULTS = Path(__file__).parent / "results" / "load.json"

@@ -43,7 +43,8 @@ def render() -> str:
     for option in OPTIONS:
         default = "(secret, none)" if option.secret else _default(option.default)
         lines.append(f"| `{option.key}` | `{option.env}` | {default} | {option.doc.replace('|', '/')} |")
-    lines += ["", "## Provider profiles (`provider`)", "", "| profile | protocol | base URL | default model | key variables |"]
+    lines += ["", "## Provider profiles (`provider`)", ""]
+    lines.append("| profile | protocol | base URL | default model | key variables |")
     lines.append("| --- | --- | --- | --- | --- |")
     for profile in PROFILES.values():
         keys = ", ".join(f"`{k}`" for k in profile.key_envs) or "none"

@@ -36,17 +36,37 @@ PRICES: tuple[tuple[str, Price], ...] = (
 )
 
 
-def price_for(model: str) -> Price | None:
+def price_for(model: str, overrides: PriceOverrides | None = None) -> Price | None:
+    """The table row for `model` with any configured overrides applied (None when unknown and not set)."""
     lowered = model.lower()
-    for needle, price in PRICES:
-        if needle in lowered:
-            return price
-    return None
+    found = next((price for needle, price in PRICES if needle in lowered), None)
+    if overrides is None or not overrides.any():
+        return found
+    base = found or Price(0.0, 0.0, 0.0, 0.0)
+    return Price(
+        input=overrides.input if overrides.input >= 0 else base.input,
+        output=overrides.output if overrides.output >= 0 else base.output,
+        cache_write=overrides.cache_write if overrides.cache_write >= 0 else base.cache_write,
+        cache_read=overrides.cache_read if overrides.cache_read >= 0 else base.cache_read,
+    )
 
 
-def cost_usd(model: str, usage: Usage) -> float:
-    """0.0 for unknown models (a local model costs nothing we can know)."""
-    price = price_for(model)
+@dataclass(frozen=True)
+class PriceOverrides:
+    """`LIVE_MEMORY_PRICE_*` (USD per million tokens); a negative value means "use the table"."""
+
+    input: float = -1.0
+    output: float = -1.0
+    cache_write: float = -1.0
+    cache_read: float = -1.0
+
+    def any(self) -> bool:
+        return max(self.input, self.output, self.cache_write, self.cache_read) >= 0
+
+
+def cost_usd(model: str, usage: Usage, overrides: PriceOverrides | None = None) -> float:
+    """0.0 for unknown models without overrides (a local model costs nothing we can know)."""
+    price = price_for(model, overrides)
     if price is None:
         return 0.0
     return (
