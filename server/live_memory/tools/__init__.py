@@ -1,0 +1,85 @@
+"""The read-only exploration tools the answering model calls: Read, Grep, Glob, find_paths,
+get_changed_files, git_search — their schemas (TOOL_SCHEMAS) and one dispatcher (Toolbox).
+
+    Toolbox(root, limits).run(name, arguments) -> ToolOutcome
+
+Every path goes through one Jail (jail.py); every child process through run_bounded (subproc.py);
+every blocking file operation through asyncio.to_thread. `run` never raises for a bad call: unknown
+tools, bad arguments, refusals and tool failures all come back as `is_error` outcomes the model can
+correct. Only asyncio.CancelledError propagates (after child processes are killed).
+
+Must never: write to the workspace, execute anything but ripgrep and read-only git, expose .git
+internals or secret files' contents, or return more than `limits.max_output_bytes`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from live_memory.tools.context import ToolContext, ToolLimits, ToolOutcome, bound_text, find_ripgrep
+from live_memory.tools.find_paths import run_find_paths
+from live_memory.tools.git import run_get_changed_files, run_git_search
+from live_memory.tools.jail import Jail, show_path
+from live_memory.tools.read import run_read
+from live_memory.tools.schemas import TOOL_SCHEMAS
+from live_memory.tools.search import run_glob, run_grep
+
+__all__ = ["TOOL_NAMES", "TOOL_SCHEMAS", "Jail", "ToolLimits", "ToolOutcome", "Toolbox"]
+
+logger = logging.getLogger(__name__)
+
+TOOL_NAMES: frozenset[str] = frozenset(schema["name"] for schema in TOOL_SCHEMAS)
+
+_Handler = Callable[[ToolContext, Mapping[str, Any]], Awaitable[ToolOutcome]]
+_HANDLERS: dict[str, _Handler] = {
+    "Read": run_read,
+    "Grep": run_grep,
+    "Glob": run_glob,
+    "find_paths": run_find_paths,
+    "get_changed_files": run_get_changed_files,
+    "git_search": run_git_search,
+}
+assert set(_HANDLERS) == TOOL_NAMES, "every schema needs a handler and vice versa"
+
+_LOWER = {name.lower(): name for name in _HANDLERS}
+
+
+class Toolbox:
+    """The tools bound to one workspace root (absolute; resolved here if it is not already)."""
+
+    def __init__(self, root: Path, limits: ToolLimits = ToolLimits()) -> None:  # noqa: B008 - frozen
+        self.limits = limits
+        self.jail = Jail(root, limits.secret_globs)
+        self.context = ToolContext(jail=self.jail, limits=limits, ripgrep=find_ripgrep(limits))
+
+    @property
+    def root(self) -> Path:
+        return self.jail.root
+
+    @property
+    def ripgrep(self) -> str | None:
+        """The ripgrep binary in use, or None when the pure-Python search is used."""
+        return self.context.ripgrep
+
+    async def run(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        """Run one tool call. Never raises except asyncio.CancelledError."""
+        handler = _HANDLERS.get(name) or _HANDLERS.get(_LOWER.get(str(name).lower(), ""))
+        if handler is None:
+            available = ", ".join(schema["name"] for schema in TOOL_SCHEMAS)
+            shown = show_path(str(name), 80)
+            return ToolOutcome(f"Unknown tool '{shown}'. Available tools: {available}.", is_error=True)
+        if arguments is None:
+            arguments = {}
+        try:
+            outcome = await handler(self.context, arguments)
+        except Exception as exc:  # a bug or an OS surprise must not kill the question
+            logger.exception("tool %s failed on %s", name, self.root)
+            return ToolOutcome(f"{name} failed unexpectedly ({type(exc).__name__}); try a different query.", True)
+        if len(outcome.text) > self.limits.max_output_bytes // 4:  # cheap pre-check; bound_text is exact
+            bounded = bound_text(outcome.text, self.limits.max_output_bytes, "narrow the query")
+            if bounded != outcome.text:
+                return ToolOutcome(bounded, outcome.is_error, outcome.files_read)
+        return outcome

@@ -1,0 +1,128 @@
+"""What every tool handler receives and returns: ToolLimits, ToolContext, ToolOutcome, output bounding.
+
+Owns the limits (all defaults from constants.py), the ripgrep discovery rule, the jail call every
+path argument goes through, and the one function that caps a result's size and says so.
+Must never do blocking I/O on the event loop (path resolution runs in a thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import stat
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from live_memory.constants import (
+    DEFAULT_SECRET_GLOBS,
+    MAX_TOOL_OUTPUT_BYTES,
+    READ_DEFAULT_LINES,
+    READ_MAX_LINE_CHARS,
+    TOOL_SUBPROCESS_TIMEOUT_S,
+)
+from live_memory.tools.jail import Jail
+
+__all__ = [
+    "Resolved",
+    "ToolContext",
+    "ToolLimits",
+    "ToolOutcome",
+    "bound_text",
+    "find_ripgrep",
+    "resolve_path",
+]
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """One tool call's result as the model sees it."""
+
+    text: str  # bounded by ToolLimits.max_output_bytes
+    is_error: bool = False  # the model can correct it: bad regex, missing file, refusal, bad arguments
+    files_read: tuple[str, ...] = ()  # workspace-relative POSIX paths whose content this call returned
+
+
+@dataclass(frozen=True)
+class ToolLimits:
+    """Per-toolbox limits. Per-tool entry caps (head_limit, limit, max_count) live in constants.py."""
+
+    max_output_bytes: int = MAX_TOOL_OUTPUT_BYTES
+    secret_globs: tuple[str, ...] = DEFAULT_SECRET_GLOBS
+    subprocess_timeout_s: float = TOOL_SUBPROCESS_TIMEOUT_S
+    max_read_lines: int = READ_DEFAULT_LINES  # Read's default window, like Claude Code's 2000 lines
+    max_line_chars: int = READ_MAX_LINE_CHARS  # Read cuts longer lines
+    use_ripgrep: bool = True  # False forces the pure-Python search (tests, hosts without rg)
+    ripgrep_path: str | None = None  # None: the venv's bin dir next to sys.executable, then PATH
+
+
+def find_ripgrep(limits: ToolLimits) -> str | None:
+    """Locate the rg binary: an explicit path, the running interpreter's bin dir (the `ripgrep`
+    wheel installs there), then PATH. None means the pure-Python fallback is used."""
+    if not limits.use_ripgrep:
+        return None
+    if limits.ripgrep_path is not None:
+        return limits.ripgrep_path if os.access(limits.ripgrep_path, os.X_OK) else None
+    beside = Path(sys.executable).parent / ("rg.exe" if os.name == "nt" else "rg")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("rg")
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Everything a handler may use: the workspace's jail and the limits."""
+
+    jail: Jail
+    limits: ToolLimits = field(default_factory=ToolLimits)
+    ripgrep: str | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.jail.root
+
+
+def bound_text(text: str, max_bytes: int, hint: str) -> str:
+    """Cap `text` at `max_bytes` UTF-8 bytes, cutting at a line boundary and saying how to narrow.
+
+    Also makes the text valid UTF-8: a file name that is not (kept as surrogate escapes by the
+    listing) shows "?" where its undecodable bytes were.
+    """
+    data = text.encode("utf-8", "replace")
+    if len(data) <= max_bytes:
+        return data.decode("utf-8")
+    note = f"\n[output truncated at {max_bytes} bytes; {hint}]"
+    room = max(max_bytes - len(note.encode("utf-8")), 0)
+    head = data[:room]
+    cut = head.rfind(b"\n")
+    if cut > 0:
+        head = head[:cut]
+    return head.decode("utf-8", "ignore") + note
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A path argument after the jail: real path, workspace-relative form ("" for the root), kind."""
+
+    real: Path
+    rel: str
+    kind: str  # "file" | "dir" | "missing" | "other" (FIFO, device, socket)
+
+
+def _resolve(jail: Jail, path: str, allow_dir: bool) -> Resolved:
+    real = jail.resolve(path, allow_dir=allow_dir)
+    rel = jail.relative(real)
+    try:
+        mode = real.stat().st_mode
+    except OSError:
+        kind = "missing"
+    else:
+        kind = "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
+    return Resolved(real, "" if rel == "." else rel, kind)
+
+
+async def resolve_path(ctx: ToolContext, path: str | None, *, allow_dir: bool = True) -> Resolved:
+    """Resolve a tool's path argument through the jail, in a thread (it stats the filesystem).
+    Raises JailRefusal."""
+    return await asyncio.to_thread(_resolve, ctx.jail, path or "", allow_dir)

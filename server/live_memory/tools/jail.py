@@ -1,0 +1,290 @@
+"""The path jail: the one resolver every file access of the tools and the directory tree goes through.
+
+Owns the rules for which paths a model may touch:
+- Inputs are workspace-relative POSIX paths. Absolute paths are accepted only when they lie inside the
+  workspace root (the /notify hook and Claude-trained models send absolute paths); they are turned into
+  relative ones. "\\" is read as "/" (Windows-style separators). "..", "~", drive letters, NUL bytes and
+  overlong names are refused before the filesystem is touched.
+- Symbolic links are followed by the kernel's rules (chains, symlinked directories, "/proc/self/root")
+  and the *real* target must stay inside the real root.
+- ".git" internals are never exposed (history goes through git_search / get_changed_files).
+- Secret files (credential globs) are withheld: listings may name them, but no content leaves.
+- Only regular text files are opened: devices, FIFOs, sockets and binaries (NUL in the first 8 KiB)
+  are refused, and the opened descriptor is checked against the inode that was validated.
+
+Must never: read a byte outside the real root, follow a path it has not re-validated after resolving,
+or raise anything but JailRefusal for a policy refusal (OS errors such as "not found" pass through).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from live_memory.constants import (
+    BINARY_SNIFF_BYTES,
+    DEFAULT_SECRET_GLOBS,
+    MAX_PATH_CHARS,
+    MAX_PATH_COMPONENT_BYTES,
+)
+from live_memory.errors import JailRefusal
+from live_memory.tools.globs import glob_to_regex
+
+__all__ = ["Jail", "SecretMatcher", "show_path"]
+
+_DRIVE = re.compile(r"^[A-Za-z]:(?:/|$)")
+_EXAMPLE = "use a path relative to the workspace root, e.g. 'src/app.py'"
+
+
+def show_path(path: str, limit: int = 120) -> str:
+    """Render an untrusted path for a message: control characters escaped, length capped."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class SecretMatcher:
+    """Case-insensitive credential-file matcher (see DEFAULT_SECRET_GLOBS for the pattern rules).
+
+    A path is secret when it, or any directory above it, matches: a virtualenv named ".env" or a
+    "secrets/**" pattern withholds everything beneath, exactly as ripgrep's exclude globs prune it.
+    """
+
+    def __init__(self, globs: Sequence[str]) -> None:
+        self.globs = tuple(g.strip() for g in globs if g.strip())
+        names: list[str] = []
+        paths: list[str] = []
+        tails: list[str] = []  # last component of each "/" pattern: a cheap prefilter on base names
+        for glob in self.globs:
+            body = glob.rstrip("/") or glob
+            if body.startswith("/"):
+                paths.append(glob_to_regex(body.lstrip("/")))
+            elif "/" in body:
+                paths.append("(?:.*/)?" + glob_to_regex(body))
+            else:
+                names.append(glob_to_regex(body))
+            if "/" in body.lstrip("/"):
+                tails.append(glob_to_regex(body.rpartition("/")[2]))
+        try:
+            self._name = _union(names)
+            self._path = _union(paths)
+            self._tail = _union(tails)
+        except re.error as exc:
+            raise ValueError(f"invalid secret_globs pattern in {list(self.globs)!r}: {exc}") from None
+
+    def name_matches(self, name: str) -> bool:
+        """Whether one path component (a base name) matches a name pattern."""
+        return self._name is not None and self._name.fullmatch(name) is not None
+
+    def path_matches(self, rel_path: str) -> bool:
+        """Whether this exact path matches a pattern that contains "/" (ancestors not checked)."""
+        return self._path is not None and self._path.fullmatch(rel_path) is not None
+
+    def matching_names(self, names: Iterable[str]) -> set[str]:
+        """The base names a name pattern matches (bulk form of name_matches, for big listings)."""
+        return set(filter(self._name.fullmatch, names)) if self._name is not None else set()
+
+    def tail_matches(self, name: str) -> bool:
+        """Whether a base name could end a path that a "/" pattern matches."""
+        return self._tail is not None and self._tail.fullmatch(name) is not None
+
+    def tail_candidates(self, names: Iterable[str]) -> set[str]:
+        """The base names that could end a path a "/" pattern matches (check those with path_matches)."""
+        return set(filter(self._tail.fullmatch, names)) if self._tail is not None else set()
+
+    def matches(self, rel_path: str) -> bool:
+        """Whether a workspace-relative path, or any directory above it, is secret."""
+        if not rel_path or rel_path == ".":
+            return False
+        parts = rel_path.split("/")
+        if self._name is not None and any(self._name.fullmatch(p) for p in parts):
+            return True
+        if self._path is not None:
+            for i in range(1, len(parts) + 1):
+                if self._path.fullmatch("/".join(parts[:i])):
+                    return True
+        return False
+
+    def ripgrep_excludes(self) -> list[str]:
+        """The same rules as ripgrep `--iglob` negations (matched relative to the workspace root)."""
+        out: list[str] = []
+        for glob in self.globs:
+            body = glob.rstrip("/") or glob
+            if body.startswith("/") or "/" not in body:
+                out.append("!" + body)
+            else:
+                out.append("!**/" + body)
+        return out
+
+
+def _union(sources: list[str]) -> re.Pattern[str] | None:
+    if not sources:
+        return None
+    return re.compile("|".join(f"(?:{s})" for s in sources), re.IGNORECASE | re.DOTALL)
+
+
+class Jail:
+    """Resolves untrusted paths against one workspace root; see the module docstring for the rules."""
+
+    def __init__(self, root: Path, secret_globs: Sequence[str] = DEFAULT_SECRET_GLOBS) -> None:
+        if not root.is_absolute():
+            raise ValueError(f"workspace root must be an absolute path, got {str(root)!r}")
+        self.root = Path(os.path.realpath(root))
+        self._root_str = str(self.root)
+        self._root_prefix = self._root_str.rstrip("/") + "/"
+        # The caller's spelling of the root is accepted too (it may run through a symlink, e.g. /tmp).
+        spelled = os.path.normpath(str(root))
+        self._accepted_roots = tuple(dict.fromkeys((self._root_str, spelled)))
+        self.secrets = SecretMatcher(secret_globs)
+
+    # -- lexical checks ---------------------------------------------------------------------------------
+    def normalize(self, path: str) -> str:
+        """Lexically turn an untrusted path into a clean workspace-relative one ("" is the root).
+
+        Raises JailRefusal for anything that is not plainly a path inside the workspace.
+        """
+        if not isinstance(path, str):
+            raise JailRefusal(f"path must be a string, got {type(path).__name__}")
+        if "\x00" in path:
+            raise JailRefusal(f"path '{show_path(path)}' contains a NUL byte; {_EXAMPLE}")
+        if len(path) > MAX_PATH_CHARS:
+            raise JailRefusal(f"path is {len(path)} characters long (the limit is {MAX_PATH_CHARS}); {_EXAMPLE}")
+        shown = show_path(path)
+        text = path.strip().replace("\\", "/")
+        if text.startswith("~"):
+            raise JailRefusal(f"'{shown}' is a home-directory path; tools only see the workspace: {_EXAMPLE}")
+        if _DRIVE.match(text):
+            raise JailRefusal(f"'{shown}' is outside the workspace; {_EXAMPLE}")
+        parts = text.split("/")
+        if ".." in parts:
+            raise JailRefusal(f"'..' is not allowed in '{shown}': tools only see the workspace; {_EXAMPLE}")
+        if text.startswith("/"):
+            text = self._strip_root(text, shown)
+        clean = [p for p in text.split("/") if p not in ("", ".")]
+        for part in clean:
+            try:
+                size = len(os.fsencode(part))
+            except UnicodeEncodeError:
+                raise JailRefusal(f"path '{shown}' is not valid UTF-8; {_EXAMPLE}") from None
+            if size > MAX_PATH_COMPONENT_BYTES:
+                raise JailRefusal(
+                    f"a component of '{shown}' is {size} bytes long (the limit is {MAX_PATH_COMPONENT_BYTES})"
+                )
+        rel = "/".join(clean)
+        self._check_policy(rel, shown)
+        return rel
+
+    def _strip_root(self, text: str, shown: str) -> str:
+        normal = os.path.normpath(text)
+        for root in self._accepted_roots:
+            if normal == root:
+                return ""
+            if normal.startswith(root.rstrip("/") + "/"):
+                return normal[len(root.rstrip("/")) + 1 :]
+        raise JailRefusal(f"'{shown}' is outside the workspace; {_EXAMPLE}")
+
+    def _check_policy(self, rel: str, shown: str) -> None:
+        if any(p.casefold() == ".git" for p in rel.split("/")):
+            raise JailRefusal(
+                f"'{shown}' is inside .git (git's internal data), which the tools do not expose; "
+                "use git_search for history and get_changed_files for the working-tree status"
+            )
+        if self.secrets.matches(rel):
+            raise JailRefusal(
+                f"'{shown}' is withheld: it matches the secret-file guard (secret_globs), "
+                "so its contents stay out of context"
+            )
+
+    # -- resolution -------------------------------------------------------------------------------------
+    def resolve(self, path: str, *, allow_dir: bool = False) -> Path:
+        """Resolve an untrusted path to a real absolute path inside the workspace.
+
+        The path need not exist (callers report "not found"); a directory is refused unless allow_dir.
+        Blocking (a few lstat calls): async callers run it in a thread.
+        """
+        rel = self.normalize(path)
+        shown = show_path(path)
+        try:
+            real = os.path.realpath(os.path.join(self._root_str, rel) if rel else self._root_str)
+        except (OSError, ValueError):
+            raise JailRefusal(f"'{shown}' cannot be resolved; {_EXAMPLE}") from None
+        if real != self._root_str and not real.startswith(self._root_prefix):
+            raise JailRefusal(f"'{shown}' is a symbolic link that resolves outside the workspace; it cannot be used")
+        real_rel = self.relative(Path(real))
+        if real_rel != rel:  # reached through a symlink: the target must pass the same policy
+            self._check_policy("" if real_rel == "." else real_rel, shown)
+        if not allow_dir and os.path.isdir(real):
+            raise JailRefusal(f"'{shown}' is a directory, not a file; use Glob or find_paths to list it")
+        return Path(real)
+
+    def relative(self, path: Path) -> str:
+        """The POSIX workspace-relative form of a real path inside the root ("." for the root)."""
+        text = str(path)
+        if text == self._root_str:
+            return "."
+        if text.startswith(self._root_prefix):
+            return text[len(self._root_prefix) :]
+        raise JailRefusal(f"'{show_path(text)}' is outside the workspace")
+
+    def is_secret(self, rel_path: str) -> bool:
+        """Whether a workspace-relative path is withheld by the secret guard."""
+        return self.secrets.matches(rel_path)
+
+    # -- opening ----------------------------------------------------------------------------------------
+    def open_text(self, path: Path) -> BinaryIO:
+        """Open a resolved path for reading, refusing anything but a regular text file.
+
+        The inode validated by lstat is the one opened (O_NOFOLLOW, compared by device and inode),
+        so a file swapped for a symlink, FIFO or device in between is refused, never read.
+        Raises JailRefusal for policy, OSError (FileNotFoundError, PermissionError...) otherwise.
+        """
+        try:
+            shown = show_path(self.relative(path))
+        except JailRefusal:
+            shown = show_path(str(path))
+        before = os.lstat(path)
+        _require_regular(before.st_mode, shown)
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags)
+        try:
+            after = os.fstat(fd)
+            _require_regular(after.st_mode, shown)
+            if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+                raise JailRefusal(f"'{shown}' changed while it was being opened; try again")
+            head = os.pread(fd, BINARY_SNIFF_BYTES, 0)
+            if b"\x00" in head:
+                raise JailRefusal(f"'{shown}' is a binary file; only text files can be read")
+            handle = open(fd, "rb", closefd=True)  # noqa: SIM115 - the caller owns and closes it
+        except BaseException:
+            os.close(fd)
+            raise
+        return handle
+
+    def is_readable_text(self, path: Path) -> bool:
+        """Whether `path` is a regular, non-binary file this jail would open."""
+        try:
+            with self.open_text(path):
+                return True
+        except (JailRefusal, OSError):
+            return False
+
+
+def _require_regular(mode: int, shown: str) -> None:
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise JailRefusal(f"'{shown}' is a directory, not a file; use Glob or find_paths to list it")
+    if stat.S_ISFIFO(mode):
+        kind = "a FIFO (named pipe)"
+    elif stat.S_ISSOCK(mode):
+        kind = "a socket"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "a device file"
+    elif stat.S_ISLNK(mode):
+        kind = "a symbolic link that does not resolve (a loop, or it changed while being opened)"
+    else:
+        kind = "not a regular file"
+    raise JailRefusal(f"'{shown}' is {kind}; only regular text files can be read")

@@ -1,0 +1,84 @@
+"""Workspace file enumeration for Glob and find_paths: `rg --files` when ripgrep is available (parallel,
+gitignore-aware), else the pure-Python walker in a thread. Both honour .gitignore/.ignore/.rgignore,
+include hidden files, skip .git and do not follow symbolic links, so they list the same files.
+
+Must never: list anything under .git, follow a symlink out of the workspace, or run the walker on the
+event loop. Secret files *are* listed (callers mark them withheld).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+
+from live_memory.constants import LISTING_MAX_RAW_BYTES
+from live_memory.tools.context import ToolContext
+from live_memory.tools.subproc import run_bounded
+from live_memory.tools.walk import walk_paths
+
+__all__ = ["GIT_EXCLUDE", "FileListing", "list_files", "ripgrep_base_args", "walk_listing"]
+
+# Each listed path costs at least this many bytes of output; the walker stops at the same budget.
+_MIN_ENTRY_BYTES = 2
+
+
+@dataclass(frozen=True)
+class FileListing:
+    paths: list[str]  # workspace-relative, sorted
+    complete: bool  # False when the cap or the timeout cut the listing short
+
+
+def ripgrep_base_args(ripgrep: str) -> list[str]:
+    """Flags every ripgrep call shares: no user config, gitignore even outside a repo, hidden files
+    included. Callers append GIT_EXCLUDE *after* any glob of their own: ripgrep lets a later glob win."""
+    return [ripgrep, "--no-config", "--no-require-git", "--hidden", "--no-messages"]
+
+
+GIT_EXCLUDE = ("--glob", "!.git")
+
+
+async def list_files(ctx: ToolContext, start_rel: str) -> FileListing:
+    """All non-ignored regular files under `start_rel` ("" is the root), sorted by path."""
+    if ctx.ripgrep is not None:
+        argv = [*ripgrep_base_args(ctx.ripgrep), "--files", "--null", *GIT_EXCLUDE]
+        if start_rel:
+            argv += ["--", start_rel]
+        try:
+            result = await run_bounded(
+                argv, cwd=ctx.root, timeout_s=ctx.limits.subprocess_timeout_s, max_bytes=LISTING_MAX_RAW_BYTES
+            )
+        except OSError:
+            pass  # ripgrep vanished or cannot run: fall through to the walker
+        else:
+            # Exit 1 is "no files"; 2 is "some directory was unreadable" with the rest still listed.
+            raw = result.stdout.decode("utf-8", "surrogateescape").split("\0")
+            complete = not (result.truncated or result.timed_out)
+            if not complete:
+                raw = raw[:-1]  # the last entry may be cut mid-name
+            return FileListing(sorted(p for p in raw if p), complete)
+    return await walk_listing(ctx, start_rel)
+
+
+async def walk_listing(ctx: ToolContext, start_rel: str) -> FileListing:
+    """The pure-Python listing (same rules as `rg --files`), bounded in time and size."""
+    stop = threading.Event()
+    deadline = time.monotonic() + ctx.limits.subprocess_timeout_s
+    max_entries = LISTING_MAX_RAW_BYTES // _MIN_ENTRY_BYTES
+
+    def should_stop() -> bool:
+        return stop.is_set() or time.monotonic() > deadline
+
+    def collect() -> FileListing:
+        paths: list[str] = []
+        for rel, _is_dir in walk_paths(str(ctx.root), start_rel, should_stop=should_stop):
+            paths.append(rel)
+            if len(paths) >= max_entries:
+                return FileListing(sorted(paths), False)
+        return FileListing(sorted(paths), not should_stop())
+
+    try:
+        return await asyncio.to_thread(collect)
+    finally:
+        stop.set()  # on cancellation the thread notices at its next directory

@@ -1,0 +1,285 @@
+"""The Grep and Glob tools: argument handling, engine choice, and the text the model sees.
+
+Grep runs ripgrep when it is installed and the pure-Python engine otherwise (grep_engines.py); both
+feed one formatter, so the output is the same either way. Glob matches a ripgrep-style glob against
+the gitignore-aware file listing (listing.py). Results are sorted by path, capped by head_limit /
+limit and by max_output_bytes, and say when and how to narrow.
+
+Must never: accept a pattern or path that reaches outside the workspace or into .git, print a
+secret file's contents (Grep) or list .git (Glob), or block the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from live_memory.constants import (
+    GLOB_DEFAULT_LIMIT,
+    GREP_DEFAULT_HEAD_LIMIT,
+    GREP_MAX_HEAD_LIMIT,
+    LISTING_MAX_LIMIT,
+    MAX_PATH_CHARS,
+)
+from live_memory.errors import JailRefusal
+from live_memory.tools.args import ArgumentError, Arguments
+from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, resolve_path
+from live_memory.tools.globs import GlobError, compile_path_glob, has_glob_magic
+from live_memory.tools.grep_engines import GrepError, GrepHits, GrepQuery, python_grep, ripgrep_grep
+from live_memory.tools.jail import show_path
+from live_memory.tools.listing import list_files
+
+__all__ = ["WITHHELD", "format_grep", "run_glob", "run_grep", "split_glob_pattern", "withheld_filter"]
+
+WITHHELD = " [withheld: secret]"
+_MODES = ("files_with_matches", "content", "count")
+_DRIVE = re.compile(r"^[A-Za-z]:[/\\]")
+_T = TypeVar("_T")
+_NARROW_GREP = "narrow the search with path or glob, or lower head_limit"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# -- Grep ---------------------------------------------------------------------------------------------
+async def run_grep(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+    try:
+        args = Arguments(
+            "Grep",
+            arguments,
+            known=("pattern", "path", "glob", "output_mode", "-i", "head_limit"),
+            aliases={
+                "regex": "pattern",
+                "file_pattern": "glob",
+                "include": "glob",
+                "max_results": "head_limit",
+                "ignore_case": "-i",
+                "case_insensitive": "-i",
+            },
+        )
+        pattern = args.string("pattern", required=True, example="'def main'")
+        path = args.string("path")
+        glob = args.string("glob")
+        mode = args.choice("output_mode", _MODES, default="files_with_matches")
+        ignore_case = args.boolean("-i", default=True)
+        head_limit = args.integer("head_limit", default=GREP_DEFAULT_HEAD_LIMIT, minimum=1, maximum=GREP_MAX_HEAD_LIMIT)
+    except ArgumentError as exc:
+        return ToolOutcome(str(exc), is_error=True)
+    assert pattern is not None
+    if "\x00" in pattern or (glob is not None and "\x00" in glob):
+        return ToolOutcome("Grep: pattern and glob must not contain NUL bytes.", is_error=True)
+    if glob is not None:
+        try:
+            _check_glob_text(glob.removeprefix("!"), "glob")
+        except JailRefusal as exc:
+            return ToolOutcome(str(exc), is_error=True)
+    try:
+        target = await resolve_path(ctx, path)
+        if target.kind == "missing":
+            return ToolOutcome(
+                f"Path does not exist: '{show_path(path or '')}'. Use Glob or find_paths to locate it.",
+                is_error=True,
+            )
+        if target.kind != "dir":  # an explicit file is searched as given: it must be a text file
+            await _require_text(ctx, target.real)
+    except JailRefusal as exc:
+        return ToolOutcome(str(exc), is_error=True)
+    rel = target.rel
+    is_file = target.kind != "dir"
+    query = GrepQuery(pattern, rel, is_file, glob, mode, ignore_case)
+    try:
+        engine = ripgrep_grep if ctx.ripgrep is not None else python_grep
+        hits = await engine(ctx, query)
+    except GrepError as exc:
+        return ToolOutcome(str(exc), is_error=True)
+    except OSError:  # ripgrep vanished or cannot run: search in Python instead
+        try:
+            hits = await python_grep(ctx, query)
+        except GrepError as exc:
+            return ToolOutcome(str(exc), is_error=True)
+    text = format_grep(hits.sort(), mode, head_limit, withheld_filter(ctx)) + args.ignored_note()
+    return ToolOutcome(bound_text(text, ctx.limits.max_output_bytes, _NARROW_GREP))
+
+
+async def _require_text(ctx: ToolContext, real: Path) -> None:
+    def check() -> None:
+        with ctx.jail.open_text(real):
+            pass
+
+    try:
+        await asyncio.to_thread(check)
+    except OSError as exc:
+        raise JailRefusal(f"Cannot search '{show_path(ctx.jail.relative(real))}': {exc.strerror or exc}") from None
+
+
+def withheld_filter(ctx: ToolContext) -> Callable[[str], bool]:
+    """Defence in depth: whatever an engine returned, no secret or .git path goes out. Checked only
+    for the entries actually shown (a common pattern can match tens of thousands of lines)."""
+    verdicts: dict[str, bool] = {}
+
+    def withheld(path: str) -> bool:
+        verdict = verdicts.get(path)
+        if verdict is None:
+            verdict = verdicts[path] = ctx.jail.is_secret(path) or ".git" in path.split("/")
+        return verdict
+
+    return withheld
+
+
+def _first(entries: Sequence[_T], head_limit: int, withheld: Callable[[_T], bool]) -> tuple[list[_T], int]:
+    """The first head_limit entries that are not withheld, and the total less those found withheld."""
+    shown: list[_T] = []
+    dropped = 0
+    for entry in entries:
+        if withheld(entry):
+            dropped += 1
+        elif len(shown) < head_limit:
+            shown.append(entry)
+        else:
+            break
+    return shown, len(entries) - dropped
+
+
+def format_grep(hits: GrepHits, mode: str, head_limit: int, withheld: Callable[[str], bool]) -> str:
+    """Render sorted hits for the model (shared by both engines)."""
+    parts: list[str] = []
+    if mode == "files_with_matches":
+        files, total = _first(hits.files, head_limit, withheld)
+        if total == 0:
+            parts.append("No files found")
+        else:
+            parts.append(f"Found {_plural(total, 'file')}")
+            parts.extend(files)
+            if total > head_limit:
+                parts.append(
+                    f"[Showing the first {head_limit} of {total} files (head_limit). "
+                    "Narrow with path or glob, or raise head_limit.]"
+                )
+    elif mode == "content":
+        lines, total = _first(hits.lines, head_limit, lambda line: withheld(line[0]))
+        if total == 0:
+            parts.append("No matches found")
+        else:
+            parts.extend(f"{p}:{n}:{t}" for p, n, t in lines)
+            if total > head_limit:
+                parts.append(
+                    f"[Showing the first {head_limit} of {total} matching lines (head_limit). "
+                    "Narrow with path or glob, or raise head_limit.]"
+                )
+    else:
+        counts = [c for c in hits.counts if not withheld(c[0])]  # one entry per file: cheap enough
+        total = len(counts)
+        if total == 0:
+            parts.append("No matches found")
+        else:
+            parts.extend(f"{p}:{n}" for p, n in counts[:head_limit])
+            matching = sum(n for _p, n in counts)
+            parts.append(f"Found {_plural(matching, 'matching line')} in {_plural(total, 'file')}.")
+            if total > head_limit:
+                parts.append(f"[Showing the first {head_limit} of {total} files (head_limit).]")
+    if not hits.complete:
+        parts.append(f"[Search stopped early ({hits.stop_reason}); results are incomplete. Narrow with path or glob.]")
+    return "\n".join(parts)
+
+
+# -- Glob ---------------------------------------------------------------------------------------------
+def _check_glob_text(pattern: str, what: str) -> None:
+    """Refuse glob text that names a place outside the workspace or inside .git."""
+    shown = show_path(pattern)
+    if "\x00" in pattern:
+        raise JailRefusal(f"{what} '{shown}' contains a NUL byte")
+    if len(pattern) > MAX_PATH_CHARS:
+        raise JailRefusal(f"{what} is {len(pattern)} characters long (the limit is {MAX_PATH_CHARS})")
+    parts = re.split(r"[/\\]", pattern)
+    if ".." in parts:
+        raise JailRefusal(
+            f"'..' is not allowed in the {what} '{shown}': tools only see the workspace; "
+            "write it relative to the workspace root (or to path), e.g. 'src/**/*.py'"
+        )
+    if pattern.startswith("~") or _DRIVE.match(pattern):
+        raise JailRefusal(f"the {what} '{shown}' points outside the workspace; write it relative to the workspace root")
+    if any(p.casefold() == ".git" for p in parts):
+        raise JailRefusal(
+            f"the {what} '{shown}' reaches into .git (git's internal data), which the tools do not expose; "
+            "use git_search for history and get_changed_files for status"
+        )
+
+
+def split_glob_pattern(ctx: ToolContext, pattern: str) -> tuple[str, str, bool]:
+    """Split a Glob pattern into (literal leading directory, the rest, anchored).
+
+    The directory prefix is listed instead of the whole workspace (fast), and an absolute pattern is
+    accepted only when that prefix lies inside the workspace. Raises JailRefusal.
+    """
+    _check_glob_text(pattern, "pattern")
+    text = pattern.strip()
+    absolute = text.startswith("/")
+    body = text.rstrip("/") or text
+    anchored = "/" in body.lstrip("/") or absolute
+    parts = [p for p in body.split("/") if p not in ("", ".")]
+    literal: list[str] = []
+    while len(parts) > 1 and not has_glob_magic(parts[0]):
+        literal.append(parts.pop(0))
+    prefix = "/".join(literal)
+    if absolute:
+        # Raises "outside the workspace" for "/etc/*"; turns "/<root>/src/*.py" into ("src", "*.py").
+        prefix = ctx.jail.normalize("/" + prefix)
+    return prefix, "/".join(parts), anchored
+
+
+async def run_glob(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+    try:
+        args = Arguments(
+            "Glob",
+            arguments,
+            known=("pattern", "path", "limit"),
+            aliases={
+                "file_pattern": "pattern",
+                "glob": "pattern",
+                "max_results": "limit",
+                "head_limit": "limit",
+            },
+        )
+        pattern = args.string("pattern", required=True, example="'**/*.py'")
+        path = args.string("path")
+        limit = args.integer("limit", default=GLOB_DEFAULT_LIMIT, minimum=1, maximum=LISTING_MAX_LIMIT)
+    except ArgumentError as exc:
+        return ToolOutcome(str(exc), is_error=True)
+    assert pattern is not None
+    try:
+        prefix, rest, anchored = split_glob_pattern(ctx, pattern)
+        if pattern.strip().startswith("/"):
+            path = None  # an absolute pattern names its own directory
+        # With both, "/" as path keeps "/prefix" absolute (and so refused), as it should.
+        base_arg = f"{path.rstrip('/')}/{prefix}" if prefix and path else prefix or path or ""
+        target = await resolve_path(ctx, base_arg)
+    except JailRefusal as exc:
+        return ToolOutcome(str(exc), is_error=True)
+    base = target.rel
+    if target.kind == "missing":
+        return ToolOutcome("No files found")
+    if target.kind != "dir":
+        return ToolOutcome(f"Glob: path '{show_path(base)}' is not a directory; use Read for a file.", is_error=True)
+    try:
+        matcher = compile_path_glob(rest or "**", anchored=anchored)
+    except GlobError as exc:
+        return ToolOutcome(f"Glob: {exc}", is_error=True)
+    listing = await list_files(ctx, base)
+    cut = len(base) + 1 if base else 0
+    matched = [p for p in listing.paths if matcher.matches(p[cut:])]
+    lines = [p + WITHHELD if ctx.jail.is_secret(p) else p for p in matched[:limit]]
+    if not lines:
+        lines = ["No files found"]
+    if len(matched) > limit:
+        lines.append(
+            f"[Showing the first {limit} of {len(matched)} matches, sorted by path. "
+            "Use a more specific pattern or path, or raise limit.]"
+        )
+    if not listing.complete:
+        lines.append("[The listing stopped early (time or size cap); results are incomplete. Narrow the path.]")
+    text = "\n".join(lines) + args.ignored_note()
+    return ToolOutcome(bound_text(text, ctx.limits.max_output_bytes, "use a more specific pattern or path"))

@@ -1,0 +1,151 @@
+"""Bounded child processes for the tools (ripgrep, git) and the directory tree.
+
+Owns the only `asyncio.create_subprocess_exec` call of the tools: output is read incrementally and
+capped, the child (its whole process group) is killed on the cap, on the timeout and on cancellation,
+and its pipes are drained so asyncio can close the transport (no leaked processes, no ResourceWarning).
+Also owns the sanitised environment children run with.
+
+Must never: run a shell, block the event loop, let a child outlive the call that started it, or
+swallow asyncio.CancelledError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from live_memory.constants import TOOL_STDERR_MAX_BYTES
+
+__all__ = ["ProcessResult", "child_env", "run_bounded"]
+
+_CHUNK = 256 * 1024
+# After a kill, pipes reach EOF at once; this only guards against a grandchild that escaped the group.
+_DRAIN_TIMEOUT_S = 5.0
+
+# Variables that would redirect git to another repository or index, or load a user's ripgrep config.
+_STRIPPED_PREFIXES = ("GIT_", "RIPGREP_")
+
+
+def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for tool children: no inherited GIT_*/RIPGREP_* redirection, no pager, no
+    prompts, no optional index locks (git status must not write to the repository), stable messages."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith(_STRIPPED_PREFIXES)}
+    env.update(
+        {
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_PAGER": "cat",
+            "PAGER": "cat",
+            "LC_ALL": "C",
+        }
+    )
+    return env
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What a bounded child produced. `returncode` is None only when it was killed before exiting."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    truncated: bool = False  # stdout reached max_bytes and the child was killed
+    timed_out: bool = False
+
+    def stderr_text(self, max_lines: int = 6) -> str:
+        lines = self.stderr.decode("utf-8", "replace").strip().splitlines()
+        return "\n".join(lines[:max_lines])
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child leads its own session: its helpers die too
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+
+
+async def _drain(stream: asyncio.StreamReader | None) -> None:
+    if stream is None:
+        return
+    while await stream.read(_CHUNK):
+        pass
+
+
+async def run_bounded(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout_s: float,
+    max_bytes: int,
+    env: Mapping[str, str] | None = None,
+    stderr_max_bytes: int = TOOL_STDERR_MAX_BYTES,
+) -> ProcessResult:
+    """Run argv (no shell) and return at most `max_bytes` of its stdout.
+
+    Raises OSError when the program cannot be started; CancelledError propagates after the child is
+    killed and reaped.
+    """
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=dict(env) if env is not None else child_env(),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    out = bytearray()
+    err = bytearray()
+    truncated = False
+    timed_out = False
+
+    async def pump_stdout() -> None:
+        nonlocal truncated
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(_CHUNK):
+            room = max_bytes - len(out)
+            if len(chunk) > room:
+                out.extend(chunk[: max(room, 0)])
+                truncated = True
+                _kill_group(proc)  # enough: the rest would be thrown away anyway
+                return
+            out.extend(chunk)
+
+    async def pump_stderr() -> None:
+        assert proc.stderr is not None
+        while chunk := await proc.stderr.read(_CHUNK):
+            if len(err) < stderr_max_bytes:
+                err.extend(chunk[: stderr_max_bytes - len(err)])
+
+    try:
+        try:
+            async with asyncio.timeout(timeout_s):
+                await asyncio.gather(pump_stdout(), pump_stderr())
+                if not truncated:
+                    await proc.wait()  # EOF can precede the exit; let it finish rather than kill it
+        except TimeoutError:
+            timed_out = True
+    finally:
+        # Every path (done, cap, timeout, cancellation) ends here: kill if alive, then drain the pipes,
+        # because asyncio only reports the exit once both pipes reach EOF.
+        _kill_group(proc)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_DRAIN_TIMEOUT_S):
+                await asyncio.gather(_drain(proc.stdout), _drain(proc.stderr))
+                await proc.wait()
+    killed = truncated or timed_out
+    return ProcessResult(
+        returncode=None if killed else proc.returncode,
+        stdout=bytes(out),
+        stderr=bytes(err),
+        truncated=truncated,
+        timed_out=timed_out,
+    )

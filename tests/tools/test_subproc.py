@@ -1,0 +1,112 @@
+"""Bounded child processes: output cap, timeout and cancellation all kill the child (and its group)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from live_memory.tools.subproc import child_env, run_bounded
+
+
+def _alive(pid: int) -> bool:
+    """Whether pid is a live (non-zombie) process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return fields[0] != "Z"
+
+
+def _exit_event(pid: int) -> asyncio.Future[None]:
+    """A future resolved when `pid` exits (a pidfd becomes readable then): no polling."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        done.set_result(None)
+        return done
+    except (AttributeError, OSError):
+        pytest.skip("pidfd_open is unavailable on this kernel")
+
+    def exited() -> None:
+        loop.remove_reader(fd)
+        os.close(fd)
+        if not done.done():
+            done.set_result(None)
+
+    loop.add_reader(fd, exited)
+    return done
+
+
+async def _read_pids(fifo: Path) -> list[int]:
+    """Wait (bounded) for the child to write its pids into the FIFO."""
+    try:
+        async with asyncio.timeout(20):
+            text = await asyncio.to_thread(fifo.read_text)
+    except TimeoutError:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # release the blocked reader thread
+        raise
+    return [int(p) for p in text.split()]
+
+
+async def test_output_is_capped_and_the_child_killed(tmp_path: Path) -> None:
+    script = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
+    result = await run_bounded([sys.executable, "-c", script], cwd=tmp_path, timeout_s=20, max_bytes=1000)
+    assert result.truncated and not result.timed_out
+    assert result.stdout == b"x" * 1000
+    assert result.returncode is None
+
+
+async def test_timeout_kills_a_silent_child(tmp_path: Path) -> None:
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    script = f"import os, time\nopen({str(fifo)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)"
+    task = asyncio.create_task(run_bounded([sys.executable, "-c", script], cwd=tmp_path, timeout_s=1.0, max_bytes=1000))
+    (pid,) = await _read_pids(fifo)
+    result = await task
+    assert result.timed_out and result.returncode is None
+    assert not _alive(pid)
+
+
+async def test_cancellation_kills_the_child_and_its_helpers_then_propagates(tmp_path: Path) -> None:
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    script = (
+        "import os, subprocess, sys, time\n"
+        "helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(fifo)!r}, 'w').write(f'{{os.getpid()}} {{helper.pid}}')\n"
+        "time.sleep(60)"
+    )
+    task = asyncio.create_task(run_bounded([sys.executable, "-c", script], cwd=tmp_path, timeout_s=60, max_bytes=1000))
+    pids = await _read_pids(fifo)
+    helper_exit = _exit_event(pids[1])
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not _alive(pids[0])
+    async with asyncio.timeout(10):  # killed with the group (its reaping is init's job)
+        await helper_exit
+
+
+async def test_exit_status_stdout_and_stderr_are_reported(tmp_path: Path) -> None:
+    script = "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)"
+    result = await run_bounded([sys.executable, "-c", script], cwd=tmp_path, timeout_s=20, max_bytes=1000)
+    assert result.returncode == 3
+    assert result.stdout == b"out\n"
+    assert result.stderr_text() == "err"
+
+
+async def test_a_missing_program_raises_oserror(tmp_path: Path) -> None:
+    with pytest.raises(OSError):
+        await run_bounded(["/nonexistent/program"], cwd=tmp_path, timeout_s=5, max_bytes=10)
+
+
+def test_child_env_drops_git_redirection_and_disables_pagers_and_locks() -> None:
+    env = child_env({"PATH": "/bin", "GIT_DIR": "/elsewhere", "GIT_INDEX_FILE": "x", "RIPGREP_CONFIG_PATH": "/rc"})
+    assert "GIT_DIR" not in env and "GIT_INDEX_FILE" not in env and "RIPGREP_CONFIG_PATH" not in env
+    assert env["GIT_OPTIONAL_LOCKS"] == "0" and env["GIT_PAGER"] == "cat" and env["PATH"] == "/bin"
