@@ -118,6 +118,9 @@ LOG_LEVEL = "INFO"
 LOG_FILE_MAX_BYTES = 10 * 1024 * 1024
 LOG_FILE_BACKUPS = 3
 
+# Child processes (ripgrep, git) running at once; further tool calls wait for a slot.
+MAX_CONCURRENT_SUBPROCESSES = 8
+
 # --- tools (owned by the tools package) --------------------------------------------------------
 MAX_TOOL_OUTPUT_BYTES = 200_000
 # Credential files kept out of the model's context: listed as "[withheld: secret]", refused by Read,

@@ -15,14 +15,16 @@ import asyncio
 import contextlib
 import os
 import signal
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from live_memory.constants import TOOL_STDERR_MAX_BYTES
+from live_memory.constants import MAX_CONCURRENT_SUBPROCESSES, TOOL_STDERR_MAX_BYTES
 
 __all__ = ["ProcessResult", "child_env", "run_bounded"]
 
+_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 _CHUNK = 256 * 1024
 # After a kill, pipes reach EOF at once; this only guards against a grandchild that escaped the group.
 _DRAIN_TIMEOUT_S = 5.0
@@ -91,8 +93,32 @@ async def run_bounded(
     """Run argv (no shell) and return at most `max_bytes` of its stdout.
 
     Raises OSError when the program cannot be started; CancelledError propagates after the child is
-    killed and reaped.
+    killed and reaped. At most MAX_CONCURRENT_SUBPROCESSES run at once per event loop; others wait.
     """
+    async with _slots():
+        return await _run_bounded(
+            argv, cwd=cwd, timeout_s=timeout_s, max_bytes=max_bytes, env=env, stderr_max_bytes=stderr_max_bytes
+        )
+
+
+def _slots() -> asyncio.Semaphore:
+    """One semaphore per event loop (asyncio primitives must not cross loops)."""
+    loop = asyncio.get_running_loop()
+    slots = _SLOTS.get(loop)
+    if slots is None:
+        slots = _SLOTS[loop] = asyncio.Semaphore(MAX_CONCURRENT_SUBPROCESSES)
+    return slots
+
+
+async def _run_bounded(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout_s: float,
+    max_bytes: int,
+    env: Mapping[str, str] | None,
+    stderr_max_bytes: int,
+) -> ProcessResult:
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
