@@ -50,11 +50,12 @@ async def ask(server: LiveServer, workspace: Path, question: str) -> str:
     return text
 
 
-async def test_a_tee_reaches_the_next_prompt_without_a_read(
-    server: LiveServer, fake: FakeLLM, workspace: Path
-) -> None:
+async def test_a_tee_reaches_the_next_prompt_without_a_read(server: LiveServer, fake: FakeLLM, workspace: Path) -> None:
     await ask(server, workspace, "warm up")
-    body = {"cwd": str(workspace), "events": [{"path": "src/app.py", "kind": "read", "content": "def main():\n    return 'v1'\n"}]}
+    body = {
+        "cwd": str(workspace),
+        "events": [{"path": "src/app.py", "kind": "read", "content": "def main():\n    return 'v1'\n"}],
+    }
     answer = (await post(server, "/notify", body)).json()
     assert answer == {"accepted": 1, "ignored": 0, "workspace_loaded": True, "reasons": []}
     await ask(server, workspace, "what does main return?")
@@ -69,7 +70,9 @@ async def test_change_and_unlink_arrive_as_deltas_with_the_prefix_intact(
     await ask(server, workspace, "warm up")
     for path in ("src/app.py", "src/db.py"):
         content = (workspace / path).read_text()
-        await post(server, "/notify", {"cwd": str(workspace), "events": [{"path": path, "kind": "read", "content": content}]})
+        await post(
+            server, "/notify", {"cwd": str(workspace), "events": [{"path": path, "kind": "read", "content": content}]}
+        )
     await ask(server, workspace, "q2")
     (workspace / "src" / "app.py").write_text("def main():\n    return 'v2'\n")
     events = [{"path": str(workspace / "src/app.py"), "kind": "change"}, {"path": "src/db.py", "kind": "unlink"}]
@@ -178,7 +181,11 @@ async def test_concurrent_clients_lose_and_duplicate_nothing(
         async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
             for batch in range(25):
                 events = [
-                    {"path": files[(client_id * 7 + batch * 25 + k) % 40], "kind": "read", "content": f"v = {client_id}"}
+                    {
+                        "path": files[(client_id * 7 + batch * 25 + k) % 40],
+                        "kind": "read",
+                        "content": f"v = {client_id}",
+                    }
                     for k in range(25)
                 ]
                 response = await client.post("/notify", json={"cwd": str(workspace), "events": events})

@@ -3,7 +3,6 @@ compactions, breakpoints sit where they must, and overflow/staleness are handled
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +122,11 @@ async def test_a_changed_source_demotes_its_ledger_facts_end_to_end(workspace: P
     with FakeLLM(min_cacheable_tokens=256) as fake:
         fake.responder = scripted
         settings = settings_for(
-            fake.base_url, tmp_path / "data", max_context_tokens=3500, distill_min_interval_s=0, force_explore_when_cold=0
+            fake.base_url,
+            tmp_path / "data",
+            max_context_tokens=3500,
+            distill_min_interval_s=0,
+            force_explore_when_cold=0,
         )
         with live_server(settings) as server:
             await ask_via_mcp(server.mcp_url, {"question": "warm up", "cwd": str(workspace)})

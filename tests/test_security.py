@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from live_memory.config import load_settings
 from live_memory.errors import ConfigError

@@ -43,7 +43,9 @@ async def test_snapshot_round_trip_is_private_and_atomic(tmp_path: Path) -> None
     assert list(path.parent.iterdir()) == [path]  # no temp files left behind
 
 
-@pytest.mark.parametrize("garbage", [b"", b"{\"schema\": 1, \"window\": ", b"\x00\xff garbage", b"[1, 2]", b'{"schema": 99}'])
+@pytest.mark.parametrize(
+    "garbage", [b"", b'{"schema": 1, "window": ', b"\x00\xff garbage", b"[1, 2]", b'{"schema": 99}']
+)
 def test_corrupt_snapshot_is_quarantined(tmp_path: Path, garbage: bytes) -> None:
     store = SnapshotStore(tmp_path / "data")
     store.dir.mkdir(parents=True)
@@ -65,7 +67,8 @@ async def test_a_wiped_workspace_is_not_resurrected_by_a_late_save(tmp_path: Pat
 async def test_memory_survives_a_restart(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
     settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
     with live_server(settings) as server:
-        text, _ = await ask_via_mcp(server.mcp_url, {"question": "What is VERSION?", "cwd": str(workspace)})
+        _, is_error = await ask_via_mcp(server.mcp_url, {"question": "What is VERSION?", "cwd": str(workspace)})
+        assert not is_error
     with live_server(settings) as server:
         await ask_via_mcp(server.mcp_url, {"question": "And now?", "cwd": str(workspace)})
     messages = str(fake.requests[-1].body["messages"])
@@ -110,7 +113,7 @@ def test_answers_returned_before_a_sigkill_are_all_remembered(fake: FakeLLM, wor
 
     async def one(index: int) -> None:
         question = f"burst question {index}"
-        text, is_error = await ask_via_mcp(url, {"question": question, "cwd": str(workspace)})
+        _, is_error = await ask_via_mcp(url, {"question": question, "cwd": str(workspace)})
         if not is_error:
             answered.append(question)
             if len(answered) >= 10:

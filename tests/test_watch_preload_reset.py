@@ -69,9 +69,7 @@ def test_preload_is_deterministic_jailed_and_capped(workspace: Path) -> None:
         secret_globs=(".env",),
     )
     assert [d.path for d in docs] == ["docs/intro.md", "docs/api/auth.md"]  # big.md over the per-file cap, logo binary
-    clamped = read_preload(
-        workspace, ["docs/**/*.md"], max_file_bytes=10_000, max_total_bytes=40, secret_globs=()
-    )
+    clamped = read_preload(workspace, ["docs/**/*.md"], max_file_bytes=10_000, max_total_bytes=40, secret_globs=())
     assert [d.path for d in clamped] == ["docs/api/auth.md"]  # earlier paths win until the total cap
 
 
@@ -86,9 +84,7 @@ async def test_preloaded_documents_are_in_the_first_prompt_under_their_heading(
     assert "x" * 100 in frozen  # big.md fits the default per-file cap
 
 
-async def test_preload_total_is_clamped_to_the_compaction_floor(
-    fake: FakeLLM, workspace: Path, tmp_path: Path
-) -> None:
+async def test_preload_total_is_clamped_to_the_compaction_floor(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
     settings = settings_for(
         fake.base_url, tmp_path / "data", preload_globs="docs/*.md", max_context_tokens=2000, force_explore_when_cold=0
     )

@@ -23,7 +23,9 @@ GIT_ENV = {
 
 def git(cwd: Path, *args: str) -> None:
     env = {**os.environ, **GIT_ENV}
-    subprocess.run(["git", "-c", "protocol.file.allow=always", *args], cwd=cwd, env=env, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "protocol.file.allow=always", *args], cwd=cwd, env=env, check=True, capture_output=True
+    )
 
 
 def make_repo(path: Path) -> Path:

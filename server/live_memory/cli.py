@@ -257,6 +257,34 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_install_service(args: argparse.Namespace) -> int:
+    from live_memory.service_install import current_executable, install_service, plan_install
+
+    executable = current_executable()
+    if args.print_only:
+        plan = plan_install(
+            args.mode,
+            executable=executable,
+            unit_dir=args.unit_dir,
+            env_file=args.env_file,
+            data_dir=args.data_dir,
+            user=args.run_as,
+        )
+        print(plan.unit_text, end="")
+        return 0
+    report = install_service(
+        args.mode,
+        executable=executable,
+        unit_dir=args.unit_dir,
+        env_file=args.env_file,
+        data_dir=args.data_dir,
+        user=args.run_as,
+        enable=not args.no_enable,
+    )
+    print(report)
+    return 0 if report.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="live-memory", description="A persistent codebase memory for agents.")
     parser.add_argument("--version", action="version", version=f"live-memory {__version__}")
@@ -277,6 +305,17 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="check the setup and print fixes")
     doctor.add_argument("--plugin-dir", default="", help="the plugin's directory, to check its .mcp.json URL")
     doctor.add_argument("--offline", action="store_true", help="skip the 1-token round trip to the model")
+    svc = sub.add_parser("install-service", help="install the systemd unit and start it (docs/operations.md)")
+    scope = svc.add_mutually_exclusive_group()
+    scope.add_argument("--user", dest="mode", action="store_const", const="user", help="a user unit (default)")
+    scope.add_argument("--system", dest="mode", action="store_const", const="system", help="a system unit (root)")
+    svc.set_defaults(mode="user")
+    svc.add_argument("--print", dest="print_only", action="store_true", help="print the rendered unit, change nothing")
+    svc.add_argument("--no-enable", action="store_true", help="write the files but run no systemctl command")
+    svc.add_argument("--unit-dir", type=Path, default=None, help="write the unit here instead of systemd's directory")
+    svc.add_argument("--env-file", type=Path, default=None, help="the environment file (default: per mode)")
+    svc.add_argument("--data-dir", type=Path, default=None, help="the data dir (default: env file's, else the CLI's)")
+    svc.add_argument("--run-as", default=None, help="--system only: the account to run as (default: the sudo caller)")
     config = sub.add_parser("config", help="show, get or set configuration")
     config.add_argument("action", choices=["show", "get", "set"])
     config.add_argument("item", nargs="?", default="", help="key (get) or key=value (set)")
@@ -287,6 +326,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "doctor":  # reports a broken configuration instead of refusing to start
         return cmd_doctor(args)
+    if args.command == "install-service":  # works even with a broken config.json
+        try:
+            return cmd_install_service(args)
+        except ConfigError as exc:
+            print(f"live-memory: {exc}", file=sys.stderr)
+            return 2
     try:
         settings = load_settings()
     except ConfigError as exc:
