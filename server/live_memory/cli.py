@@ -25,7 +25,6 @@ import httpx
 from live_memory import __version__
 from live_memory.config import Settings, load_settings, write_config_value
 from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME, SHUTDOWN_GRACE_S, SSE_DRAIN_S
-from live_memory.doctor import run_doctor
 from live_memory.errors import ConfigError
 from live_memory.logging_setup import configure_logging
 from live_memory.security import check_bind
@@ -249,6 +248,8 @@ def cmd_ledger(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from live_memory.doctor import run_doctor  # imports the provider SDKs: only when needed
+
     checks = run_doctor(os.environ, Path(args.plugin_dir) if args.plugin_dir else None, round_trip=not args.offline)
     for check in checks:
         print(check.line())
