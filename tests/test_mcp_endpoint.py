@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 from collections.abc import Iterator
@@ -219,3 +220,26 @@ async def test_async_tools_are_absent_unless_enabled(fake: FakeLLM, workspace: P
     with live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
         text, is_error = await call(server.mcp_url, "ask_live_memory_submit", {"question": "q", "cwd": str(workspace)})
     assert is_error and "Unknown tool" in text
+
+
+async def test_progress_notifications_flow_while_an_answer_is_slow(
+    fake: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    release = threading.Event()
+    fake.script(Reply.stall(release, seconds=30, then=Reply.text("slow answer")))
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+    progress: list[float] = []
+    try:
+        with live_server(settings) as server:
+            asking = asyncio.create_task(
+                ask_via_mcp(server.mcp_url, {"question": "q", "cwd": str(workspace)}, progress_seen=progress)
+            )
+            while not progress:  # released only once a heartbeat has reached the client
+                await asyncio.wait([asking], timeout=0.2)
+                assert not asking.done(), asking.result()
+            release.set()
+            text, is_error = await asking
+    finally:
+        release.set()
+    assert not is_error and text.startswith("slow answer")
+    assert progress[0] >= 4.0  # elapsed seconds, reported every few seconds (well under 15 s)
