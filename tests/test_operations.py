@@ -4,6 +4,7 @@ hot reload and doctor."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -265,3 +266,33 @@ def test_doctor_passes_against_a_running_server_and_the_plugin(fake: FakeLLM, tm
         )
     assert report.returncode == 0, report.stdout
     assert "[ok  ] model round trip" in report.stdout and "[ok  ] plugin .mcp.json" in report.stdout
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed: the headless screenshot check is skipped")
+async def test_the_status_page_renders_in_a_headless_browser(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.responder = summarizing
+    shot = tmp_path / "status.png"
+    with live_server(settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)) as server:
+        await ask_via_mcp(server.mcp_url, {"question": "q", "cwd": str(workspace)})
+        command = [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'chrome'}",
+            f"--screenshot={shot}",
+            "--window-size=1000,400",
+            f"{server.url}/",
+        ]
+        result = await asyncio.to_thread(subprocess.run, command, capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000  # a real, non-blank page was drawn

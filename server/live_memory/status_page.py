@@ -16,7 +16,7 @@ table{{border-collapse:collapse;width:100%}} th,td{{text-align:left;padding:.35r
 .bar span{{display:block;height:100%;background:#3a7}} .warn span{{background:#d83}} .muted{{color:#777}}
 </style></head><body>
 <h1>Live Memory <span class="muted">{version} · {model} · up {uptime}</span></h1>
-<p>{questions} questions answered · spend today ${spend_today:.4f}{budget} · cache-read share {cache_share:.0%}
+<p>{questions} answered · spend today ${spend_today:.4f}{budget} · cache-read share {cache_share:.0%}
 · ~{saved:,} tokens saved for the agents</p>
 <table><thead><tr><th>Workspace</th><th>Context fill</th><th>Questions</th><th>Files</th><th>Ledger</th>
 <th>Cost</th><th>Last compaction</th></tr></thead><tbody>
@@ -63,7 +63,7 @@ def render_status_page(server: dict[str, Any], workspaces: list[dict[str, Any]])
         version=html.escape(server["version"]),
         model=html.escape(server["model"]),
         uptime=f"{server['uptime_s'] / 3600:.1f} h",
-        questions=server["questions_answered"],
+        questions=f"{server['questions_answered']} question" + ("" if server["questions_answered"] == 1 else "s"),
         spend_today=today["foreground_usd"] + today["background_usd"],
         budget=html.escape(budget),
         cache_share=server["cache_read_share"],
