@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.llm_server import FakeLLM
+
 _SEALED_PREFIXES = ("LIVE_MEMORY_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "DEEPSEEK_", "OPENROUTER_")
 _LOOPBACK = ("127.", "::1", "localhost")
 
@@ -54,3 +56,10 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
     yield
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeLLM]:
+    """The fake provider on a loopback port (Anthropic caching rules, small cache minimum)."""
+    with FakeLLM(min_cacheable_tokens=64) as server:
+        yield server

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +24,6 @@ from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settin
 from tests.fakes.llm_server import FakeLLM, Reply
 
 TIMEOUT_S = 3.0
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM() as server:
-        yield server
 
 
 @pytest.fixture

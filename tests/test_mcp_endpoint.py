@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -19,12 +18,6 @@ TRAILER = re.compile(
     r"\n---\n\[live-memory\] model=\S+ latency=[\d.]+s tokens=\d+/\d+\(in/out\) cache_read=\d+ "
     r"tool_calls=(\d+) files_read=(\d+) cost=\S+ context=\d+/\d+\(\d+%\)"
 )
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM(min_cacheable_tokens=64) as server:
-        yield server
 
 
 @pytest.fixture

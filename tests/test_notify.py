@@ -16,12 +16,6 @@ from tests.kv_invariants import assert_prefix_invariant
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM(min_cacheable_tokens=64) as server:
-        yield server
-
-
-@pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     (root / "src").mkdir(parents=True)

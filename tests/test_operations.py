@@ -7,7 +7,6 @@ import asyncio
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -20,12 +19,6 @@ from live_memory.providers.pricing import PriceOverrides, cost_usd, price_for
 from live_memory.records import Usage
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLM]:
-    with FakeLLM(min_cacheable_tokens=64) as server:
-        yield server
 
 
 @pytest.fixture

@@ -261,27 +261,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_install_service(args: argparse.Namespace) -> int:
     from live_memory.service_install import current_executable, install_service, plan_install
 
-    executable = current_executable()
+    where = {
+        "executable": current_executable(),
+        "unit_dir": args.unit_dir,
+        "env_file": args.env_file,
+        "data_dir": args.data_dir,
+        "user": args.run_as,
+    }
     if args.print_only:
-        plan = plan_install(
-            args.mode,
-            executable=executable,
-            unit_dir=args.unit_dir,
-            env_file=args.env_file,
-            data_dir=args.data_dir,
-            user=args.run_as,
-        )
-        print(plan.unit_text, end="")
+        print(plan_install(args.mode, **where).unit_text, end="")
         return 0
-    report = install_service(
-        args.mode,
-        executable=executable,
-        unit_dir=args.unit_dir,
-        env_file=args.env_file,
-        data_dir=args.data_dir,
-        user=args.run_as,
-        enable=not args.no_enable,
-    )
+    report = install_service(args.mode, enable=not args.no_enable, **where)
     print(report)
     return 0 if report.ok else 1
 
