@@ -237,11 +237,7 @@ def test_doctor_reports_a_broken_config_with_fixes(tmp_path: Path) -> None:
 def test_doctor_passes_against_a_running_server_and_the_plugin(fake: FakeLLM, tmp_path: Path) -> None:
     settings = settings_for(fake.base_url, tmp_path / "data")
     with live_server(settings) as server:
-        plugin = tmp_path / "plugin"
-        plugin.mkdir()
-        (plugin / ".mcp.json").write_text(
-            '{"mcpServers": {"live-memory": {"type": "http", "url": "http://127.0.0.1:${LIVE_MEMORY_PORT:-7711}/mcp"}}}'
-        )
+        plugin = Path(__file__).resolve().parents[1]  # this repository is the plugin
         env: dict[str, Any] = {
             "HOME": str(tmp_path),
             "PATH": "/usr/bin:/bin",

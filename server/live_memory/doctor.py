@@ -113,14 +113,29 @@ def check_round_trip(settings: Settings) -> Check:
     return Check("model round trip", True, f"{model} at {settings.base_url} answered")
 
 
-def _expand(value: str, env: Mapping[str, str]) -> str:
-    """`${VAR}` and `${VAR:-default}` as Claude Code expands them in .mcp.json."""
+def _expand(value: str, env: Mapping[str, str], user_config: Mapping[str, str]) -> str:
+    """`${VAR}`, `${VAR:-default}` and `${user_config.KEY}` (its manifest default) as Claude Code
+    expands them in .mcp.json; innermost first, so defaults may nest."""
 
     def repl(match: re.Match[str]) -> str:
         name, _, default = match.group(1).partition(":-")
+        if name.startswith("user_config."):
+            return user_config.get(name.removeprefix("user_config."), default)
         return env.get(name) or default
 
-    return re.sub(r"\$\{([^}]+)\}", repl, value)
+    previous = None
+    while previous != value:
+        previous, value = value, re.sub(r"\$\{([^{}]+)\}", repl, value)
+    return value
+
+
+def _user_config_defaults(plugin_dir: Path) -> dict[str, str]:
+    try:
+        manifest = json.loads((plugin_dir / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
+        options = manifest.get("userConfig", {})
+        return {k: str(v.get("default", "")) for k, v in options.items() if isinstance(v, dict)}
+    except (OSError, ValueError, AttributeError):
+        return {}
 
 
 def check_plugin(settings: Settings, plugin_dir: Path | None) -> Check:
@@ -130,7 +145,8 @@ def check_plugin(settings: Settings, plugin_dir: Path | None) -> Check:
     try:
         servers = json.loads(config.read_text(encoding="utf-8"))["mcpServers"]
         entry = next(iter(servers.values()))
-        url = _expand(str(entry["url"]), settings.env)
+        defaults = {k: _expand(v, settings.env, {}) for k, v in _user_config_defaults(plugin_dir).items()}
+        url = _expand(str(entry["url"]), settings.env, defaults)
     except (OSError, ValueError, KeyError, StopIteration, TypeError) as exc:
         return Check("plugin .mcp.json", False, f"{config} is unreadable ({exc})", "reinstall the plugin")
     expected = server_url(settings) + MCP_PATH

@@ -83,6 +83,8 @@ def server_stats(manager: QuestionManager, started_at: float) -> dict[str, Any]:
         "provider": settings.profile.name,
         "model": settings.model,
         "endpoint": settings.base_url,
+        "config_file": str(settings.config_file),
+        "data_dir": str(settings.data_dir),
         "credential": "missing"
         if runtime.provider is None
         else "subscription"

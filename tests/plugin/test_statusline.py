@@ -1,0 +1,60 @@
+"""hooks/statusline.py: one short segment (fill % and cost) for the project of Claude Code's status JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from tests.fakes.live_server import ask_via_mcp
+from tests.plugin.conftest import HOOKS, Service, free_port, run_script
+
+
+def status_input(project: Path) -> dict[str, Any]:
+    """The JSON Claude Code pipes to a status-line command (reference §7), trimmed to typical fields."""
+    return {
+        "hook_event_name": "Status",
+        "session_id": "0b7c3f8e-5d2a-4c1e-9f6b-2a7d8e9c1f00",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": str(project / "src"),
+        "model": {"id": "claude-opus-4-7", "display_name": "Opus"},
+        "workspace": {"current_dir": str(project / "src"), "project_dir": str(project), "added_dirs": []},
+        "version": "2.1.332",
+        "output_style": {"name": "default"},
+        "cost": {"total_cost_usd": 0.01, "total_duration_ms": 1000},
+        "context_window": {"used_percentage": 12, "remaining_percentage": 88},
+    }
+
+
+async def test_segment_shows_fill_and_cost_of_the_project(service: Service, repo: Path) -> None:
+    _, is_error = await ask_via_mcp(service.url + "/mcp", {"question": "What is here?", "cwd": str(repo)})
+    assert not is_error
+    run = run_script("statusline.py", status_input(repo), env={"LIVE_MEMORY_URL": service.url})
+    assert run.returncode == 0
+    assert re.fullmatch(r"LM \d+% · \$\d+\.\d+\n", run.stdout), run.stdout
+    (call,) = service.recorder.find("/stats")
+    assert f"cwd={str(repo).replace('/', '%2F')}" in call.query
+
+
+def test_segment_for_a_project_not_loaded_says_idle(service: Service, repo: Path) -> None:
+    run = run_script("statusline.py", status_input(repo), env={"LIVE_MEMORY_URL": service.url})
+    assert run.stdout == "LM idle\n"
+
+
+def test_segment_with_the_server_down_says_off_quickly(repo: Path) -> None:
+    run = run_script("statusline.py", status_input(repo), env={"LIVE_MEMORY_URL": f"http://127.0.0.1:{free_port()}"})
+    assert (run.returncode, run.stdout) == (0, "LM off\n")
+    assert run.seconds < 1.5
+
+
+def test_copied_status_line_uses_the_saved_server_url(service: Service, repo: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "plugin-data"
+    copy.mkdir()
+    for name in ("statusline.py", "_client.py"):
+        (copy / name).write_bytes((HOOKS / name).read_bytes())
+    (copy / "client.json").write_text(json.dumps({"server_url": service.url}))
+    # Run as a user's statusLine runs it: no plugin variables; the port fallback points nowhere.
+    run = run_script(copy / "statusline.py", status_input(repo), env={"LIVE_MEMORY_PORT": str(free_port())})
+    assert run.stdout == "LM idle\n"
+    assert service.recorder.find("/stats")
