@@ -145,3 +145,18 @@ def test_split_facts_dedupes_and_strips_bullets() -> None:
     assert split_facts("# Ledger\n- a fact\n* a fact\n1. other fact\n\n") == ["a fact", "other fact"]
     assert attribute("see config.py", {"pkg/config.py": "h", "pkg/other.py": "g"}) == {"pkg/config.py": "h"}
     assert LedgerFact.from_json(LedgerFact("x", {"a": "b"}, True).to_json()) == LedgerFact("x", {"a": "b"}, True)
+
+
+def test_a_burst_of_deltas_gets_a_lookback_anchor_on_the_next_question() -> None:
+    window = ContextWindow(budget_tokens=100_000)
+    ask(window, "q1", "a1")
+    ask(window, "q2", "a2")  # its request held q1's exchange: a cache entry ends at history block 1
+    for index in range(12):  # 24 new blocks: further than a provider's 20-block lookback
+        window.observe(f"f{index}.py", f"x = {index}\n", sha(str(index)))
+        window.sync_deltas()
+    trailing = Message("user", (TextPart("## Question\nq3"),))
+    _, messages = window.prompt_blocks(trailing, lookback_anchor=True)
+    marked = [i for i, m in enumerate(messages) if any(p.cache for p in m.parts)]
+    assert marked == [1, len(messages) - 2]  # the end of the previous request's history, and bp3
+    _, again = window.prompt_blocks(trailing, lookback_anchor=True)
+    assert [i for i, m in enumerate(again) if any(p.cache for p in m.parts)] == [len(again) - 2]

@@ -213,7 +213,7 @@ class QuestionLoop:
             window.record_read(path, digest[0], digest[1])
 
     def _messages(self, window: ContextWindow, trailing: Message, transcript: list[Message]) -> ChatRequest:
-        system, messages = window.prompt_blocks(trailing)
+        system, messages = window.prompt_blocks(trailing, lookback_anchor=not transcript)
         tail = list(transcript)
         if tail:
             tail[-1] = with_breakpoint(tail[-1])  # bp4: moves with each tool-loop iteration

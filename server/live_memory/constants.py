@@ -76,6 +76,9 @@ MAX_TRANSCRIPT_CHARS = 400_000
 CALIBRATION_EMA_ALPHA = 0.2
 CALIBRATION_MIN_RATIO = 0.5
 CALIBRATION_MAX_RATIO = 2.0
+# Anthropic looks back 20 blocks for an earlier cache entry; past this many new history blocks, the first
+# request of a question also marks where the previous request's history ended.
+LOOKBACK_ANCHOR_BLOCKS = 16
 # Share of the hard context a question's in-flight tool output may occupy before older results shrink.
 INFLIGHT_TOOL_SHARE = 0.5
 

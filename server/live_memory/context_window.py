@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from live_memory.constants import CHARS_PER_TOKEN
+from live_memory.constants import CHARS_PER_TOKEN, LOOKBACK_ANCHOR_BLOCKS
 from live_memory.ledger import Ledger
 from live_memory.prompts import (
     DIRECTORY_TREE_HEADING,
@@ -90,6 +90,7 @@ class ContextWindow:
         self.recently_modified: dict[str, None] = {}
         self.version = 0
         self.tick = 0
+        self.sent_history_len = 0  # history messages in the last request built (cache lookback anchor)
 
     # --- copying (forks) -----------------------------------------------------------------------
     def clone(self) -> ContextWindow:
@@ -150,6 +151,7 @@ class ContextWindow:
         self.history = [t for t in self.history if t.kind in ("question", "answer")]
         self.pending = Delta()
         self.frozen_volatile = self.render_volatile()
+        self.sent_history_len = 0
 
     def _by_path(self) -> list[FileContext]:
         return [self.files[p] for p in sorted(self.files)]
@@ -285,8 +287,16 @@ class ContextWindow:
         return not has_content and self.ledger.empty and self.qa_count() == 0
 
     # --- the prompt ----------------------------------------------------------------------------
-    def prompt_blocks(self, trailing: Message) -> tuple[tuple[TextPart, ...], tuple[Message, ...]]:
-        """System parts and messages for the next request; bp1-bp3 are marked here."""
+    def prompt_blocks(
+        self, trailing: Message, *, lookback_anchor: bool = False
+    ) -> tuple[tuple[TextPart, ...], tuple[Message, ...]]:
+        """System parts and messages for the next request; bp1-bp3 are marked here.
+
+        With `lookback_anchor` (the first request of a question, when the fourth breakpoint is free), a
+        breakpoint also marks where the previous request's history ended if many blocks were added since:
+        a provider looks back only ~20 blocks for an earlier cache entry, so without it a burst of deltas
+        would miss the cache.
+        """
         if self.frozen_volatile is None:
             self.freeze()
         assert self.frozen_volatile is not None
@@ -294,6 +304,10 @@ class ContextWindow:
         messages = [t.message for t in self.history]
         if messages:
             messages[-1] = with_breakpoint(messages[-1])
+        anchor = self.sent_history_len
+        if lookback_anchor and 0 < anchor < len(messages) - LOOKBACK_ANCHOR_BLOCKS:
+            messages[anchor - 1] = with_breakpoint(messages[anchor - 1])
+        self.sent_history_len = len(messages)
         messages.append(trailing)
         return system, tuple(messages)
 
