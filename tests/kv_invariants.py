@@ -1,12 +1,12 @@
 """The KV-cache invariants, checked on the requests the fake provider recorded.
 
-For consecutive question requests with no compaction between them:
-- the persistent prefix (tools, system blocks, history up to the question turn) of each request
-  extends the previous request's prefix block for block, byte for byte;
-- within one question, each tool-loop request extends the previous request entirely;
-- the volatile trailing hint never appears inside any prefix.
-A break is allowed only where the frozen block changed (a compaction re-froze it), and the
-number of such breaks must not exceed the compactions the server reported.
+Within a question's tool loop, every request minus its trailing per-question hint is a prefix (block for
+block, byte for byte) of the next. From one question to the next, the new request extends the previous
+one at least through the previous question (up to bp3); normally through its whole tool transcript too,
+unless that transcript was too large to keep. Nothing of this holds across a compaction, which
+re-freezes the window. The hint never appears anywhere but last.
+A break is allowed only where the frozen block changed, and there may be no more such breaks than the
+compactions the server reported. Summarizer calls (their own system prompt) are left out.
 """
 
 from __future__ import annotations
@@ -16,70 +16,67 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from live_memory.prompts import HINT_HEADING, QUESTION_HEADING, SYSTEM_PROMPT
+from live_memory.prompts import HINT_HEADING, SYSTEM_PROMPT
 
 Block = tuple[str, str]
 
 
 @dataclass
 class Shape:
-    blocks: list[Block]  # everything, in prompt order
-    prefix_len: int  # blocks before the question turn
-    question: str
+    blocks: list[Block]  # everything, in prompt order, cache_control stripped
     frozen: str
     breakpoints: list[int]  # block indices carrying cache_control (Anthropic only)
+
+    @property
+    def question_end(self) -> int:
+        """Blocks up to and including the current question's block."""
+        marks = [i for i, (role, text) in enumerate(self.blocks) if role == "user" and "## Question" in text]
+        return marks[-1] + 1 if marks else 0
+
+    @property
+    def question(self) -> str:
+        return self.blocks[self.question_end - 1][1] if self.question_end else ""
+
+    @property
+    def without_hint(self) -> list[Block]:
+        if self.blocks and HINT_HEADING in self.blocks[-1][1]:
+            return self.blocks[:-1]
+        return self.blocks
 
 
 def _strip(block: Any) -> Any:
     return {k: v for k, v in block.items() if k != "cache_control"} if isinstance(block, dict) else block
 
 
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(b.get("text", "") for b in content if isinstance(b, dict))
-
-
 def shape(body: dict[str, Any]) -> Shape:
     blocks: list[Block] = []
     breakpoints: list[int] = []
-    is_anthropic = "system" in body
     for tool in body.get("tools", []):
         blocks.append(("tool", json.dumps(_strip(tool), sort_keys=True)))
-    if is_anthropic:
+    if "system" in body:
         system = body["system"]
         frozen = system[1]["text"] if len(system) > 1 else ""
         for block in system:
             if block.get("cache_control"):
                 breakpoints.append(len(blocks))
             blocks.append(("system", block["text"]))
-        messages = body["messages"]
     else:
-        messages = body["messages"]
-        frozen = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
-    question_at = None
-    question = ""
-    for index, message in enumerate(messages):
-        content = message.get("content")
-        text = _text_of(content) if content is not None else ""
-        if message["role"] == "user" and text.startswith(QUESTION_HEADING) and HINT_HEADING in text:
-            question_at, question = index, text
-    prefix_len = 0
-    for index, message in enumerate(messages):
-        if index == question_at:
-            prefix_len = len(blocks)
+        first = body["messages"][0]
+        frozen = first["content"] if first["role"] == "system" else ""
+    for message in body["messages"]:
         content = message.get("content")
         if isinstance(content, list):
             for block in content:
                 if isinstance(block, dict) and block.get("cache_control"):
                     breakpoints.append(len(blocks))
-                blocks.append((message["role"], json.dumps(_strip(block), sort_keys=True)))
+                text = block.get("text", "") if isinstance(block, dict) else ""
+                blocks.append(
+                    (message["role"], text if HINT_HEADING in text else json.dumps(_strip(block), sort_keys=True))
+                )
         else:
             extra = json.dumps(message.get("tool_calls"), sort_keys=True) if message.get("tool_calls") else ""
             blocks.append((message["role"], f"{content}{extra}"))
-    if question_at is None:
-        raise AssertionError("request has no question turn")
-    return Shape(blocks, prefix_len, question, frozen, breakpoints)
+    return Shape(blocks, frozen, breakpoints)
 
 
 def question_requests(bodies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -98,19 +95,17 @@ def assert_prefix_invariant(bodies: Sequence[dict[str, Any]], *, compactions: in
     shapes = [shape(b) for b in question_requests(bodies)]
     boundaries = 0
     for index, current in enumerate(shapes):
-        prefix = current.blocks[: current.prefix_len]
-        for _, text in prefix:
-            assert HINT_HEADING not in text, f"request {index}: the volatile hint leaked into the prefix"
+        for position, (_, text) in enumerate(current.blocks[:-1]):
+            assert HINT_HEADING not in text, f"request {index}: the volatile hint leaked to block {position}"
         if index == 0:
             continue
         previous = shapes[index - 1]
         if current.frozen != previous.frozen:
             boundaries += 1
             continue
-        if current.question == previous.question and current.prefix_len == previous.prefix_len:
-            expected = previous.blocks  # a tool-loop iteration extends the whole previous request
-        else:
-            expected = previous.blocks[: previous.prefix_len]
+        expected = previous.without_hint
+        if current.question != previous.question and current.blocks[: len(expected)] != expected:
+            expected = previous.blocks[: previous.question_end]  # the transcript was not kept: up to bp3
         got = current.blocks[: len(expected)]
         if got != expected:
             first = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), len(got))
@@ -124,10 +119,9 @@ def assert_prefix_invariant(bodies: Sequence[dict[str, Any]], *, compactions: in
 
 
 def assert_breakpoints(body: dict[str, Any]) -> None:
-    """Anthropic: bp1 and bp2 on the two system blocks, bp3 on the last history block, <= 4 in all."""
+    """Anthropic: bp1 and bp2 on the two system blocks, at most 4 in all, none on the hint."""
     s = shape(body)
     assert len(s.breakpoints) <= 4, s.breakpoints
     system_blocks = [i for i, (role, _) in enumerate(s.blocks) if role == "system"]
     assert s.breakpoints[:2] == system_blocks[:2], (s.breakpoints, system_blocks)
-    if s.prefix_len > system_blocks[-1] + 1:
-        assert s.prefix_len - 1 in s.breakpoints, "bp3 must sit on the last history block"
+    assert len(s.blocks) - 1 not in s.breakpoints or HINT_HEADING not in s.blocks[-1][1], "a breakpoint on the hint"

@@ -35,8 +35,8 @@ class GatedProvider(ScriptedProvider):
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         self.requests.append(request)
-        trailing = [m for m in request.messages if m.text.startswith("## Question") and "## Budgets" in m.text][-1]
-        name = trailing.parts[0].text.split("\n")[1]  # part 0 is the question, part 1 the volatile hint
+        question = [m for m in request.messages if m.text.startswith("## Question")][-1]
+        name = question.parts[0].text.split("\n")[1]
         self.arrived(name).set()
         await self.gate(name).wait()
         tools_done = any(isinstance(p, ToolResultPart) for p in request.messages[-1].parts)

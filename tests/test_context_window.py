@@ -4,37 +4,60 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from dataclasses import replace
 
 from live_memory.context_window import ContextWindow
 from live_memory.ledger import Ledger, LedgerFact, attribute, split_facts
 from live_memory.prompts import MANIFEST_HEADING, OBSERVED_HEADING, STALE_LEDGER_HEADING
-from live_memory.providers.base import Message, TextPart
+from live_memory.providers.base import Message, TextPart, ToolResultPart, ToolUsePart
 
 
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+HINT = "## Budgets for this question\n-"
+
+
 def ask(window: ContextWindow, question: str, answer: str, cites: tuple[str, ...] = ()) -> Message:
     """Simulate one question: sync deltas, build the prompt, store the exchange."""
     window.sync_deltas()
-    trailing = Message("user", (TextPart(f"## Question\n{question}"), TextPart("## Budgets for this question\n-")))
-    window.prompt_blocks(trailing)
-    window.add_exchange(Message("user", (trailing.parts[0],)), question, answer, cites)
-    return trailing
+    question_message = Message("user", (TextPart(f"## Question\n{question}"),))
+    window.prompt_blocks([question_message], hint=HINT, first_of_question=True)
+    window.add_exchange(question_message, question, answer, cites)
+    return question_message
 
 
-def test_prompt_has_fixed_breakpoints_and_the_question_last() -> None:
+def test_prompt_has_fixed_breakpoints_and_the_hint_last() -> None:
     window = ContextWindow(budget_tokens=10_000)
     window.set_directory_tree("src/\n  app.py")
     ask(window, "first?", "first answer")
-    trailing = Message("user", (TextPart("## Question\nsecond?"),))
-    system, messages = window.prompt_blocks(trailing)
+    question = Message("user", (TextPart("## Question\nsecond?"),))
+    system, messages = window.prompt_blocks([question], hint=HINT)
     assert [p.cache for p in system] == [True, True]
     assert "src/\n  app.py" in system[0].text
-    assert messages[-1] == trailing
+    assert [p.text for p in messages[-1].parts] == ["## Question\nsecond?", HINT]  # type: ignore[union-attr]
+    assert [p.cache for p in messages[-1].parts] == [True, False]  # bp4 on the question, never on the hint
     assert messages[-2].parts[-1].cache  # bp3 on the last history block
     assert not any(p.cache for m in messages[:-2] for p in m.parts)
+
+
+def test_a_tool_loop_transcript_is_stored_as_sent_so_the_next_question_extends_it() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    question = Message("user", (TextPart("## Question\nwhere?"),))
+    tool_use = Message("assistant", (ToolUsePart("t1", "Read", {"file_path": "a.py"}),))
+    tool_result = Message("user", (ToolResultPart("t1", "A = 1"),))
+    _, last_request = window.prompt_blocks([question, tool_use, tool_result], hint=HINT)
+    window.add_exchange(question, "where?", "a.py", ["a.py"], transcript=[tool_use, tool_result])
+    _, next_request = window.prompt_blocks([Message("user", (TextPart("## Question\nnext?"),))], hint=HINT)
+
+    def plain(messages: tuple[Message, ...]) -> list[list[str]]:
+        return [
+            [repr(replace(p, cache=False)) for p in m.parts if HINT not in getattr(p, "text", "")] for m in messages
+        ]
+
+    assert plain(next_request)[: len(last_request)] == plain(last_request)
+    assert "A = 1" not in str(window.to_json())  # tool output (file contents) is never persisted
 
 
 def test_frozen_block_stays_byte_identical_and_changes_arrive_as_deltas() -> None:
@@ -154,9 +177,10 @@ def test_a_burst_of_deltas_gets_a_lookback_anchor_on_the_next_question() -> None
     for index in range(12):  # 24 new blocks: further than a provider's 20-block lookback
         window.observe(f"f{index}.py", f"x = {index}\n", sha(str(index)))
         window.sync_deltas()
-    trailing = Message("user", (TextPart("## Question\nq3"),))
-    _, messages = window.prompt_blocks(trailing, lookback_anchor=True)
+    question = Message("user", (TextPart("## Question\nq3"),))
+    _, messages = window.prompt_blocks([question], hint=HINT, first_of_question=True)
     marked = [i for i, m in enumerate(messages) if any(p.cache for p in m.parts)]
-    assert marked == [1, len(messages) - 2]  # the end of the previous request's history, and bp3
-    _, again = window.prompt_blocks(trailing, lookback_anchor=True)
-    assert [i for i, m in enumerate(again) if any(p.cache for p in m.parts)] == [len(again) - 2]
+    assert marked == [2, len(messages) - 2]  # the end of q2's request (its question), and bp3
+    _, again = window.prompt_blocks([question], hint=HINT, first_of_question=False)
+    marked = [i for i, m in enumerate(again) if any(p.cache for p in m.parts)]
+    assert marked == [len(again) - 2, len(again) - 1]  # later iterations: bp3 and the moving bp4

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from live_memory import constants as C
 from live_memory import prompts
-from live_memory.context_window import ContextWindow, with_breakpoint
+from live_memory.context_window import ContextWindow
 from live_memory.errors import PromptTooLongError, ProviderError
 from live_memory.providers.base import (
     ChatProvider,
@@ -84,11 +84,6 @@ class LoopOutcome:
     status: str = "starting"
 
 
-def build_trailing(question: str, hint: str) -> Message:
-    """The volatile last user turn: the question (stored later) then the hint (never stored)."""
-    return Message("user", (TextPart(prompts.question_block(question)), TextPart(hint)))
-
-
 class QuestionLoop:
     def __init__(
         self,
@@ -114,6 +109,7 @@ class QuestionLoop:
         self.deadline = float("inf")
         self.reserve = 0.0
         self._timeout: asyncio.Timeout | None = None
+        self.hint = ""
 
     async def answer(self, window: ContextWindow, question: str, outcome: LoopOutcome | None = None) -> LoopOutcome:
         """Run the loop on `window` (mutated: deltas synced, reads recorded, exchange appended)."""
@@ -129,16 +125,17 @@ class QuestionLoop:
             answer_tokens=self.limits.answer_tokens,
             recently_modified=window.drain_recently_modified(),
         )
-        trailing = build_trailing(question, hint)
-        out.question_message = Message("user", (trailing.parts[0],))
-        transcript: list[Message] = []
+        self.hint = hint
+        out.question_message = Message("user", (TextPart(prompts.question_block(question)),))
+        # The transcript is what this question sends after the history: the question, then tool turns.
+        transcript: list[Message] = [out.question_message]
         try:
             async with asyncio.timeout_at(self._loop_time(self.deadline - self.reserve)) as self._timeout:
-                await self._run(window, trailing, transcript, out)
+                await self._run(window, transcript, out)
         except TimeoutError:
             out.timed_out = True
             out.status = "deadline reached; writing the best answer so far"
-            await self._best_effort(window, trailing, transcript, out)
+            await self._best_effort(window, transcript, out)
         except ProviderError as exc:
             if not out.tool_calls and not out.answer:
                 raise  # nothing learned yet: the caller gets the provider's clear error
@@ -148,7 +145,7 @@ class QuestionLoop:
             out.answer = (out.answer + "\n\n" if out.answer else "") + f"[Partial answer: {out.partial}.{explored}]"
         finally:
             self._timeout = None
-        window.add_exchange(out.question_message, question, out.answer, out.files_read)
+        window.add_exchange(out.question_message, question, out.answer, out.files_read, transcript=transcript[1:])
         return out
 
     def cut_deadline(self, seconds_from_now: float) -> None:
@@ -165,17 +162,11 @@ class QuestionLoop:
         """Translate a deadline on our clock to the event loop's clock."""
         return asyncio.get_running_loop().time() + max(when - self.clock(), 0.0)
 
-    async def _run(
-        self,
-        window: ContextWindow,
-        trailing: Message,
-        transcript: list[Message],
-        out: LoopOutcome,
-    ) -> None:
+    async def _run(self, window: ContextWindow, transcript: list[Message], out: LoopOutcome) -> None:
         guard_used = not (self.limits.force_explore_when_cold and window.cold)
         for iteration in range(self.limits.max_iterations):
             out.status = f"thinking (turn {iteration + 1})"
-            response = await self._call(window, trailing, transcript, out)
+            response = await self._call(window, transcript, out)
             if not response.tool_calls:
                 if not guard_used and out.tool_calls == 0:
                     guard_used = True
@@ -190,7 +181,7 @@ class QuestionLoop:
             transcript.append(await self._run_tools(window, response, out))
         # Out of tool turns: ask once for the answer from what was found.
         transcript.append(Message("user", (TextPart(prompts.ITERATIONS_NUDGE),)))
-        response = await self._call(window, trailing, transcript, out)
+        response = await self._call(window, transcript, out)
         out.answer = response.text.strip() or out.answer or "(no answer within the tool-turn limit)"
 
     async def _run_tools(self, window: ContextWindow, response: ChatResponse, out: LoopOutcome) -> Message:
@@ -212,14 +203,11 @@ class QuestionLoop:
         if digest is not None:
             window.record_read(path, digest[0], digest[1])
 
-    def _messages(self, window: ContextWindow, trailing: Message, transcript: list[Message]) -> ChatRequest:
-        system, messages = window.prompt_blocks(trailing, lookback_anchor=not transcript)
-        tail = list(transcript)
-        if tail:
-            tail[-1] = with_breakpoint(tail[-1])  # bp4: moves with each tool-loop iteration
+    def _messages(self, window: ContextWindow, transcript: list[Message]) -> ChatRequest:
+        system, messages = window.prompt_blocks(transcript, hint=self.hint, first_of_question=len(transcript) == 1)
         return ChatRequest(
             system=system,
-            messages=(*messages, *tail),
+            messages=messages,
             max_tokens=self.limits.answer_tokens,
             tools=self.tool_schemas,
             cache_key=self.cache_key,
@@ -232,7 +220,7 @@ class QuestionLoop:
         sizes = [sum(window.tokens(_part_text(p)) for p in m.parts) for m in transcript]
         total = sum(sizes)
         for index, message in enumerate(transcript):
-            if total <= allowance or index >= len(transcript) - 1:
+            if total <= allowance or index >= len(transcript) - 1:  # the newest result stays whole
                 break
             if message.role != "user" or not any(isinstance(p, ToolResultPart) for p in message.parts):
                 continue
@@ -245,18 +233,12 @@ class QuestionLoop:
             total -= sizes[index] - new_size
             sizes[index] = new_size
 
-    async def _call(
-        self,
-        window: ContextWindow,
-        trailing: Message,
-        transcript: list[Message],
-        out: LoopOutcome,
-    ) -> ChatResponse:
+    async def _call(self, window: ContextWindow, transcript: list[Message], out: LoopOutcome) -> ChatResponse:
         compacted_for_overflow = False
         attempt = 0
         while True:
             self._fit_transcript(window, transcript)
-            request = self._messages(window, trailing, transcript)
+            request = self._messages(window, transcript)
             try:
                 response = await self.provider.chat(request)
             except PromptTooLongError as exc:
@@ -296,20 +278,14 @@ class QuestionLoop:
             return None
         return delay
 
-    async def _best_effort(
-        self,
-        window: ContextWindow,
-        trailing: Message,
-        transcript: list[Message],
-        out: LoopOutcome,
-    ) -> None:
+    async def _best_effort(self, window: ContextWindow, transcript: list[Message], out: LoopOutcome) -> None:
         """At the soft deadline: one bounded wrap-up call if there is material, else what we have."""
         remaining = self.deadline - self.clock()
-        if transcript and remaining > 0.5:
+        if len(transcript) > 1 and remaining > 0.5:
             transcript.append(Message("user", (TextPart(prompts.DEADLINE_NUDGE),)))
             try:
                 async with asyncio.timeout(remaining):
-                    response = await self._call(window, trailing, transcript, out)
+                    response = await self._call(window, transcript, out)
                 if response.text.strip():
                     out.answer = response.text.strip()
             except (TimeoutError, ProviderError) as exc:

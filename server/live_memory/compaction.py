@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from live_memory.constants import COMPACTION_KEEP_RECENT_PAIRS
-from live_memory.context_window import ContextWindow, FileContext, Turn, file_block
+from live_memory.context_window import ContextWindow, FileContext, Turn, file_block, message_text
 from live_memory.errors import ProviderError
 from live_memory.records import Usage
 from live_memory.summarizer import Summarizer
@@ -68,6 +68,7 @@ class CompactionReport:
     shed: list[str] = field(default_factory=list)
     evicted: list[str] = field(default_factory=list)
     summarized_pairs: int = 0
+    tool_turns_dropped: int = 0
     summaries: int = 0
     summary_failures: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -114,6 +115,7 @@ class Compactor:
         if self.rebuild_tree is not None:
             window.set_directory_tree(await self.rebuild_tree())
         window.freeze()
+        window.transcript_room = self.threshold
         report.after_tokens = window.prompt_tokens()
         logger.info(
             "compacted %d -> %d tokens (distilled %d, shed %d, evicted %d files; summarized %d Q&A pairs)",
@@ -163,6 +165,8 @@ class Compactor:
 
     # --- tier 1 --------------------------------------------------------------------------------
     def _tier1_manifest(self, window: ContextWindow, target: int, report: CompactionReport) -> None:
+        """Re-readable material: manifest entries (LRU), then the tool turns of past questions (oldest
+        first; their answers stay). Neither loses knowledge: the files on disk are the source of truth."""
         projected = window.projected_tokens()
         listed = sorted((f for f in window.files.values() if f.content is None), key=lambda f: f.last_used)
         for f in listed:
@@ -171,23 +175,33 @@ class Compactor:
             del window.files[f.path]
             projected -= window.tokens(f.manifest_line())
             report.evicted.append(f.path)
+        dropped: set[int] = set()
+        for turn in window.history:
+            if projected <= target:
+                break
+            if turn.kind == "tool":
+                dropped.add(id(turn))
+                projected -= window.tokens(message_text(turn.message))
+        if dropped:
+            window.history = [t for t in window.history if id(t) not in dropped]
+            report.tool_turns_dropped = len(dropped)
 
     # --- tier 2 --------------------------------------------------------------------------------
     async def _tier2_history(self, window: ContextWindow, target: int, report: CompactionReport) -> None:
         projected = window.projected_tokens()
         if projected <= target or self.summarizer is None or not self.gate.qa_retry_allowed():
             return
-        pairs = _qa_pairs(window.history)
-        candidates = pairs[: max(len(pairs) - self.keep_recent_pairs, 0)]
-        chosen: list[tuple[Turn, Turn]] = []
-        for question, answer in candidates:
+        exchanges = _exchanges(window.history)
+        candidates = exchanges[: max(len(exchanges) - self.keep_recent_pairs, 0)]
+        chosen: list[list[Turn]] = []
+        for exchange in candidates:
             if projected <= target:
                 break
-            chosen.append((question, answer))
-            projected -= window.tokens(question.message.text) + window.tokens(answer.message.text)
+            chosen.append(exchange)
+            projected -= sum(window.tokens(message_text(t.message)) for t in exchange)
         if not chosen:
             return
-        material = "\n\n".join(f"Q: {q.question or q.message.text}\nA: {a.message.text}" for q, a in chosen)
+        material = "\n\n".join(_exchange_text(exchange) for exchange in chosen)
         try:
             summary = await self.summarizer.summarize(window.ledger.text_for_summary(), material)
         except ProviderError as exc:
@@ -197,23 +211,35 @@ class Compactor:
             return
         self.gate.qa_failed_at = None
         window.ledger.set_from_summary(summary.ledger_text, _manifest(window))
-        retired = {id(t) for pair in chosen for t in pair}
+        retired = {id(t) for exchange in chosen for t in exchange}
         window.history = [t for t in window.history if id(t) not in retired]
         report.usage = report.usage + summary.usage
         report.summaries += 1
         report.summarized_pairs = len(chosen)
 
 
-def _qa_pairs(history: list[Turn]) -> list[tuple[Turn, Turn]]:
-    pairs: list[tuple[Turn, Turn]] = []
-    pending: Turn | None = None
+def _exchanges(history: list[Turn]) -> list[list[Turn]]:
+    """Each question with its tool turns and answer, oldest first (deltas between them stay)."""
+    exchanges: list[list[Turn]] = []
+    current: list[Turn] | None = None
     for turn in history:
         if turn.kind == "question":
-            pending = turn
-        elif turn.kind == "answer" and pending is not None:
-            pairs.append((pending, turn))
-            pending = None
-    return pairs
+            current = [turn]
+        elif turn.kind == "tool" and current is not None:
+            current.append(turn)
+        elif turn.kind == "answer" and current is not None:
+            current.append(turn)
+            exchanges.append(current)
+            current = None
+    return exchanges
+
+
+def _exchange_text(exchange: list[Turn]) -> str:
+    """Summarizer material: the question, the files its tools read, the answer."""
+    question, answer = exchange[0], exchange[-1]
+    read = sorted({p for p in answer.cites})
+    files = f"\nFiles read: {', '.join(read)}" if read else ""
+    return f"Q: {question.question or question.message.text}{files}\nA: {answer.message.text}"
 
 
 def _manifest(window: ContextWindow) -> dict[str, str]:

@@ -18,11 +18,11 @@ Invariants this module owns:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from live_memory.constants import CHARS_PER_TOKEN, LOOKBACK_ANCHOR_BLOCKS
+from live_memory.constants import CHARS_PER_TOKEN, COMPACTION_THRESHOLD, LOOKBACK_ANCHOR_BLOCKS
 from live_memory.ledger import Ledger
 from live_memory.prompts import (
     DIRECTORY_TREE_HEADING,
@@ -36,7 +36,8 @@ from live_memory.providers.base import Message, Part, TextPart, ToolResultPart, 
 from live_memory.records import estimate_tokens
 
 FileState = Literal["current", "changed", "deleted"]
-TurnKind = Literal["question", "answer", "observation", "ack"]
+EXCHANGE_KINDS = ("question", "tool", "answer")  # what a re-freeze keeps (deltas fold into file contexts)
+TurnKind = Literal["question", "tool", "answer", "observation", "ack"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class ContextWindow:
         self.version = 0
         self.tick = 0
         self.sent_history_len = 0  # history messages in the last request built (cache lookback anchor)
+        self.transcript_room = COMPACTION_THRESHOLD  # share of the budget a kept tool transcript may fill
 
     # --- copying (forks) -----------------------------------------------------------------------
     def clone(self) -> ContextWindow:
@@ -111,12 +113,12 @@ class ContextWindow:
     def prompt_tokens(self) -> int:
         """What the persistent part of the next prompt really holds (prefix + frozen + history)."""
         frozen = self.frozen_volatile if self.frozen_volatile is not None else self.render_volatile()
-        history = sum(self.tokens(_message_text(t.message)) for t in self.history)
+        history = sum(self.tokens(message_text(t.message)) for t in self.history)
         return self.tokens(self.stable_prefix) + self.tokens(frozen) + history
 
     def projected_tokens(self) -> int:
         """The size after a re-freeze: what compaction can shrink (deltas fold into file contexts)."""
-        qa = sum(self.tokens(_message_text(t.message)) for t in self.history if t.kind in ("question", "answer"))
+        qa = sum(self.tokens(message_text(t.message)) for t in self.history if t.kind in EXCHANGE_KINDS)
         return self.tokens(self.stable_prefix) + self.tokens(self.render_volatile()) + qa
 
     def fill(self) -> float:
@@ -148,7 +150,7 @@ class ContextWindow:
 
     def freeze(self) -> None:
         """Re-snapshot the volatile block; deltas are subsumed by it and dropped from history."""
-        self.history = [t for t in self.history if t.kind in ("question", "answer")]
+        self.history = [t for t in self.history if t.kind in EXCHANGE_KINDS]
         self.pending = Delta()
         self.frozen_volatile = self.render_volatile()
         self.sent_history_len = 0
@@ -270,9 +272,23 @@ class ContextWindow:
         self.history.append(Turn("ack", Message("assistant", (TextPart(OBSERVATION_ACK),))))
 
     # --- Q&A -----------------------------------------------------------------------------------
-    def add_exchange(self, question_message: Message, question: str, answer: str, cites: Iterable[str]) -> None:
-        """Append the question exactly as sent (without its hint) and the final answer."""
+    def add_exchange(
+        self,
+        question_message: Message,
+        question: str,
+        answer: str,
+        cites: Iterable[str],
+        transcript: Sequence[Message] = (),
+    ) -> None:
+        """Append the exchange exactly as it was sent (without the hint): the question, the tool turns,
+        then the final answer. The next question's prefix then extends the last request byte for byte."""
         self.history.append(Turn("question", question_message, question=question))
+        transcript_tokens = sum(self.tokens(message_text(m)) for m in transcript)
+        # A transcript that would push the window past its compaction threshold is not kept: the file
+        # contents it holds are re-readable, and the window must not grow by a whole question's reads.
+        if self.prompt_tokens() + transcript_tokens <= self.transcript_room * self.budget_tokens:
+            self.history.extend(Turn("tool", m) for m in transcript)
+        self.sent_history_len = len(self.history)  # the last request's cache writes reach this far
         self.history.append(
             Turn("answer", Message("assistant", (TextPart(answer or "(no answer)"),)), cites=tuple(cites))
         )
@@ -288,14 +304,16 @@ class ContextWindow:
 
     # --- the prompt ----------------------------------------------------------------------------
     def prompt_blocks(
-        self, trailing: Message, *, lookback_anchor: bool = False
+        self, tail: Sequence[Message], *, hint: str = "", first_of_question: bool = False, mark_tail: bool = True
     ) -> tuple[tuple[TextPart, ...], tuple[Message, ...]]:
-        """System parts and messages for the next request; bp1-bp3 are marked here.
+        """System parts and messages for the next request, breakpoints marked.
 
-        With `lookback_anchor` (the first request of a question, when the fourth breakpoint is free), a
-        breakpoint also marks where the previous request's history ended if many blocks were added since:
-        a provider looks back only ~20 blocks for an earlier cache entry, so without it a burst of deltas
-        would miss the cache.
+        `tail` is the current question's transcript (the question, then tool turns); `hint` (the
+        per-question budgets) is appended as the last block, so it is never cached and never stored.
+        bp1/bp2 sit on the two system parts, bp3 on the last history block, bp4 on the tail's last
+        block (moving with the tool loop, so each iteration, and the next question, read it back).
+        On a question's first request, if many history blocks were added since the last cached
+        request (a provider looks back only ~20 blocks), bp4's slot marks that older position instead.
         """
         if self.frozen_volatile is None:
             self.freeze()
@@ -305,11 +323,16 @@ class ContextWindow:
         if messages:
             messages[-1] = with_breakpoint(messages[-1])
         anchor = self.sent_history_len
-        if lookback_anchor and 0 < anchor < len(messages) - LOOKBACK_ANCHOR_BLOCKS:
+        anchored = first_of_question and 0 < anchor < len(messages) - LOOKBACK_ANCHOR_BLOCKS
+        if anchored:
             messages[anchor - 1] = with_breakpoint(messages[anchor - 1])
-        self.sent_history_len = len(messages)
-        messages.append(trailing)
-        return system, tuple(messages)
+        rest = list(tail)
+        if rest:
+            last = with_breakpoint(rest[-1]) if mark_tail and not anchored else rest[-1]
+            if hint:
+                last = Message(last.role, (*last.parts, TextPart(hint)))
+            rest[-1] = last
+        return system, (*messages, *rest)
 
     # --- persistence ---------------------------------------------------------------------------
     def paths_to_validate(self) -> set[str]:
@@ -352,7 +375,7 @@ class ContextWindow:
                     "cites": list(t.cites),
                 }
                 for t in self.history
-                if t.kind in ("question", "answer")
+                if t.kind in ("question", "answer")  # tool turns hold file contents: never persisted
             ],
         }
 
@@ -395,7 +418,7 @@ def file_block(f: FileContext) -> str:
     return f"### {f.path}\n```\n{f.content}\n```"
 
 
-def _message_text(message: Message) -> str:
+def message_text(message: Message) -> str:
     chunks: list[str] = []
     for part in message.parts:
         if isinstance(part, TextPart):

@@ -71,7 +71,8 @@ class KeepWarm:
         runtime = self.manager.runtime
         provider = runtime.provider
         assert provider is not None
-        system, messages = state.window.prompt_blocks(Message("user", (TextPart(PING),)))
+        # No breakpoint on the throwaway ping itself: only the shared prefix is worth writing.
+        system, messages = state.window.prompt_blocks([Message("user", (TextPart(PING),))], mark_tail=False)
         request = ChatRequest(
             system=system,
             messages=messages,

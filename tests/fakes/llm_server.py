@@ -160,6 +160,8 @@ _RAW_RECEIVE_KEY = "fake_llm.raw_receive"
 logger = logging.getLogger(__name__)
 
 
+HINT_PREFIX = "## Budgets for this question"  # Live Memory's per-question hint (see last_user_text)
+
 # --------------------------------------------------------------------------------------------------- replies
 
 
@@ -214,9 +216,7 @@ class Reply:
         )
 
     @classmethod
-    def tool_call(
-        cls, name: str, input: dict[str, Any], *, text: str = "", call_id: str | None = None
-    ) -> Reply:
+    def tool_call(cls, name: str, input: dict[str, Any], *, text: str = "", call_id: str | None = None) -> Reply:
         """One tool call (``tool_use`` block / ``tool_calls`` entry), optionally preceded by text."""
         return cls(kind="text", content=text, calls=(ToolCall(name, dict(input), call_id),))
 
@@ -748,9 +748,7 @@ class FakeLLM:
         thread.start()
         if not ready.wait(START_TIMEOUT_S) or failure or not thread.is_alive():
             self.stop()
-            raise RuntimeError(f"FakeLLM did not start on {self.host}:{port}") from (
-                failure[0] if failure else None
-            )
+            raise RuntimeError(f"FakeLLM did not start on {self.host}:{port}") from (failure[0] if failure else None)
         self._port = port
         return self
 
@@ -812,10 +810,16 @@ class FakeLLM:
 
     @staticmethod
     def last_user_text(body: dict[str, Any]) -> str:
-        """Text of the last user message of either protocol (tool_result blocks give their content text)."""
+        """Text of the last user message of either protocol (tool_result blocks give their content text).
+
+        Live Memory sends its per-question hint as a user message of its own on the OpenAI protocol; a
+        message holding only that hint is skipped, so both protocols yield the question or tool output.
+        """
         for message in reversed(body.get("messages") or []):
             if isinstance(message, dict) and message.get("role") == "user":
-                return _content_text(message.get("content"))
+                text = _content_text(message.get("content"))
+                if not text.startswith(HINT_PREFIX):
+                    return text
         return ""
 
     # ---------------------------------------------------------------- app
@@ -926,8 +930,7 @@ class FakeLLM:
         if breakpoints > MAX_CACHE_BREAKPOINTS:
             return Reply.error(
                 400,
-                f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
-                f"Found {breakpoints}.",
+                f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints}.",
                 error_type="invalid_request_error",
             )
         if self.context_limit_tokens is not None and prompt.total > self.context_limit_tokens:
@@ -982,9 +985,7 @@ class FakeLLM:
         appended: bool,
     ) -> Response:
         response: Response
-        if reply.kind == "drop" or (
-            reply.kind == "text" and reply.drop_after_chars is not None and not record.stream
-        ):
+        if reply.kind == "drop" or (reply.kind == "text" and reply.drop_after_chars is not None and not record.stream):
             response = _DropResponse()
         elif reply.kind == "error":
             response = _error_response(protocol, reply)
@@ -1000,9 +1001,7 @@ class FakeLLM:
                 if record.stream:
                     response = _anthropic_stream(model, answer, record.usage)
                 else:
-                    response = JSONResponse(
-                        _anthropic_message(model, answer, record.usage), headers=_req_id()
-                    )
+                    response = JSONResponse(_anthropic_message(model, answer, record.usage), headers=_req_id())
             else:
                 record.usage = self._openai_usage(prompt.total, outcome, answer.output_tokens)
                 if record.stream:
@@ -1010,9 +1009,7 @@ class FakeLLM:
                     include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
                     response = _openai_stream(model, answer, record.usage if include_usage else None)
                 else:
-                    response = JSONResponse(
-                        _openai_completion(model, answer, record.usage), headers=_req_id()
-                    )
+                    response = JSONResponse(_openai_completion(model, answer, record.usage), headers=_req_id())
         if not appended:
             self._append(record)
         return response
@@ -1119,9 +1116,7 @@ def _openai_error(
     headers: dict[str, str],
     param: str | None = None,
 ) -> Response:
-    default_type = _OPENAI_ERROR_TYPES.get(
-        status, "server_error" if status >= 500 else "invalid_request_error"
-    )
+    default_type = _OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     body = {"error": {"message": message, "type": error_type or default_type, "param": param, "code": code}}
     return JSONResponse(body, status_code=status, headers={"x-request-id": _new_id("req_"), **headers})
 
@@ -1162,11 +1157,7 @@ def _fit_answer(protocol: Protocol, reply: Reply, body: dict[str, Any]) -> _Answ
         limit = body.get("max_completion_tokens")
         if limit is None:
             limit = body.get("max_tokens")
-    if (
-        isinstance(limit, int)
-        and not isinstance(limit, bool)
-        and (limit <= 0 or len(text) > limit * CHARS_PER_TOKEN)
-    ):
+    if isinstance(limit, int) and not isinstance(limit, bool) and (limit <= 0 or len(text) > limit * CHARS_PER_TOKEN):
         limit = max(0, limit)
         text = text[: limit * CHARS_PER_TOKEN]
         stop = "max_tokens" if protocol == "anthropic" else "length"
@@ -1252,15 +1243,11 @@ def _anthropic_stream(model: str, answer: _Answer, usage: dict[str, Any]) -> Res
     for index, block in enumerate(_anthropic_content(answer)):
         if block["type"] == "text":
             events.append(
-                _anthropic_event(
-                    "content_block_start", index=index, content_block={"type": "text", "text": ""}
-                )
+                _anthropic_event("content_block_start", index=index, content_block={"type": "text", "text": ""})
             )
             pieces, drop = _text_pieces(block["text"], answer.drop_after_chars)
             events.extend(
-                _anthropic_event(
-                    "content_block_delta", index=index, delta={"type": "text_delta", "text": piece}
-                )
+                _anthropic_event("content_block_delta", index=index, delta={"type": "text_delta", "text": piece})
                 for piece in pieces
             )
             if drop:
@@ -1281,9 +1268,7 @@ def _anthropic_stream(model: str, answer: _Answer, usage: dict[str, Any]) -> Res
     if answer.drop_after_chars is not None:
         events.append(_DROP)
         return _EventStreamResponse(events, _req_id())
-    final_usage = {
-        key: value for key, value in usage.items() if key not in ("cache_creation", "service_tier")
-    }
+    final_usage = {key: value for key, value in usage.items() if key not in ("cache_creation", "service_tier")}
     delta = {"stop_reason": answer.stop_reason, "stop_sequence": None}
     events.append(_anthropic_event("message_delta", delta=delta, usage=final_usage))
     events.append(_anthropic_event("message_stop"))
@@ -1372,9 +1357,7 @@ def _openai_stream(model: str, answer: _Answer, usage: dict[str, Any] | None) ->
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve a FakeLLM with the default responder until Ctrl-C."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.fakes.llm_server", description=__doc__.split("\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m tests.fakes.llm_server", description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, default=8089)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--rules", choices=["anthropic", "openai", "deepseek", "none"], default="anthropic")

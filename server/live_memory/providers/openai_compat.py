@@ -67,8 +67,9 @@ def _message_to_wire(message: Message) -> list[dict[str, Any]]:
             out.append({"role": "tool", "tool_call_id": part.tool_use_id, "content": content})
         elif isinstance(part, TextPart):
             texts.append(part.text)
-    if texts:
-        out.append({"role": "user", "content": SYSTEM_JOINER.join(texts)})
+    # Each text part is its own user message: the per-question hint (always the last part) then drops
+    # out of the next request without changing the messages before it, so the cached prefix still matches.
+    out.extend({"role": "user", "content": text} for text in texts)
     return out
 
 
