@@ -5,7 +5,16 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ["bench.overhead", "bench.tools_bench"]
+BENCHMARKS = [
+    "bench.overhead",
+    "bench.tools_bench",
+    "bench.prefix_cache",
+    "bench.snapshot_io",
+    "bench.workspaces_bench",
+    "bench.notify_bench",
+    "bench.load",
+    "bench.savings",
+]
 
 
 def main() -> int:

@@ -7,7 +7,6 @@ Run: `python -m bench.overhead` (also part of `make bench`). Writes bench/result
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import tempfile
 import time
@@ -20,13 +19,9 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
 
+from bench._common import percentile, write_results
+
 QUESTIONS = 200
-RESULTS = Path(__file__).parent / "results" / "overhead.json"
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def through_server(mcp_url: str, workspace: Path) -> list[float]:
@@ -76,8 +71,7 @@ def main() -> dict[str, float]:
     }
     figures["overhead_p50_ms"] = round(figures["server_p50_ms"] - figures["direct_provider_p50_ms"], 2)
     figures["ratio_p50"] = round(figures["server_p50_ms"] / figures["direct_provider_p50_ms"], 2)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
+    write_results("overhead", figures)
     print("per-question overhead (ms)")
     for key, value in figures.items():
         print(f"  {key:<24} {value}")

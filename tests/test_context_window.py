@@ -184,3 +184,14 @@ def test_a_burst_of_deltas_gets_a_lookback_anchor_on_the_next_question() -> None
     _, again = window.prompt_blocks([question], hint=HINT, first_of_question=False)
     marked = [i for i, m in enumerate(again) if any(p.cache for p in m.parts)]
     assert marked == [len(again) - 2, len(again) - 1]  # later iterations: bp3 and the moving bp4
+
+
+def test_one_edit_reported_twice_yields_one_notice() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.record_read("a.py", sha("a"), 5)
+    assert window.invalidate("a.py")  # the hook's change event
+    window.sync_deltas()  # a question ran in between
+    assert window.invalidate("a.py")  # the watcher's event for the same edit, arriving later
+    assert window.sync_deltas() == 0
+    notices = [t.message.text for t in window.history if t.kind == "observation"]
+    assert len(notices) == 1 and notices[0].count("a.py: CHANGED") == 1

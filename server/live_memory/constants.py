@@ -79,6 +79,9 @@ CALIBRATION_MAX_RATIO = 2.0
 # Anthropic looks back 20 blocks for an earlier cache entry; past this many new history blocks, the first
 # request of a question also marks where the previous request's history ended.
 LOOKBACK_ANCHOR_BLOCKS = 16
+# A question's tool transcript is kept in history (and read from cache by the next question) only while
+# it is at most this share of the window budget; larger ones (whole files) are re-read when needed.
+TRANSCRIPT_KEEP_SHARE = 0.02
 # Share of the hard context a question's in-flight tool output may occupy before older results shrink.
 INFLIGHT_TOOL_SHARE = 0.5
 

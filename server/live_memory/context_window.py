@@ -22,7 +22,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from live_memory.constants import CHARS_PER_TOKEN, COMPACTION_THRESHOLD, LOOKBACK_ANCHOR_BLOCKS
+from live_memory.constants import (
+    CHARS_PER_TOKEN,
+    COMPACTION_THRESHOLD,
+    LOOKBACK_ANCHOR_BLOCKS,
+    TRANSCRIPT_KEEP_SHARE,
+)
 from live_memory.ledger import Ledger
 from live_memory.prompts import (
     DIRECTORY_TREE_HEADING,
@@ -192,6 +197,8 @@ class ContextWindow:
         demoted = self.ledger.mark_stale(path)
         if known is None:
             return demoted > 0
+        if known.state == "changed" and known.content is None:
+            return True  # already known to be stale (a hook and the watcher both reported one edit)
         self.files[path] = replace(known, state="changed", content=None)
         self.pending.content.pop(path, None)
         self.pending.notices[path] = f"- {path}: CHANGED since you read it; re-read before relying on it."
@@ -284,9 +291,11 @@ class ContextWindow:
         then the final answer. The next question's prefix then extends the last request byte for byte."""
         self.history.append(Turn("question", question_message, question=question))
         transcript_tokens = sum(self.tokens(message_text(m)) for m in transcript)
-        # A transcript that would push the window past its compaction threshold is not kept: the file
-        # contents it holds are re-readable, and the window must not grow by a whole question's reads.
-        if self.prompt_tokens() + transcript_tokens <= self.transcript_room * self.budget_tokens:
+        # A large transcript, or one that would push the window past its compaction threshold, is not
+        # kept: the file contents it holds are re-readable, and a window that grows by whole files per
+        # question compacts (and rewrites its cached prefix) far more often.
+        small = transcript_tokens <= TRANSCRIPT_KEEP_SHARE * self.budget_tokens
+        if small and self.prompt_tokens() + transcript_tokens <= self.transcript_room * self.budget_tokens:
             self.history.extend(Turn("tool", m) for m in transcript)
         self.sent_history_len = len(self.history)  # the last request's cache writes reach this far
         self.history.append(

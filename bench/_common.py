@@ -1,0 +1,230 @@
+"""Shared helpers for the benchmarks (not a benchmark itself).
+
+- `percentile` / `latency_summary`: nearest-rank percentiles of a sample (no interpolation, so a p99
+  over 100 samples is the 99th smallest value actually observed).
+- `write_results` / `print_table` / `load_note`: the common output shape, `bench/results/<name>.json`.
+- `McpAsker`: one official MCP client session (`mcp` + `httpx2`) reused for many `ask_live_memory` calls.
+- `server_process`: the real Live Memory app under uvicorn in a *child process* (spawned, so it has its
+  own interpreter and GIL). Throughput benchmarks use it so that the load generator and the fake provider
+  do not share a GIL with the server they measure; the child serves `create_app(settings_for(...))` with
+  `tests.fakes.live_server.LiveServer`, exactly like the tests do in-process (optionally with TCP_NODELAY
+  on the listening socket, see `server_process`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import multiprocessing
+import os
+import socket
+import statistics
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+RESULTS_DIR = Path(__file__).parent / "results"
+SERVER_START_TIMEOUT_S = 60.0
+SERVER_STOP_TIMEOUT_S = 20.0
+
+
+# -- statistics ----------------------------------------------------------------------------------------
+def percentile(samples: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..1) of a non-empty sample."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def latency_summary(samples_ms: Sequence[float], digits: int = 2) -> dict[str, float]:
+    """p50 / p95 / p99 / mean / max of millisecond samples, rounded."""
+    return {
+        "p50_ms": round(statistics.median(samples_ms), digits),
+        "p95_ms": round(percentile(samples_ms, 0.95), digits),
+        "p99_ms": round(percentile(samples_ms, 0.99), digits),
+        "mean_ms": round(statistics.fmean(samples_ms), digits),
+        "max_ms": round(max(samples_ms), digits),
+    }
+
+
+# -- output --------------------------------------------------------------------------------------------
+def write_results(name: str, figures: Mapping[str, Any]) -> Path:
+    """Write `bench/results/<name>.json` (indented, trailing newline) and return its path."""
+    path = RESULTS_DIR / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(figures, indent=2) + "\n")
+    return path
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4f}".rstrip("0").rstrip(".") if abs(value) < 10 else f"{value:,.1f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> None:
+    """A plain left/right aligned text table (first column left, the rest right)."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    if title:
+        print(f"\n{title}")
+
+    def line(values: Sequence[str]) -> str:
+        first = values[0].ljust(widths[0])
+        return "  " + "  ".join([first, *(v.rjust(w) for v, w in zip(values[1:], widths[1:], strict=True))])
+
+    print(line(list(headers)))
+    print("  " + "  ".join("-" * w for w in widths))
+    for row in cells:
+        print(line(row))
+
+
+def load_note() -> str | None:
+    """A warning when the machine is busy (figures get noisy), else None."""
+    load = os.getloadavg()[0]
+    if load > 1.0:
+        return f"note: load average {load:.1f} on {os.cpu_count()} cores; figures will be noisy"
+    return None
+
+
+# -- MCP client ----------------------------------------------------------------------------------------
+class McpAsker:
+    """`async with McpAsker(url) as asker: text, is_error = await asker.ask(question, cwd)` — one session."""
+
+    def __init__(self, mcp_url: str, *, read_timeout_s: float = 120.0) -> None:
+        self.mcp_url = mcp_url
+        self.read_timeout_s = read_timeout_s
+        self._stack: AsyncExitStack | None = None
+        self._client: Any = None
+
+    async def __aenter__(self) -> McpAsker:
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=self.read_timeout_s))
+            )
+            transport = streamable_http_client(self.mcp_url, http_client=http)
+            self._client = await stack.enter_async_context(Client(transport))
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._stack is not None:
+            await self._stack.__aexit__(exc_type, exc, tb)
+            self._stack = None
+
+    async def ask(self, question: str, cwd: str, **extra: Any) -> tuple[str, bool]:
+        result = await self._client.call_tool("ask_live_memory", {"question": question, "cwd": cwd, **extra})
+        text = "\n".join(getattr(block, "text", "") for block in result.content)
+        return text, bool(result.is_error)
+
+
+# -- the server in a child process ---------------------------------------------------------------------
+def _serve(spec: dict[str, Any], conn: Any, stop: Any) -> None:
+    from tests.fakes.live_server import LiveServer, settings_for
+
+    from live_memory.app import create_app
+
+    logging.basicConfig(level=logging.WARNING)  # before the app: the MCP SDK would configure INFO
+    try:
+        settings = settings_for(
+            spec["fake_base_url"], Path(spec["data_dir"]), protocol=spec["protocol"], **spec["options"]
+        )
+        server = LiveServer(create_app(settings))
+        if spec["tcp_nodelay"]:  # accepted sockets inherit it (Linux)
+            server.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with server:
+            conn.send(("ok", server.url))
+            stop.wait()
+    except BaseException as exc:  # report start-up failures to the parent instead of hanging it
+        with contextlib.suppress(OSError, ValueError):
+            conn.send(("error", repr(exc)))
+        raise
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds a process has used so far (Linux /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class ChildServer:
+    url: str
+    pid: int
+
+    def cpu_seconds(self) -> float | None:
+        return process_cpu_seconds(self.pid)
+
+
+@contextlib.contextmanager
+def server_process(
+    fake_base_url: str, data_dir: Path, *, protocol: str = "anthropic", tcp_nodelay: bool = False, **options: Any
+) -> Iterator[ChildServer]:
+    """Serve Live Memory (settings as `settings_for`) in a spawned child process; yields its URL and pid.
+
+    The listening socket is made like `tests.fakes.live_server.LiveServer` (and `live_memory.cli.bind_socket`)
+    make it: without TCP_NODELAY, so asyncio leaves Nagle on for accepted connections. `tcp_nodelay=True`
+    sets it on the listener, to measure what the server does without the delayed-ACK stalls.
+
+    On exit the child is asked to stop (a clean uvicorn shutdown, which flushes snapshots) and joined;
+    it is terminated only if it does not stop in time.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    stop = ctx.Event()
+    process = ctx.Process(
+        target=_serve,
+        args=(
+            {
+                "fake_base_url": fake_base_url,
+                "data_dir": str(data_dir),
+                "protocol": protocol,
+                "tcp_nodelay": tcp_nodelay,
+                "options": options,
+            },
+            child,
+            stop,
+        ),
+        name="live-memory-bench-server",
+        daemon=True,
+    )
+    process.start()
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while not parent.poll(0.1):
+            if not process.is_alive():
+                raise RuntimeError(f"the Live Memory server process exited (code {process.exitcode})")
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Live Memory server process did not start in time")
+        status, value = parent.recv()
+        if status != "ok":
+            raise RuntimeError(f"the Live Memory server process failed to start: {value}")
+        yield ChildServer(str(value), int(process.pid or 0))
+    finally:
+        stop.set()
+        process.join(SERVER_STOP_TIMEOUT_S)
+        if process.is_alive():
+            process.terminate()
+            process.join(5)
+        parent.close()
+        child.close()

@@ -1,0 +1,849 @@
+"""Regenerate docs/benchmarks.md and its charts (docs/img/*.png) from bench/results/*.json.
+
+Run: `python -m bench.report` after any benchmark (`make bench`, or `python -m bench.<name>`). Every
+`bench/results/*.json` that exists is read; a benchmark whose file (or any figure) is missing is written
+as "not run yet" (or "–"), never an error, so the document can be regenerated at any time.
+
+Owns: the markdown (pure functions of the result dicts: `render_*`, `render_document`) and the charts
+(`write_charts`, matplotlib with the Agg backend, a bench-only dependency: without it the document is still
+written, without images). Output is deterministic for the same inputs: no timestamps other than those inside
+the results, sorted inputs, PNGs without the software-version metadata.
+Must never: run a benchmark, or edit anything but docs/benchmarks.md and docs/img/*.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+RESULTS_DIR = HERE / "results"
+DOC_PATH = HERE.parent / "docs" / "benchmarks.md"
+IMG_DIR = HERE.parent / "docs" / "img"
+MISSING = "–"
+CHART_FILES = {
+    "cache_share": "cache_share.png",
+    "context_fill": "context_fill.png",
+    "cost_per_question": "cost_per_question.png",
+    "notify_throughput": "notify_throughput.png",
+}
+# Goals stated by the benchmarks themselves (bench/tools_bench.py, bench/prefix_cache.py).
+TREE_GOAL = 2.0
+GREP_GOAL = 1.3
+CACHE_GOAL_SHARE = 0.90
+CACHE_GOAL_GAP_POINTS = 3.0
+
+Charts = Mapping[str, str]  # chart key -> path relative to the document
+
+
+# -- small formatting helpers ----------------------------------------------------------------------------
+def dig(data: Any, *path: str | int, default: Any = None) -> Any:
+    """`data[a][b]...`, or `default` as soon as a step is missing or of the wrong type."""
+    for step in path:
+        found = (isinstance(step, int) and isinstance(data, list) and -len(data) <= step < len(data)) or (
+            isinstance(step, str) and isinstance(data, Mapping) and step in data
+        )
+        if not found:
+            return default
+        data = data[step]
+    return data
+
+
+def mapping_at(data: Any, *path: str | int) -> Mapping[str, Any]:
+    """`dig`, but an empty mapping unless the value found is a mapping."""
+    found = dig(data, *path)
+    return found if isinstance(found, Mapping) else {}
+
+
+def list_at(data: Any, *path: str | int) -> list[Any]:
+    """`dig`, but an empty list unless the value found is a list."""
+    found = dig(data, *path)
+    return found if isinstance(found, list) else []
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def num(value: Any, digits: int = 2) -> str:
+    """Integers with thousands separators, floats with `digits` decimals, anything else as text."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    if value is None or value == "":
+        return MISSING
+    return str(value)
+
+
+def pct(value: Any, digits: int = 2) -> str:
+    """A share in 0..1 as a percentage."""
+    number = _number(value)
+    return MISSING if number is None else f"{number * 100:.{digits}f}%"
+
+
+def usd(value: Any) -> str:
+    number = _number(value)
+    if number is None:
+        return MISSING
+    if number == 0:
+        return "$0"
+    return f"${number:.6f}" if abs(number) < 0.01 else f"${number:.4f}"
+
+
+def ratio(value: Any) -> str:
+    number = _number(value)
+    return MISSING if number is None else f"{number:.2f}x"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub markdown table: the first column left-aligned, the others right-aligned."""
+
+    def cell(value: Any) -> str:
+        return (value if isinstance(value, str) else num(value)).replace("|", "\\|").replace("\n", " ")
+
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "| " + " | ".join(["---", *(["---:"] * (len(headers) - 1))]) + " |",
+    ]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def image(charts: Charts, key: str, alt: str) -> list[str]:
+    return [f"![{alt}]({charts[key]})", ""] if key in charts else []
+
+
+# -- sections ----------------------------------------------------------------------------------------------
+def render_savings(data: Mapping[str, Any], charts: Charts) -> list[str]:
+    lines = [
+        "Method: 100 scripted questions about the Django 5.1.4 repository in 5 sessions (restart between "
+        "sessions), replayed through the real Live Memory server and through a no-memory baseline (a fresh "
+        "explorer per question that reads the files the answer needs), against fake providers with the same "
+        "cache rules; one scripted model reads a file only when its content is not already in the prompt. "
+        "It measures the mechanics (what is re-sent and what is cached), not answer quality.",
+        "",
+    ]
+    config = mapping_at(data, "config")
+    if config:
+        lines += [
+            f"Workload: {num(config.get('questions'))} questions, {num(config.get('sessions'))} sessions "
+            f"({num(config.get('restarts'))} restarts), {num(config.get('tees'))} tees and "
+            f"{num(config.get('edits'))} edits by the agent, `max_context_tokens` = "
+            f"{num(config.get('max_context_tokens'))}, workload digest `{config.get('workload_digest', MISSING)}`.",
+            "",
+        ]
+    setups: Mapping[str, Any] = mapping_at(data, "setups")
+    if not setups:
+        return [*lines, "_No setups in the result file._", ""]
+    summary = []
+    for name, setup in setups.items():
+        lm, base = mapping_at(setup, "live_memory"), mapping_at(setup, "baseline")
+        summary.append(
+            (
+                str(setup.get("label", name)),
+                usd(lm.get("cost_per_question_usd")),
+                usd(base.get("cost_per_question_usd")),
+                usd(lm.get("cost_usd")),
+                usd(base.get("cost_usd")),
+                _difference(lm.get("cost_usd"), base.get("cost_usd")),
+                _break_even(dig(setup, "comparison", "break_even_after_question")),
+            )
+        )
+    lines += [
+        table(
+            [
+                "setup",
+                "Live Memory $/question",
+                "no memory $/question",
+                "Live Memory total",
+                "no memory total",
+                "Live Memory vs no memory",
+                "break-even",
+            ],
+            summary,
+        ),
+        "",
+        "Break-even: the question after which Live Memory's cumulative cost stays below the baseline's.",
+        "",
+    ]
+    for name, setup in setups.items():
+        lines += _savings_setup(name, setup)
+    lines += image(charts, "cost_per_question", "Cumulative cost per question, Live Memory vs baselines")
+    limits = list_at(data, "limits")
+    if limits:
+        lines += ["Limits:", "", *[f"- {item}" for item in limits], ""]
+    return lines
+
+
+def _difference(ours: Any, theirs: Any) -> str:
+    a, b = _number(ours), _number(theirs)
+    if a is None or b is None or not b:
+        return MISSING
+    return f"{(a - b) / b * 100:+.1f}%"
+
+
+def _break_even(after: Any) -> str:
+    if after is None:
+        return MISSING
+    if after == "never":
+        return "never"
+    return "from the first question" if after == 0 else f"after question {num(after)}"
+
+
+def _savings_setup(name: str, setup: Mapping[str, Any]) -> list[str]:
+    lm, base = mapping_at(setup, "live_memory"), mapping_at(setup, "baseline")
+
+    def both(key: str, show: Callable[[Any], str] = num) -> tuple[str, str]:
+        return show(lm.get(key)), show(base.get(key))
+
+    rows = [
+        (
+            "requests (of which summarizer)",
+            *[f"{num(a.get('requests'))} ({num(a.get('summarizer_requests'))})" for a in (lm, base)],
+        ),
+        ("Read tool calls", *both("read_calls")),
+        ("input (prompt) tokens", *both("prompt_tokens")),
+        ("… uncached", *both("uncached_input_tokens")),
+        ("… cache read", *both("cache_read_tokens")),
+        ("… cache write", *both("cache_write_tokens")),
+        ("cache-read share", *both("cache_read_share", pct)),
+        ("output tokens", *both("output_tokens")),
+        ("USD total", *both("cost_usd", usd)),
+        ("USD per question", *both("cost_per_question_usd", usd)),
+    ]
+    title = (
+        f"{setup.get('label', name)} (`{setup.get('model', MISSING)}`, {setup.get('cache_rules', MISSING)} cache rules)"
+    )
+    lines = [f"### {title}", "", table(["", "Live Memory", "no memory"], rows), ""]
+    components = lm.get("cost_usd_by_component") or {}
+    if components:
+        parts = ", ".join(f"{key.replace('_', ' ')} {usd(value)}" for key, value in components.items())
+        lines += [f"Where Live Memory's cost goes: {parts}.", ""]
+    extras = []
+    if "compactions" in lm:
+        extras.append(f"{num(lm.get('compactions'))} compactions")
+    if "summarizer_cost_usd" in lm:
+        extras.append(f"summarizer {usd(lm.get('summarizer_cost_usd'))}")
+    wasted = lm.get("final_tool_loop_cache_writes") or {}
+    if _number(wasted.get("tokens")):
+        premium = wasted.get("premium_over_uncached_usd")
+        extra = f", {usd(premium)} more than as uncached input" if _number(premium) is not None else ""
+        extras.append(
+            f"cache writes by a question's last (post-tool) request, never read by a later request: "
+            f"{num(wasted.get('tokens'))} tokens ({usd(wasted.get('usd'))}{extra})"
+        )
+    if "server_reported_cost_usd" in lm:
+        extras.append(f"the server's own /stats cost: {usd(lm.get('server_reported_cost_usd'))}")
+    if extras:
+        lines += ["Live Memory: " + "; ".join(extras) + ".", ""]
+    by_reads = [
+        (
+            arm,
+            mapping_at(a, "cost_per_question_by_reads_usd"),
+            mapping_at(a, "questions_by_reads"),
+        )
+        for arm, a in (("Live Memory", lm), ("no memory", base))
+    ]
+    counts = sorted({int(k) for _, costs, _ in by_reads for k in costs}, key=int)
+    if counts:
+        rows = [
+            (
+                arm,
+                *[
+                    f"{usd(costs.get(str(n)))} ({num(questions.get(str(n)))})" if str(n) in costs else MISSING
+                    for n in counts
+                ],
+            )
+            for arm, costs, questions in by_reads
+        ]
+        lines += [
+            "Mean cost per question by the number of files the model had to read (questions in brackets):",
+            "",
+            table(["", *[f"{n} read{'' if n == 1 else 's'}" for n in counts]], rows),
+            "",
+        ]
+    return lines
+
+
+def render_prefix_cache(data: Mapping[str, Any], charts: Charts) -> list[str]:
+    config = mapping_at(data, "config")
+    lines = [
+        f"Method: one scripted session of {num(config.get('questions'))} questions (tees, edits, tool use) "
+        "through the real server against the fake provider's cache simulations; the share of prompt tokens "
+        "served from cache is compared with the ideal for the same request sequence and with a naive layout "
+        "(the volatile block re-rendered in place, front truncation instead of compaction) replayed to a fresh "
+        f"fake. `max_context_tokens` = {num(config.get('max_context_tokens'))}.",
+        "",
+        f"Goal (Anthropic): at least {CACHE_GOAL_SHARE:.0%} of question prompt tokens from cache, within "
+        f"{CACHE_GOAL_GAP_POINTS:.0f} points of the ideal.",
+        "",
+    ]
+    simulations: Mapping[str, Any] = mapping_at(data, "simulations")
+    rows = []
+    for name, sim in simulations.items():
+        lm, naive = mapping_at(sim, "live_memory"), mapping_at(sim, "naive")
+        rows.append(
+            (
+                f"{name} (`{sim.get('model', MISSING)}`)",
+                pct(lm.get("cache_read_share_questions")),
+                pct(lm.get("ideal_share_questions")),
+                pct(naive.get("cache_read_share_questions")),
+                usd(lm.get("cost_per_question_usd")),
+                usd(naive.get("cost_per_question_usd")),
+                ratio(dig(sim, "ratios", "cost_naive_over_live_memory")),
+                num(lm.get("compactions")),
+            )
+        )
+    if rows:
+        lines += [
+            table(
+                [
+                    "simulation",
+                    "cache share",
+                    "ideal",
+                    "naive cache share",
+                    "$/question",
+                    "naive $/question",
+                    "naive ÷ Live Memory",
+                    "compactions",
+                ],
+                rows,
+            ),
+            "",
+        ]
+    verdict = next(
+        (line for line in list_at(simulations, "anthropic", "analysis") if str(line).startswith("goal")),
+        None,
+    )
+    if verdict:
+        lines += [f"Verdict: {verdict}", ""]
+    lines += image(charts, "cache_share", "Cache-read share per question with compaction points")
+    lines += image(charts, "context_fill", "Context fill per question: the watermark sawtooth")
+    return lines
+
+
+def _notify_variants(data: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """{variant label: {"notify": ..., "watcher"?: ...}} for both result shapes (one run, or per variant)."""
+    if isinstance(data.get("notify"), Mapping):
+        return {"as measured": data}
+    return {k: v for k, v in data.items() if isinstance(v, Mapping) and isinstance(v.get("notify"), Mapping)}
+
+
+def render_notify(data: Mapping[str, Any], charts: Charts) -> list[str]:
+    variants = _notify_variants(data)
+    first = next(iter(variants.values()), {})
+    lines = [
+        f"Method: {num(dig(first, 'notify', 'clients'))} concurrent clients post `/notify` batches of "
+        f"{num(dig(first, 'notify', 'events_per_request'))} `read` events carrying "
+        f"{num(dig(first, 'notify', 'content_bytes'))} bytes each to the real server in its own process; "
+        "the baseline is the same clients calling `GET /health`. The watcher figure is the time from a file "
+        "write to `/stats` reporting it stale.",
+        "",
+    ]
+    rows = []
+    for label, variant in variants.items():
+        n = variant["notify"]
+        rows.append(
+            (
+                f"POST /notify ({label})",
+                num(n.get("notify_requests_per_s"), 1),
+                num(n.get("notify_events_per_s"), 1),
+                num(n.get("notify_mib_per_s"), 2),
+                num(dig(n, "notify_latency", "p50_ms"), 1),
+                num(dig(n, "notify_latency", "p95_ms"), 1),
+                num(dig(n, "notify_latency", "p99_ms"), 1),
+            )
+        )
+        rows.append(
+            (
+                f"GET /health ({label})",
+                num(n.get("health_requests_per_s"), 1),
+                MISSING,
+                MISSING,
+                num(dig(n, "health_latency", "p50_ms"), 1),
+                num(dig(n, "health_latency", "p95_ms"), 1),
+                num(dig(n, "health_latency", "p99_ms"), 1),
+            )
+        )
+    if rows:
+        lines += [table(["endpoint", "req/s", "events/s", "MiB/s", "p50 ms", "p95 ms", "p99 ms"], rows), ""]
+    watchers = [(label, v["watcher"]) for label, v in variants.items() if isinstance(v.get("watcher"), Mapping)]
+    if watchers:
+        rows = [
+            (
+                label,
+                num(w.get("edits")),
+                num(w.get("noticed")),
+                num(w.get("median_ms"), 1),
+                num(w.get("p95_ms"), 1),
+                num(w.get("debounce_ms")),
+            )
+            for label, w in watchers
+        ]
+        lines += [table(["watcher", "edits", "noticed", "median ms", "p95 ms", "debounce ms"], rows), ""]
+    lines += image(charts, "notify_throughput", "/notify throughput and latency vs /health")
+    return lines
+
+
+def render_tools(data: Mapping[str, Any], charts: Charts) -> list[str]:
+    lines = [
+        "Method: medians of interleaved runs on the Django 5.1.4 repository and a synthetic 100k-file "
+        "repository: the directory tree vs bare `git ls-files`, and the Grep tool vs ripgrep run directly.",
+        "",
+        f"Goals: tree at most {TREE_GOAL}x `git ls-files`; Grep at most {GREP_GOAL}x ripgrep.",
+        "",
+    ]
+    rows = [
+        (
+            str(r.get("repo", MISSING)),
+            num(r.get("files")),
+            num(r.get("directory_tree_ms"), 1),
+            num(r.get("git_ls_files_ms"), 1),
+            _against(r.get("tree_ratio"), TREE_GOAL),
+            ratio(r.get("grep_ratio_median_vs_same_flags")),
+            _against(r.get("grep_ratio_median_vs_plain_rg"), GREP_GOAL),
+        )
+        for r in list_at(data, "results")
+        if isinstance(r, Mapping)
+    ]
+    if rows:
+        headers = [
+            "repository",
+            "files",
+            "tree ms",
+            "git ls-files ms",
+            "tree ratio",
+            "Grep vs rg (same flags)",
+            "Grep vs `rg -n -i`",
+        ]
+        lines += [table(headers, rows), ""]
+    return lines
+
+
+def _against(value: Any, goal: float) -> str:
+    """A ratio with its verdict against an upper-bound goal."""
+    number = _number(value)
+    if number is None:
+        return MISSING
+    return f"{number:.2f}x ({'met' if number <= goal else 'missed'})"
+
+
+def render_overhead(data: Mapping[str, Any], charts: Charts) -> list[str]:
+    rows = [
+        ("through the server (MCP)", num(data.get("server_p50_ms")), num(data.get("server_p95_ms"))),
+        (
+            "provider called directly (SDK)",
+            num(data.get("direct_provider_p50_ms")),
+            num(data.get("direct_provider_p95_ms")),
+        ),
+    ]
+    return [
+        f"Method: {num(data.get('questions'))} questions through the real MCP client with an instant fake "
+        "provider, against the same provider calls made directly with the SDK.",
+        "",
+        table(["path", "p50 ms", "p95 ms"], rows),
+        "",
+        f"Overhead at p50: {num(data.get('overhead_p50_ms'))} ms ({ratio(data.get('ratio_p50'))} the direct call).",
+        "",
+    ]
+
+
+def render_load(data: Mapping[str, Any], charts: Charts) -> list[str]:
+    rows = [(key.replace("_", " "), _scalar(value)) for key, value in data.items() if not isinstance(value, list)]
+    return [
+        "Method: concurrent MCP sessions over several workspaces while clients flood `/notify` and the fake "
+        "provider injects 429s, 529s, stalls and dropped connections; nothing answered may be lost.",
+        "",
+        table(["figure", "value"], rows),
+        "",
+    ]
+
+
+def render_snapshot_io(data: Mapping[str, Any], charts: Charts) -> list[str]:
+    rows = [
+        (
+            num(r.get("budget_tokens")),
+            num(r.get("snapshot_bytes")),
+            num(r.get("write_now_ms"), 1),
+            num(r.get("load_plus_load_json_ms"), 1),
+            num(r.get("revalidate_ms"), 1),
+            num(r.get("restart_total_ms"), 1),
+            num(r.get("prompt_tokens_call_ms"), 3),
+        )
+        for r in list_at(data, "results")
+        if isinstance(r, Mapping)
+    ]
+    lines = [
+        "Method: a context window filled to 100% of its budget (Django directory tree, ledger, manifest of "
+        f"real files, Q&A history); medians of {num(data.get('runs'))} interleaved runs of snapshot write "
+        "(with fsync), load, and re-validation of every known file after a restart.",
+        "",
+    ]
+    if rows:
+        headers = [
+            "budget tokens",
+            "snapshot bytes",
+            "write ms",
+            "load ms",
+            "re-validate ms",
+            "restart total ms",
+            "prompt_tokens() ms",
+        ]
+        lines += [table(headers, rows), ""]
+    return lines
+
+
+def render_workspaces(data: Mapping[str, Any], charts: Charts) -> list[str]:
+    rows = [
+        (
+            str(r.get("config", MISSING)),
+            f"{num(r.get('provider_latency_ms'))} ms",
+            num(r.get("questions")),
+            num(r.get("questions_per_s")),
+            num(dig(r, "latency", "p50_ms"), 1),
+            num(dig(r, "latency", "p99_ms"), 1),
+            num(r.get("errors")),
+        )
+        for r in list_at(data, "results")
+        if isinstance(r, Mapping)
+    ]
+    lines = [
+        f"Method: {num(data.get('callers'))} concurrent MCP callers ask {num(data.get('questions_per_caller'))} "
+        f"questions each, spread over {num(data.get('workspaces'))} workspaces or all on one (parallel or serial "
+        "mode), with an instant and a 100 ms fake provider; the server runs in its own process.",
+        "",
+    ]
+    if rows:
+        headers = ["configuration", "provider latency", "questions", "questions/s", "p50 ms", "p99 ms", "errors"]
+        lines += [table(headers, rows), ""]
+    ratios = mapping_at(data, "ratios")
+    if isinstance(ratios, Mapping) and ratios:
+        keys = sorted({k for v in ratios.values() if isinstance(v, Mapping) for k in v})
+        rows = [(latency, *[ratio(dig(v, k)) for k in keys]) for latency, v in sorted(ratios.items())]
+        lines += [table(["provider latency", *[k.replace("_", " ") for k in keys]], rows), ""]
+    return lines
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {_scalar(v)}" for k, v in sorted(value.items())) or MISSING
+    return num(value)
+
+
+def render_generic(data: Mapping[str, Any], charts: Charts) -> list[str]:
+    rows = [(key, _scalar(value)) for key, value in data.items() if not isinstance(value, list)]
+    return [table(["figure", "value"], rows), ""] if rows else ["_No scalar figures in the result file._", ""]
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str  # bench/results/<key>.json
+    title: str
+    module: str
+    render: Callable[[Mapping[str, Any], Charts], list[str]]
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("savings", "Cost: Live Memory vs no memory", "bench.savings", render_savings),
+    Section(
+        "prefix_cache", "Prompt-cache effectiveness over a long session", "bench.prefix_cache", render_prefix_cache
+    ),
+    Section("notify_bench", "File events: /notify throughput and watcher latency", "bench.notify_bench", render_notify),
+    Section("workspaces_bench", "Many workspaces at once", "bench.workspaces_bench", render_workspaces),
+    Section("overhead", "Per-question server overhead", "bench.overhead", render_overhead),
+    Section("load", "Load under chaos", "bench.load", render_load),
+    Section("snapshot_io", "Snapshots: write, load and re-validate", "bench.snapshot_io", render_snapshot_io),
+    Section("tools", "Tools: directory tree and Grep", "bench.tools_bench", render_tools),
+)
+
+
+def render_section(section: Section, data: Any, charts: Charts) -> str:
+    lines = [f"## {section.title}", ""]
+    if not isinstance(data, Mapping):
+        lines += [f"Not run yet: `python -m {section.module}` writes `bench/results/{section.key}.json`.", ""]
+        return "\n".join(lines)
+    try:
+        lines += section.render(data, charts)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a result file of an unexpected shape
+        lines += [
+            f"_The result file has an unexpected shape ({type(exc).__name__}); its top-level figures:_",
+            "",
+            *render_generic(data, charts),
+        ]
+    return "\n".join(lines)
+
+
+def render_document(results: Mapping[str, Any], charts: Charts | None = None, notes: Sequence[str] = ()) -> str:
+    """The whole of docs/benchmarks.md for these results (a missing key means that benchmark did not run)."""
+    charts = charts or {}
+    known = {s.key for s in SECTIONS}
+    others = [
+        Section(key, f"Other results: {key}", f"bench.{key}", render_generic)
+        for key in sorted(results)
+        if key not in known
+    ]
+    sections = [*SECTIONS, *others]
+    head = [
+        "# Benchmarks",
+        "",
+        "<!-- Generated by `python -m bench.report` from bench/results/*.json; do not edit by hand. -->",
+        "",
+        "Every figure below comes from `bench/results/<name>.json`, written by `python -m bench.<module>` "
+        "(`make bench` runs the default set); regenerate this page with `python -m bench.report`. All "
+        "provider traffic goes to the fake provider (`tests/fakes/llm_server.py`), which simulates each "
+        "provider's prompt caching; timings come from a shared 2-core machine and are noisy.",
+        "",
+        *[f"> {note}" for note in notes],
+        *([""] if notes else []),
+        *[f"- [{s.title}](#{_anchor(s.title)})" + ("" if s.key in results else " (not run yet)") for s in sections],
+        "",
+    ]
+    body = [render_section(s, results.get(s.key), charts) for s in sections]
+    return "\n".join(head) + "\n" + "\n".join(body).rstrip("\n") + "\n"
+
+
+def _anchor(title: str) -> str:
+    """GitHub's heading anchor: lower case, punctuation dropped, spaces to hyphens."""
+    kept = "".join(c for c in title.lower() if c.isalnum() or c in " -_")
+    return kept.replace(" ", "-")
+
+
+# -- charts ------------------------------------------------------------------------------------------------
+def write_charts(results: Mapping[str, Any], img_dir: Path, doc_dir: Path, *, dpi: int = 100) -> dict[str, str]:
+    """Draw every chart whose data exists; returns {chart key: path relative to doc_dir}. Needs matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    img_dir.mkdir(parents=True, exist_ok=True)
+    drawn: dict[str, str] = {}
+    painters: dict[str, Callable[[Any, Mapping[str, Any]], bool]] = {
+        "cache_share": _chart_cache_share,
+        "context_fill": _chart_context_fill,
+        "cost_per_question": _chart_cost,
+        "notify_throughput": _chart_notify,
+    }
+    with plt.rc_context({"font.size": 9, "axes.grid": True, "grid.alpha": 0.3, "svg.hashsalt": "live-memory"}):
+        for key, paint in painters.items():
+            figure = plt.figure(figsize=(10, 4.2), dpi=dpi)
+            try:
+                if paint(figure, results):
+                    # Fixed margins instead of tight_layout(): as readable here, and half the drawing time.
+                    height = figure.get_size_inches()[1]
+                    figure.subplots_adjust(
+                        left=0.08, right=0.985, bottom=0.5 / height, top=1 - 0.35 / height, wspace=0.22, hspace=0.12
+                    )
+                    path = img_dir / CHART_FILES[key]
+                    figure.savefig(path, format="png", dpi=dpi, metadata={"Software": None})
+                    drawn[key] = Path(os.path.relpath(path, doc_dir)).as_posix()
+            except (AttributeError, KeyError, TypeError, ValueError):
+                pass  # a result file of an unexpected shape: no chart, and the document links none
+            finally:
+                plt.close(figure)
+    return drawn
+
+
+def _series(sim: Any) -> list[Mapping[str, Any]]:
+    return [p for p in list_at(sim, "series") if isinstance(p, Mapping) and "question" in p]
+
+
+def _prefix_simulations(results: Mapping[str, Any]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    simulations = mapping_at(results, "prefix_cache", "simulations")
+    return [(name, _series(sim)) for name, sim in simulations.items() if _series(sim)]
+
+
+def _chart_cache_share(figure: Any, results: Mapping[str, Any]) -> bool:
+    simulations = [(n, s) for n, s in _prefix_simulations(results) if any("cache_read_share" in p for p in s)]
+    if not simulations:
+        return False
+    figure.set_size_inches(10, 1.2 + 2.0 * len(simulations))
+    axes = figure.subplots(len(simulations), 1, sharex=True, squeeze=False)
+    for index, (name, series) in enumerate(simulations):
+        ax = axes[index][0]
+        xs = [int(p["question"]) + 1 for p in series]
+        for x, point in zip(xs, series, strict=True):
+            if point.get("compaction"):
+                ax.axvline(x, color="C3", lw=0.8, alpha=0.6)
+        if all("naive_cache_read_share" in p for p in series):
+            naive = [float(p["naive_cache_read_share"]) * 100 for p in series]
+            ax.plot(xs, naive, color="0.6", lw=0.7, label="naive layout (same session)")
+        ours = [float(p.get("cache_read_share", 0)) * 100 for p in series]
+        ax.plot(xs, ours, color=f"C{index}", lw=1.3, label="Live Memory")
+        ax.plot([], [], color="C3", lw=0.8, alpha=0.6, label="compaction")
+        ax.set_ylim(0, 101)
+        ax.set_ylabel(f"{name}\n% from cache")
+        ax.legend(loc="lower left", ncol=3, fontsize=7)
+    axes[0][0].set_title("Cache-read share of each question's prompt tokens (prefix_cache), compactions marked")
+    axes[-1][0].set_xlabel("question")
+    return True
+
+
+def _chart_context_fill(figure: Any, results: Mapping[str, Any]) -> bool:
+    simulations = [(n, s) for n, s in _prefix_simulations(results) if any("fill" in p for p in s)]
+    if not simulations:
+        return False
+    ax = figure.add_subplot(1, 1, 1)
+    for index, (name, series) in enumerate(simulations):
+        xs = [int(p["question"]) + 1 for p in series]
+        ax.plot(xs, [float(p.get("fill", 0)) * 100 for p in series], color=f"C{index}", lw=1.2, label=name)
+        marks = [(x, float(p.get("fill", 0)) * 100) for x, p in zip(xs, series, strict=True) if p.get("compaction")]
+        if marks:
+            ax.scatter(*zip(*marks, strict=True), color=f"C{index}", marker="v", s=30, zorder=3)
+    config = mapping_at(results, "prefix_cache", "config")
+    for key, label in (("compaction_threshold", "compaction threshold"), ("compaction_floor", "compaction floor")):
+        level = _number(config.get(key))
+        if level is not None:
+            ax.axhline(level * 100, color="grey", ls="--", lw=0.8)
+            ax.annotate(label, (1, level * 100), textcoords="offset points", xytext=(2, 3), fontsize=7, color="grey")
+    ax.set_xlabel("question")
+    ax.set_ylabel("context fill after the question (% of budget)")
+    ax.set_ylim(0, 100)
+    ax.set_title("Context fill over a long session: the watermark sawtooth (compactions marked)")
+    ax.legend(loc="lower right", fontsize=7)
+    return True
+
+
+def _chart_cost(figure: Any, results: Mapping[str, Any]) -> bool:
+    from matplotlib import ticker
+
+    setups = [
+        (name, setup)
+        for name, setup in mapping_at(results, "savings", "setups").items()
+        if dig(setup, "series", "live_memory_cumulative_usd") and dig(setup, "series", "baseline_cumulative_usd")
+    ]
+    simulations = mapping_at(results, "prefix_cache", "simulations")
+    bars = [
+        (
+            name,
+            _number(dig(sim, "live_memory", "cost_per_question_usd")),
+            _number(dig(sim, "naive", "cost_per_question_usd")),
+        )
+        for name, sim in simulations.items()
+    ]
+    bars = [(n, a, b) for n, a, b in bars if a is not None and b is not None]
+    panels = len(setups) + (1 if bars else 0)
+    if not panels:
+        return False
+    for index, (name, setup) in enumerate(setups):
+        ax = figure.add_subplot(1, panels, index + 1)
+        series = setup["series"]
+        ours, theirs = series["live_memory_cumulative_usd"], series["baseline_cumulative_usd"]
+        xs = list(series.get("question") or range(1, len(ours) + 1))
+        ax.plot(xs, ours, color="C0", lw=1.4, label="Live Memory")
+        ax.plot(xs, theirs, color="C3", lw=1.4, label="no memory (fresh explorer)")
+        sessions = series.get("session") or []
+        for x, previous, current in zip(xs[1:], sessions, sessions[1:], strict=False):
+            if current != previous:
+                ax.axvline(x - 0.5, color="grey", lw=0.6, ls=":")
+        marks = [(x, y) for x, y, c in zip(xs, ours, series.get("compaction") or [], strict=False) if c]
+        if marks:
+            ax.scatter(*zip(*marks, strict=True), color="C0", marker="v", s=28, zorder=3, label="compaction")
+        ax.set_title(f"{setup.get('label', name)}: cumulative USD", fontsize=9)
+        ax.set_xlabel("question (dotted: restart)")
+        ax.legend(loc="upper left", fontsize=7)
+    if bars:
+        ax = figure.add_subplot(1, panels, panels)
+        positions = list(range(len(bars)))
+        ax.bar([p - 0.2 for p in positions], [a for _, a, _ in bars], width=0.4, color="C0", label="Live Memory")
+        ax.bar([p + 0.2 for p in positions], [b for _, _, b in bars], width=0.4, color="C1", label="naive layout")
+        ax.set_xticks(positions, [n for n, _, _ in bars])
+        ax.set_yscale("log")  # the providers' prices differ tenfold
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"${value:g}"))
+        ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+        for p, (_, ours, naive) in zip(positions, bars, strict=True):
+            ax.annotate(usd(ours), (p - 0.2, ours), ha="center", va="bottom", fontsize=7)
+            ax.annotate(usd(naive), (p + 0.2, naive), ha="center", va="bottom", fontsize=7)
+        ax.set_title("prefix_cache: USD per question", fontsize=9)
+        ax.legend(loc="upper right", fontsize=7)
+    return True
+
+
+def _chart_notify(figure: Any, results: Mapping[str, Any]) -> bool:
+    data = results.get("notify_bench")
+    variants = _notify_variants(data) if isinstance(data, Mapping) else {}
+    if not any(_number(dig(v, "notify", "notify_requests_per_s")) is not None for v in variants.values()):
+        return False
+    labels = list(variants)
+    positions = list(range(len(labels)))
+    left = figure.add_subplot(1, 2, 1)
+    notify = [_number(dig(v, "notify", "notify_requests_per_s")) or 0.0 for v in variants.values()]
+    health = [_number(dig(v, "notify", "health_requests_per_s")) or 0.0 for v in variants.values()]
+    left.bar([p - 0.2 for p in positions], notify, width=0.4, color="C0", label="POST /notify")
+    left.bar([p + 0.2 for p in positions], health, width=0.4, color="C7", label="GET /health (floor)")
+    for p, value, variant in zip(positions, notify, variants.values(), strict=True):
+        events = _number(dig(variant, "notify", "notify_events_per_s"))
+        if events is not None:
+            left.annotate(f"{events:,.0f} events/s", (p - 0.2, value), ha="center", va="bottom", fontsize=7)
+    left.set_xticks(positions, labels)
+    left.set_ylabel("requests per second")
+    left.set_title("Throughput", fontsize=9)
+    left.legend(loc="lower right", fontsize=7)
+    right = figure.add_subplot(1, 2, 2)
+    quantiles = ("p50_ms", "p95_ms", "p99_ms")
+    width = 0.8 / (2 * len(labels))
+    for index, (label, variant) in enumerate(variants.items()):
+        for offset, (kind, color) in enumerate((("notify_latency", f"C{index}"), ("health_latency", "C7"))):
+            values = [_number(dig(variant, "notify", kind, q)) or 0.0 for q in quantiles]
+            shift = (2 * index + offset) * width - 0.4 + width / 2
+            alpha = 1.0 if offset == 0 else 0.5
+            name = f"/notify ({label})" if offset == 0 else f"/health ({label})"
+            right.bar(
+                [q + shift for q in range(len(quantiles))], values, width=width, color=color, alpha=alpha, label=name
+            )
+    right.set_xticks(range(len(quantiles)), [q.removesuffix("_ms") for q in quantiles])
+    right.set_ylabel("latency (ms)")
+    right.set_title("Latency", fontsize=9)
+    right.legend(loc="upper left", fontsize=7)
+    return True
+
+
+# -- entry point -------------------------------------------------------------------------------------------
+def load_results(directory: Path) -> tuple[dict[str, Any], list[str]]:
+    """{name: parsed JSON} for every readable results file, and a note for each unreadable one."""
+    results: dict[str, Any] = {}
+    problems: list[str] = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            problems.append(f"`{path.name}` could not be read ({type(exc).__name__}); its section is left out.")
+            continue
+        if isinstance(data, Mapping):
+            results[path.stem] = data
+        else:
+            problems.append(f"`{path.name}` does not hold a JSON object; its section is left out.")
+    return results, problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.split("\n")[0])
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="directory of <name>.json results")
+    parser.add_argument("--doc", type=Path, default=DOC_PATH, help="markdown file to write")
+    parser.add_argument("--img", type=Path, default=IMG_DIR, help="directory for the PNG charts")
+    parser.add_argument("--dpi", type=int, default=100, help="chart resolution (dots per inch)")
+    args = parser.parse_args(argv)
+    results, notes = load_results(args.results)
+    try:
+        charts = write_charts(results, args.img, args.doc.parent, dpi=args.dpi)
+    except ImportError:
+        charts = {}
+        notes.append("Charts left out: matplotlib is not installed (`pip install -e '.[bench]'`).")
+    args.doc.parent.mkdir(parents=True, exist_ok=True)
+    args.doc.write_text(render_document(results, charts, notes), encoding="utf-8")
+    print(f"wrote {args.doc} ({len(results)} result files, {len(charts)} charts in {args.img})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
