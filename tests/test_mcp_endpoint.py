@@ -236,3 +236,32 @@ async def test_progress_notifications_flow_while_an_answer_is_slow(
         release.set()
     assert not is_error and text.startswith("slow answer")
     assert progress[0] >= 4.0  # elapsed seconds, reported every few seconds (well under 15 s)
+
+
+async def test_the_cold_guard_fires_once_on_a_cold_window_and_never_on_a_warm_one(
+    fake: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    fake.script(Reply.text("a guess"), Reply.text("still a guess"), Reply.text("warm answer"))
+    with live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
+        cold, _ = await ask_via_mcp(server.mcp_url, {"question": "timeout?", "cwd": str(workspace)})
+        warm, _ = await ask_via_mcp(server.mcp_url, {"question": "again?", "cwd": str(workspace)})
+    nudges = [r for r in fake.requests if "not grounded yet" in str(r.body["messages"][-1])]
+    assert len(fake.requests) == 3 and len(nudges) == 1  # rejected once, then accepted; the warm one never
+    assert cold.startswith("still a guess") and warm.startswith("warm answer")
+
+
+async def test_a_five_megabyte_file_read_stays_within_the_context_limit(
+    fake: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "huge.log").write_text("".join(f"line {i:07d} " + "x" * 80 + "\n" for i in range(55_000)))
+    fake.context_limit_tokens = 200_000  # the model's real limit: a request over it gets a 400
+    reads = [
+        Reply.tool_call("Read", {"file_path": "huge.log", "offset": 1 + k * 2000, "limit": 2000}) for k in range(6)
+    ]
+    fake.script(*reads, Reply.text("it is a log of numbered lines"))
+    with live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
+        text, is_error = await ask_via_mcp(server.mcp_url, {"question": "what is huge.log?", "cwd": str(workspace)})
+    assert not is_error, text
+    assert text.startswith("it is a log of numbered lines")
+    assert max(r.prompt_tokens for r in fake.requests) <= 200_000
+    assert all(r.usage is not None for r in fake.requests)  # no request was refused as too long
