@@ -42,8 +42,8 @@ def test_prompt_has_fixed_breakpoints_and_the_hint_last() -> None:
     assert not any(p.cache for m in messages[:-2] for p in m.parts)
 
 
-def test_a_tool_loop_transcript_is_stored_as_sent_so_the_next_question_extends_it() -> None:
-    window = ContextWindow(budget_tokens=10_000)
+def test_a_kept_tool_transcript_is_stored_as_sent_so_the_next_question_extends_it() -> None:
+    window = ContextWindow(budget_tokens=10_000, transcript_keep_share=0.1)
     question = Message("user", (TextPart("## Question\nwhere?"),))
     tool_use = Message("assistant", (ToolUsePart("t1", "Read", {"file_path": "a.py"}),))
     tool_result = Message("user", (ToolResultPart("t1", "A = 1"),))
@@ -195,3 +195,12 @@ def test_one_edit_reported_twice_yields_one_notice() -> None:
     assert window.sync_deltas() == 0
     notices = [t.message.text for t in window.history if t.kind == "observation"]
     assert len(notices) == 1 and notices[0].count("a.py: CHANGED") == 1
+
+
+def test_by_default_a_transcript_is_not_kept_and_the_next_question_extends_its_question() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    question = Message("user", (TextPart("## Question\nwhere?"),))
+    tool_use = Message("assistant", (ToolUsePart("t1", "Read", {"file_path": "a.py"}),))
+    tool_result = Message("user", (ToolResultPart("t1", "A = 1"),))
+    window.add_exchange(question, "where?", "in a.py", ["a.py"], transcript=[tool_use, tool_result])
+    assert [t.kind for t in window.history] == ["question", "answer"]

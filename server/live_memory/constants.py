@@ -80,8 +80,10 @@ CALIBRATION_MAX_RATIO = 2.0
 # request of a question also marks where the previous request's history ended.
 LOOKBACK_ANCHOR_BLOCKS = 16
 # A question's tool transcript is kept in history (and read from cache by the next question) only while
-# it is at most this share of the window budget; larger ones (whole files) are re-read when needed.
-TRANSCRIPT_KEEP_SHARE = 0.02
+# it is at most this share of the window budget. Off by default: measured on bench/prefix_cache.py, keeping
+# even small transcripts (2%) made compaction 1.5x as frequent and each question ~11% dearer, while the
+# answers already carry what the tools found. Larger shares trade more compactions for fewer re-reads.
+TRANSCRIPT_KEEP_SHARE = 0.0
 # Share of the hard context a question's in-flight tool output may occupy before older results shrink.
 INFLIGHT_TOOL_SHARE = 0.5
 

@@ -83,7 +83,13 @@ class Delta:
 
 
 class ContextWindow:
-    def __init__(self, *, budget_tokens: int, chars_per_token: float = CHARS_PER_TOKEN) -> None:
+    def __init__(
+        self,
+        *,
+        budget_tokens: int,
+        chars_per_token: float = CHARS_PER_TOKEN,
+        transcript_keep_share: float = TRANSCRIPT_KEEP_SHARE,
+    ) -> None:
         self.budget_tokens = budget_tokens
         self.chars_per_token = chars_per_token
         self.calibration = 1.0  # EMA of actual/estimated prompt tokens
@@ -98,6 +104,7 @@ class ContextWindow:
         self.tick = 0
         self.sent_history_len = 0  # history messages in the last request built (cache lookback anchor)
         self.transcript_room = COMPACTION_THRESHOLD  # share of the budget a kept tool transcript may fill
+        self.transcript_keep_share = transcript_keep_share
 
     # --- copying (forks) -----------------------------------------------------------------------
     def clone(self) -> ContextWindow:
@@ -294,7 +301,7 @@ class ContextWindow:
         # A large transcript, or one that would push the window past its compaction threshold, is not
         # kept: the file contents it holds are re-readable, and a window that grows by whole files per
         # question compacts (and rewrites its cached prefix) far more often.
-        small = transcript_tokens <= TRANSCRIPT_KEEP_SHARE * self.budget_tokens
+        small = transcript_tokens <= self.transcript_keep_share * self.budget_tokens
         if small and self.prompt_tokens() + transcript_tokens <= self.transcript_room * self.budget_tokens:
             self.history.extend(Turn("tool", m) for m in transcript)
         self.sent_history_len = len(self.history)  # the last request's cache writes reach this far
