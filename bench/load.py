@@ -3,8 +3,10 @@ and the fake provider injects 429s, 529s, stalls and dropped connections.
 
 The server runs as a real `live-memory serve` subprocess (so its RSS can be sampled from
 /proc); the fake provider and all clients run in this process. Reports p50/p99 question
-latency, errors by kind, answers returned vs committed (committed + lost races must equal
-returned: nothing answered is lost), HTTP 5xx counts, and RSS over time.
+latency, errors by kind, answers returned vs committed (retained + summarized into the ledger
+must equal returned in serial mode: nothing answered is lost; in parallel mode, forks that lose a commit
+race are dropped by design and `races_lost` counts them, approximately when races chain), HTTP 5xx
+counts, and RSS over time.
 
 Run: `python -m bench.load` (full: 16 sessions x 50 questions over 4 workspaces, 8 notify
 clients x 20k events). `tests/test_load.py` runs a reduced form in CI.
@@ -45,6 +47,7 @@ class LoadReport:
     http_5xx: int = 0
     notify_events: int = 0
     committed: int = 0
+    summarized: int = 0
     races_lost: int = 0
     rss_mb: list[float] = field(default_factory=list)
 
@@ -54,8 +57,9 @@ class LoadReport:
             "questions_sent": self.questions_sent,
             "answers_returned": self.answers_returned,
             "committed": self.committed,
+            "summarized_into_ledger": self.summarized,
             "races_lost": self.races_lost,
-            "lost_answers": self.answers_returned - self.committed - self.races_lost,
+            "lost_answers": self.answers_returned - self.committed - self.summarized - self.races_lost,
             "p50_ms": round(statistics.median(lat), 1),
             "p99_ms": round(lat[min(len(lat) - 1, int(0.99 * (len(lat) - 1)))], 1),
             "errors_by_kind": dict(self.errors),
@@ -176,12 +180,21 @@ async def _drive(
     async with httpx.AsyncClient(base_url=base, timeout=30.0) as client:
         rows = (await client.get("/stats")).json()["workspaces"]
     report.committed = sum(r["qa_retained"] for r in rows)
+    report.summarized = sum(r["qa_summarized"] for r in rows)
     report.races_lost = sum(r["races_lost"] for r in rows)
     return report
 
 
 def run_load(
-    tmp: Path, *, sessions: int, workspaces: int, questions: int, notifiers: int, events: int, seed: int = 7
+    tmp: Path,
+    *,
+    sessions: int,
+    workspaces: int,
+    questions: int,
+    notifiers: int,
+    events: int,
+    seed: int = 7,
+    concurrency: str = "parallel",
 ) -> dict[str, Any]:
     roots = []
     for index in range(workspaces):
@@ -205,6 +218,7 @@ def run_load(
             "LIVE_MEMORY_MAX_WAITING_QUERIES": "64",
             "LIVE_MEMORY_DEFAULT_TIMEOUT_S": "30",
             "LIVE_MEMORY_LOG_LEVEL": "warning",
+            "LIVE_MEMORY_CONCURRENCY": concurrency,
         }
         server = subprocess.Popen(
             [sys.executable, "-m", "live_memory", "serve"], env=env, stderr=subprocess.PIPE, text=True
@@ -225,12 +239,16 @@ def run_load(
             server.wait(30)
             if server.stderr is not None:
                 server.stderr.close()
-    return report.summary()
+    return {"concurrency": concurrency, **report.summary()}
 
 
 def main() -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         figures = run_load(Path(tmp), sessions=16, workspaces=4, questions=50, notifiers=8, events=20_000)
+    with tempfile.TemporaryDirectory() as tmp:
+        figures["serial"] = run_load(
+            Path(tmp), sessions=16, workspaces=4, questions=50, notifiers=8, events=20_000, concurrency="serial"
+        )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
     print("load under chaos")

@@ -10,9 +10,13 @@ from bench.load import run_load
 
 @pytest.mark.slow
 def test_reduced_load_under_chaos_loses_no_answer_and_never_5xx(tmp_path: Path) -> None:
-    figures = run_load(tmp_path, sessions=4, workspaces=2, questions=10, notifiers=4, events=2_000)
+    # serial admission: no commit races, so every returned answer must be in memory (parallel mode drops
+    # the exchanges of forks that lose a race, by design)
+    figures = run_load(
+        tmp_path, sessions=4, workspaces=2, questions=10, notifiers=4, events=2_000, concurrency="serial"
+    )
     assert figures["questions_sent"] == 2 + 4 * 10
     assert figures["http_5xx"] == 0
-    assert figures["lost_answers"] == 0, figures
+    assert figures["races_lost"] == 0 and figures["lost_answers"] == 0, figures
     assert figures["answers_returned"] >= 0.8 * figures["questions_sent"], figures
     assert figures["notify_events"] == 2_000

@@ -170,6 +170,7 @@ class QuestionManager:
             stats = state.stats
             stats.compactions += 1
             stats.summaries_written += report.summaries
+            stats.qa_summarized += report.summarized_pairs
             stats.last_compaction_at = self.wall_clock()
             stats.background_usage = stats.background_usage + report.usage
             if provider is not None:

@@ -48,6 +48,7 @@ def workspace_stats(state: WorkspaceState) -> dict[str, Any]:
         "stale_ledger_facts": sum(1 for f in window.ledger.facts if f.stale),
         "questions_answered": stats.questions,
         "races_lost": stats.races_lost,
+        "qa_summarized": stats.qa_summarized,
         "cost_usd": round(stats.cost_usd + stats.background_cost_usd, 6),
         "cost": {"foreground_usd": round(stats.cost_usd, 6), "background_usd": round(stats.background_cost_usd, 6)},
         "tokens": {

@@ -117,6 +117,7 @@ class WorkspaceStats:
     background_cost_usd: float = 0.0
     tokens_saved: int = 0  # see stats.TOKENS_SAVED_METHOD
     races_lost: int = 0  # answered, but a concurrent question that explored more was kept instead
+    qa_summarized: int = 0  # Q&A pairs folded into the ledger by compaction
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -181,9 +182,13 @@ class WorkspaceState:
         (files read, then tokens). Changes that reached the committed window meanwhile are replayed.
         """
         taken_seq, base_version = self._forks.pop(fork_id)
-        if self.window.version != base_version and score <= self.last_commit_score:
+        raced = self.window.version != base_version
+        if raced and score <= self.last_commit_score:
             self._trim_journal()
             return False
+        if raced:  # this fork wins: count the committed exchanges it does not hold (they are dropped)
+            kept = {id(t) for t in fork.history if t.kind == "question"}
+            self.stats.races_lost += sum(1 for t in self.window.history if t.kind == "question" and id(t) not in kept)
         for seq, change in self._journal:
             if seq > taken_seq:
                 change(fork)
