@@ -18,6 +18,7 @@ import json
 import logging
 import multiprocessing
 import os
+import re
 import socket
 import statistics
 import time
@@ -228,3 +229,30 @@ def server_process(
             process.join(5)
         parent.close()
         child.close()
+
+
+# The fake summarizer both scripted sessions use.
+LEDGER_CAP_CHARS = 6000
+
+
+def scripted_ledger(request_text: str) -> str:
+    """The fake summarizer: the current ledger merged with one fact per retired file or Q&A, capped."""
+    current, _, material = request_text.partition("## Material being retired from memory")
+    facts: list[str] = []
+    for line in current.removeprefix("## Current ledger").splitlines():
+        fact = line.strip().removeprefix("- ").removeprefix("(possibly stale) ").strip()
+        if fact and fact != "(empty)":
+            facts.append(fact)
+    for match in re.finditer(r"^### (\S+)\n```\n(.*?)\n```", material, re.S | re.M):
+        path, body = match.group(1), match.group(2)
+        names = re.findall(r"^(?:class|def) (\w+)", body, re.M)[:4]
+        facts.append(f"{path} defines {', '.join(names) or 'module-level code'} ({body.count(chr(10)) + 1} lines)")
+    for match in re.finditer(r"^Q: (.*?)\nA: (.*?)(?=\n\nQ: |\Z)", material, re.S | re.M):
+        question, answer = match.group(1), match.group(2)
+        paths = list(dict.fromkeys(re.findall(r"django/[\w/]+\.py", answer)))[:3]
+        if paths:
+            facts.append(f"{', '.join(paths)}: {question.strip()[:90]}")
+    merged = list(dict.fromkeys(facts))
+    while merged and sum(len(f) + 3 for f in merged) > LEDGER_CAP_CHARS:
+        merged.pop(0)  # the oldest facts go first
+    return "\n".join(f"- {f}" for f in merged) or "- (nothing durable yet)"

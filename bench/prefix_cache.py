@@ -90,7 +90,7 @@ from tests.fakes.llm_server import (
     _Prompt,
 )
 
-from bench._common import McpAsker, load_note, print_table, write_results
+from bench._common import McpAsker, load_note, print_table, scripted_ledger, write_results
 from bench.tools_bench import django_repo
 from live_memory.constants import COMPACTION_THRESHOLD
 from live_memory.context_window import ContextWindow
@@ -111,7 +111,6 @@ BUDGET_TOKENS = 100_000
 WORKING_SET = 40
 READ_LINES = 150
 ANSWER_CHARS = (1100, 1700)
-LEDGER_CAP_CHARS = 6000
 BURST_EVERY, BURST_AT, BURST_TEES = 50, 25, 12
 EDIT_EVERY, EDIT_AT = 9, 4
 LOOKBACK_BLOCKS = 20
@@ -257,29 +256,6 @@ def answer_text(step: Step) -> str:
     return "\n".join(lines)
 
 
-def ledger_text(request_text: str) -> str:
-    """The fake summarizer: the current ledger merged with one fact per retired file or Q&A, capped."""
-    current, _, material = request_text.partition("## Material being retired from memory")
-    facts: list[str] = []
-    for line in current.removeprefix("## Current ledger").splitlines():
-        fact = line.strip().removeprefix("- ").removeprefix("(possibly stale) ").strip()
-        if fact and fact != "(empty)":
-            facts.append(fact)
-    for match in re.finditer(r"^### (\S+)\n```\n(.*?)\n```", material, re.S | re.M):
-        path, body = match.group(1), match.group(2)
-        names = re.findall(r"^(?:class|def) (\w+)", body, re.M)[:4]
-        facts.append(f"{path} defines {', '.join(names) or 'module-level code'} ({body.count(chr(10)) + 1} lines)")
-    for match in re.finditer(r"^Q: (.*?)\nA: (.*?)(?=\n\nQ: |\Z)", material, re.S | re.M):
-        question, answer = match.group(1), match.group(2)
-        paths = list(dict.fromkeys(re.findall(r"django/[\w/]+\.py", answer)))[:3]
-        if paths:
-            facts.append(f"{', '.join(paths)} answer: {question.split(': ', 1)[-1][:90]}")
-    merged = list(dict.fromkeys(facts))
-    while merged and sum(len(f) + 3 for f in merged) > LEDGER_CAP_CHARS:
-        merged.pop(0)  # the oldest facts go first
-    return "\n".join(f"- {f}" for f in merged) or "- (nothing durable yet)"
-
-
 # -- request anatomy (both protocols) ------------------------------------------------------------------
 def _text_of(content: Any) -> str:
     if isinstance(content, str):
@@ -410,7 +386,7 @@ class ScriptedModel:
     def __call__(self, request: RecordedRequest) -> Reply:
         body = request.body
         if is_summary(body):
-            return Reply.text(ledger_text(FakeLLM.last_user_text(body)))
+            return Reply.text(scripted_ledger(FakeLLM.last_user_text(body)))
         messages = body.get("messages") or []
         at = question_index(messages)
         text = _text_of(messages[at].get("content")) if at is not None else ""

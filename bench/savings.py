@@ -86,7 +86,7 @@ import openai
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
 
-from bench._common import McpAsker, load_note, print_table, write_results
+from bench._common import McpAsker, load_note, print_table, scripted_ledger, write_results
 from bench.tools_bench import django_repo
 from live_memory.constants import COMPACTION_FLOOR, COMPACTION_THRESHOLD, DEFAULT_MAX_ANSWER_TOKENS
 from live_memory.prompts import (
@@ -110,7 +110,6 @@ BUDGET_TOKENS = 64_000
 QUESTION_GAP_S = 120.0
 SESSION_GAP_S = 2 * 3600.0
 ANSWER_CHARS = (650, 1150)
-LEDGER_CAP_CHARS = 6000
 FOLLOW_UP_SHARE = 0.3  # a question returns to one of the last 3 topics
 TEE_SHARE = 0.75  # after an answer, the agent reads (tees) 1-2 of its files
 EDIT_SHARE = 0.2  # ... and edits one of them
@@ -362,29 +361,6 @@ def answer_text(step: Step, symbols: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def ledger_text(request_text: str) -> str:
-    """The fake summarizer: the current ledger merged with one fact per retired file or Q&A, capped."""
-    current, _, material = request_text.partition("## Material being retired from memory")
-    facts: list[str] = []
-    for line in current.removeprefix("## Current ledger").splitlines():
-        fact = line.strip().removeprefix("- ").removeprefix("(possibly stale) ").strip()
-        if fact and fact != "(empty)":
-            facts.append(fact)
-    for match in re.finditer(r"^### (\S+)\n```\n(.*?)\n```", material, re.S | re.M):
-        path, body = match.group(1), match.group(2)
-        names = re.findall(r"^(?:class|def) (\w+)", body, re.M)[:4]
-        facts.append(f"{path} defines {', '.join(names) or 'module-level code'} ({body.count(chr(10)) + 1} lines)")
-    for match in re.finditer(r"^Q: (.*?)\nA: (.*?)(?=\n\nQ: |\Z)", material, re.S | re.M):
-        question, answer = match.group(1), match.group(2)
-        paths = list(dict.fromkeys(re.findall(r"django/[\w/]+\.py", answer)))[:3]
-        if paths:
-            facts.append(f"{', '.join(paths)}: {question.strip()[:90]}")
-    merged = list(dict.fromkeys(facts))
-    while merged and sum(len(f) + 3 for f in merged) > LEDGER_CAP_CHARS:
-        merged.pop(0)  # the oldest facts go first
-    return "\n".join(f"- {f}" for f in merged) or "- (nothing durable yet)"
-
-
 # -- the scripted model ------------------------------------------------------------------------------------
 _CONTENT = re.compile(r"^### (\S+)\n```", re.M)
 _STALE = re.compile(r"^- (\S+): (?:CHANGED|DELETED)", re.M)
@@ -474,7 +450,7 @@ class ScriptedModel:
     def __call__(self, request: RecordedRequest) -> Reply:
         body = request.body
         if is_summary(body):
-            return Reply.text(ledger_text(FakeLLM.last_user_text(body)))
+            return Reply.text(scripted_ledger(FakeLLM.last_user_text(body)))
         question = current_question(body)
         step = self.by_question.get(question or "")
         if step is None:

@@ -83,9 +83,7 @@ async def ask(
 
 
 async def test_anthropic_sdk_round_trips_text_and_tool_use(fake: FakeLLM) -> None:
-    fake.script(
-        Reply.text("hello there"), Reply.tool_call("grep", {"pattern": "def main"}, call_id="toolu_1")
-    )
+    fake.script(Reply.text("hello there"), Reply.tool_call("grep", {"pattern": "def main"}, call_id="toolu_1"))
     async with anthropic_client(fake) as client:
         text = await ask(client, "say hi")
         tool = await ask(client, "find main")
@@ -103,9 +101,7 @@ async def test_anthropic_sdk_round_trips_text_and_tool_use(fake: FakeLLM) -> Non
 
     first = fake.requests[0]
     assert (first.protocol, first.path, first.stream) == ("anthropic", "/v1/messages", False)
-    assert (
-        first.headers["authorization"] == "Bearer test"
-    )  # anthropic 2.x sends the api_key as a bearer token
+    assert first.headers["authorization"] == "Bearer test"  # anthropic 2.x sends the api_key as a bearer token
     assert "anthropic-version" in first.headers
     assert first.body["messages"] == [{"role": "user", "content": "say hi"}]
     assert first.prompt_tokens == tokens("say hi")
@@ -160,9 +156,7 @@ async def test_anthropic_stream_helper_parses_scripted_tool_input(fake: FakeLLM)
     fake.script(Reply.tool_call("read_file", {"path": "src/app.py", "lines": [1, 20]}, text="Reading."))
     async with (
         anthropic_client(fake) as client,
-        client.messages.stream(
-            model=HAIKU, max_tokens=64, messages=[{"role": "user", "content": "go"}]
-        ) as stream,
+        client.messages.stream(model=HAIKU, max_tokens=64, messages=[{"role": "user", "content": "go"}]) as stream,
     ):
         final = await stream.get_final_message()
 
@@ -211,9 +205,7 @@ async def test_beta_path_accepts_system_role_messages_like_claude_code(fake: Fak
                 {"role": "user", "content": [{"type": "text", "text": "what is here?"}]},
             ],
             stream=True,
-            extra_query={
-                "beta": "true"
-            },  # the CLI posts here; anthropic 2.x's beta resource no longer adds it
+            extra_query={"beta": "true"},  # the CLI posts here; anthropic 2.x's beta resource no longer adds it
         )
         text = "".join(
             [
@@ -335,13 +327,9 @@ async def test_models_endpoint_lists_models_for_both_sdks(fake: FakeLLM) -> None
 
 
 async def test_openai_sdk_round_trips_text_and_tool_calls(fake: FakeLLM) -> None:
-    fake.script(
-        Reply.text("plain answer"), Reply.tool_calls([("grep", {"q": "x"}), ("ls", {})], text="Looking.")
-    )
+    fake.script(Reply.text("plain answer"), Reply.tool_calls([("grep", {"q": "x"}), ("ls", {})], text="Looking."))
     async with openai_client(fake) as client:
-        text = await client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
-        )
+        text = await client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
         tools = await client.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": "search"}]
         )
@@ -467,9 +455,7 @@ async def test_openai_cache_needs_1024_tokens_and_counts_in_128_token_steps() ->
             assert await cached(client, prompt(1300, "second")) == 1280
             assert await cached(client, prompt(1000, long_question)) == 0
             assert await cached(client, prompt(1000, long_question + "!")) == 0
-            assert (
-                await cached(client, prompt(1000, long_question)) == 1152
-            )  # whole prompt matches: 1202 → 1152
+            assert await cached(client, prompt(1000, long_question)) == 1152  # whole prompt matches: 1202 → 1152
 
 
 # --------------------------------------------------------------------------------------- anthropic caching
@@ -524,12 +510,8 @@ async def test_anthropic_breakpoint_more_than_20_blocks_after_written_position_m
     system_text = "s" * 400
     async with anthropic_client(fake) as client:
         await ask(client, system=cached_system(system_text))  # writes the system block (position 0)
-        far = await client.messages.create(
-            model=HAIKU, max_tokens=8, system=system_text, messages=later_turn(20)
-        )
-        near = await client.messages.create(
-            model=HAIKU, max_tokens=8, system=system_text, messages=later_turn(19)
-        )
+        far = await client.messages.create(model=HAIKU, max_tokens=8, system=system_text, messages=later_turn(20))
+        near = await client.messages.create(model=HAIKU, max_tokens=8, system=system_text, messages=later_turn(19))
 
     assert far.usage.cache_read_input_tokens == 0  # positions 20..1 checked, 0 is out of reach
     assert far.usage.cache_creation_input_tokens == fake.requests[1].prompt_tokens
@@ -573,12 +555,8 @@ async def test_top_level_cache_control_caches_the_growing_conversation(fake: Fak
         {"role": "user", "content": "more"},
     ]
     async with anthropic_client(fake) as client:
-        first = await client.messages.create(
-            model=HAIKU, max_tokens=8, messages=turn_one, cache_control=EPHEMERAL
-        )
-        second = await client.messages.create(
-            model=HAIKU, max_tokens=8, messages=turn_two, cache_control=EPHEMERAL
-        )
+        first = await client.messages.create(model=HAIKU, max_tokens=8, messages=turn_one, cache_control=EPHEMERAL)
+        second = await client.messages.create(model=HAIKU, max_tokens=8, messages=turn_two, cache_control=EPHEMERAL)
 
     assert first.usage.cache_creation_input_tokens == 100
     assert second.usage.cache_read_input_tokens == 100
@@ -600,9 +578,7 @@ async def test_max_tokens_zero_prewarms_the_cache_with_an_empty_answer(fake: Fak
 
 
 async def test_more_than_four_breakpoints_is_rejected_without_consuming_the_script(fake: FakeLLM) -> None:
-    system: list[TextBlockParam] = [
-        {"type": "text", "text": f"part {i}", "cache_control": EPHEMERAL} for i in range(5)
-    ]
+    system: list[TextBlockParam] = [{"type": "text", "text": f"part {i}", "cache_control": EPHEMERAL} for i in range(5)]
     fake.script(Reply.text("kept for later"))
     async with anthropic_client(fake) as client:
         with pytest.raises(anthropic.BadRequestError) as raised:
@@ -685,9 +661,7 @@ async def test_prompt_too_long_states_the_computed_token_counts(fake: FakeLLM) -
         with pytest.raises(anthropic.BadRequestError) as claude_error:
             await ask(claude, question)
         with pytest.raises(openai.BadRequestError) as gpt_error:
-            await gpt.chat.completions.create(
-                model="gpt-4o-mini", messages=[{"role": "user", "content": question}]
-            )
+            await gpt.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": question}])
 
     assert claude_error.value.api_message == "prompt is too long: 1000 tokens > 999 maximum"
     gpt_tokens = tokens("user\n" + question)
