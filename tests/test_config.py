@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from live_memory import constants as C
-from live_memory.config import OPTIONS, default_data_dir, load_settings, write_config_value
+from live_memory.config import default_data_dir, load_settings, write_config_value
 from live_memory.errors import ConfigError
+from live_memory.options import OPTIONS
 
 
 def write_config(data_dir: Path, values: dict[str, object]) -> None:

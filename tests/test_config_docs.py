@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from live_memory.config import OPTIONS
 from live_memory.config_docs import render
+from live_memory.options import OPTIONS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 

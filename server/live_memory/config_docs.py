@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from live_memory.config import CONFIG_FILE, OPTIONS
+from live_memory.options import CONFIG_FILE, OPTIONS
 from live_memory.providers.profiles import PROFILES
 
 HEADER = f"""# Configuration reference
@@ -24,7 +24,7 @@ The data dir itself is `LIVE_MEMORY_DATA_DIR`, else `CLAUDE_PLUGIN_DATA`, else
 `$XDG_DATA_HOME/live-memory` (`~/.local/share/live-memory`); it holds `{CONFIG_FILE}`, `workspaces/*.json`
 snapshots and `spend.json`.
 
-This file is generated from `server/live_memory/config.py` by `python -m live_memory.config_docs`.
+This file is generated from `server/live_memory/options.py` by `python -m live_memory.config_docs`.
 """
 
 

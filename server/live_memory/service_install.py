@@ -27,8 +27,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from live_memory.config import OPTIONS, default_data_dir
+from live_memory.config import default_data_dir
 from live_memory.errors import ConfigError
+from live_memory.options import OPTIONS
 from live_memory.providers.profiles import PROFILES
 
 Mode = Literal["user", "system"]
