@@ -256,3 +256,22 @@ def scripted_ledger(request_text: str) -> str:
     while merged and sum(len(f) + 3 for f in merged) > LEDGER_CAP_CHARS:
         merged.pop(0)  # the oldest facts go first
     return "\n".join(f"- {f}" for f in merged) or "- (nothing durable yet)"
+
+
+# -- request anatomy (both protocols) ------------------------------------------------------------------------
+def content_text(content: Any) -> str:
+    """The text blocks of a message's content (a string, or a list of blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def system_text(body: dict[str, Any]) -> str:
+    """The first system text of a recorded request body (Anthropic `system` or an OpenAI system message)."""
+    system = body.get("system")
+    if isinstance(system, list) and system:
+        return str(system[0].get("text", ""))
+    messages = body.get("messages") or []
+    return str(messages[0].get("content") or "") if messages and messages[0].get("role") == "system" else ""

@@ -90,7 +90,15 @@ from tests.fakes.llm_server import (
     _Prompt,
 )
 
-from bench._common import McpAsker, load_note, print_table, scripted_ledger, write_results
+from bench._common import (
+    McpAsker,
+    content_text,
+    load_note,
+    print_table,
+    scripted_ledger,
+    system_text,
+    write_results,
+)
 from bench.tools_bench import django_repo
 from live_memory.constants import COMPACTION_THRESHOLD
 from live_memory.context_window import ContextWindow
@@ -257,22 +265,6 @@ def answer_text(step: Step) -> str:
 
 
 # -- request anatomy (both protocols) ------------------------------------------------------------------
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
-
-
-def system_text(body: dict[str, Any]) -> str:
-    system = body.get("system")
-    if isinstance(system, list) and system:
-        return str(system[0].get("text", ""))
-    messages = body.get("messages") or []
-    return str(messages[0].get("content", "")) if messages and messages[0].get("role") == "system" else ""
-
-
 def is_summary(body: dict[str, Any]) -> bool:
     return system_text(body).startswith(SUMMARY_MARK)
 
@@ -286,7 +278,7 @@ def question_index(messages: Sequence[dict[str, Any]]) -> int | None:
     (what follows it is this question's tool loop; the per-question hint rides on the last message)."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
-        if message.get("role") == "user" and _text_of(message.get("content")).startswith(QUESTION_HEADING):
+        if message.get("role") == "user" and content_text(message.get("content")).startswith(QUESTION_HEADING):
             return index
     return None
 
@@ -389,7 +381,7 @@ class ScriptedModel:
             return Reply.text(scripted_ledger(FakeLLM.last_user_text(body)))
         messages = body.get("messages") or []
         at = question_index(messages)
-        text = _text_of(messages[at].get("content")) if at is not None else ""
+        text = content_text(messages[at].get("content")) if at is not None else ""
         found = re.search(r"^Q(\d+): ", text.split("\n", 1)[-1])
         if at is None or found is None:
             return Reply.text("(no question found)")
@@ -616,7 +608,7 @@ def run_naive(run: SessionRun) -> tuple[list[RecordedRequest], list[tuple[int, i
             # hint removed), then the final answer.
             last = bodies[-1]["messages"]
             turns = without_hint(last[question_index(last) or 0 :], simulation.protocol)
-            assert _text_of(turns[0]["content"]).startswith(question_block(f"Q{record.index}:")), turns[0]
+            assert content_text(turns[0]["content"]).startswith(question_block(f"Q{record.index}:")), turns[0]
             answer = run.answers.get(record.index, "(no answer)")
             if simulation.protocol == "anthropic":
                 turns.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})

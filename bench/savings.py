@@ -86,7 +86,15 @@ import openai
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
 
-from bench._common import McpAsker, load_note, print_table, scripted_ledger, write_results
+from bench._common import (
+    McpAsker,
+    content_text,
+    load_note,
+    print_table,
+    scripted_ledger,
+    system_text,
+    write_results,
+)
 from bench.tools_bench import django_repo
 from live_memory.constants import COMPACTION_FLOOR, COMPACTION_THRESHOLD, DEFAULT_MAX_ANSWER_TOKENS
 from live_memory.prompts import (
@@ -367,22 +375,6 @@ _STALE = re.compile(r"^- (\S+): (?:CHANGED|DELETED)", re.M)
 Segment = tuple[Literal["text", "read"], str]
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
-
-
-def system_text(body: dict[str, Any]) -> str:
-    system = body.get("system")
-    if isinstance(system, list) and system:
-        return str(system[0].get("text", ""))
-    messages = body.get("messages") or []
-    return str(messages[0].get("content") or "") if messages and messages[0].get("role") == "system" else ""
-
-
 def is_summary(body: dict[str, Any]) -> bool:
     return system_text(body).startswith(SUMMARY_MARK)
 
@@ -432,7 +424,9 @@ def current_question(body: dict[str, Any]) -> str | None:
         if message.get("role") != "user":
             continue
         content = message.get("content")
-        texts = [content] if isinstance(content, str) else [_text([b]) for b in content or [] if isinstance(b, dict)]
+        texts = (
+            [content] if isinstance(content, str) else [content_text([b]) for b in content or [] if isinstance(b, dict)]
+        )
         for text in texts:
             if text.startswith(heading):
                 return text[len(heading) :].split("\n\n" + HINT_HEADING, 1)[0].strip()
