@@ -47,6 +47,7 @@ from live_memory.context_window import ContextWindow
 from live_memory.directory_tree import build_directory_tree
 from live_memory.prompts import question_block
 from live_memory.providers.base import Message, TextPart
+from live_memory.snapshot import SCHEMA_VERSION, parse_snapshot, restore_window, snapshot_payload
 from live_memory.store import SnapshotStore, disk_hashes
 from live_memory.workspace import WorkspaceStats
 
@@ -122,7 +123,7 @@ def measure(repo: Path, files: list[str], budget: int, manifest_entries: int, tm
     plain = tmp / f"plain-{budget}.json"
 
     def payload() -> dict[str, Any]:
-        return {"workspace": str(repo), "window": window.to_json(), "stats": WorkspaceStats().to_json()}
+        return snapshot_payload(str(repo), window, WorkspaceStats())
 
     body = payload()
 
@@ -139,7 +140,7 @@ def measure(repo: Path, files: list[str], budget: int, manifest_entries: int, tm
     def load() -> None:
         loaded = store.load(workspace)
         assert loaded is not None
-        ContextWindow(budget_tokens=budget).load_json(loaded["window"])
+        restore_window(ContextWindow(budget_tokens=budget), loaded.window)
 
     def load_only() -> None:
         assert store.load(workspace) is not None
@@ -149,10 +150,11 @@ def measure(repo: Path, files: list[str], budget: int, manifest_entries: int, tm
 
     load_total_ms, load_only_ms, plain_load_ms = _interleaved([load, load_only, plain_load])
     paths = sorted(window.paths_to_validate())
+    parsed = parse_snapshot({"schema": SCHEMA_VERSION, **body})
 
     def revalidate() -> None:
         restored = ContextWindow(budget_tokens=budget)
-        restored.load_json(body["window"])
+        restore_window(restored, parsed.window)
         restored.revalidate(disk_hashes(repo, paths))
 
     def read_only() -> None:
@@ -160,7 +162,7 @@ def measure(repo: Path, files: list[str], budget: int, manifest_entries: int, tm
             (repo / rel).read_bytes()
 
     def load_json_only() -> None:
-        ContextWindow(budget_tokens=budget).load_json(body["window"])
+        restore_window(ContextWindow(budget_tokens=budget), parse_snapshot({"schema": SCHEMA_VERSION, **body}).window)
 
     revalidate_ms, read_ms, load_json_ms = _interleaved([revalidate, read_only, load_json_only])
     prompt_tokens_ms = _interleaved([window.prompt_tokens])[0]

@@ -8,14 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.app import default_tool_factory
-from live_memory.config import load_settings
 from live_memory.context_window import ContextWindow
 from live_memory.errors import BusyError
-from live_memory.manager import QuestionManager, Runtime
 from live_memory.providers.base import ChatRequest, ChatResponse, ToolResultPart
 from live_memory.records import ToolCall
-from live_memory.tools import TOOL_SCHEMAS
+from tests.fakes.engine import Engine, engine_for, until
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 
@@ -47,11 +44,8 @@ class GatedProvider(ScriptedProvider):
         return text_response(f"answer to {name}")
 
 
-def manager_for(tmp_path: Path, provider: GatedProvider, **options: str) -> QuestionManager:
-    env = {"HOME": str(tmp_path), "LIVE_MEMORY_API_KEY": "x", "LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD": "0"}
-    env.update({f"LIVE_MEMORY_{k.upper()}": v for k, v in options.items()})
-    settings = load_settings(env=env, data_dir=tmp_path / "data")
-    return QuestionManager(Runtime(settings, provider), tool_factory=default_tool_factory, tool_schemas=TOOL_SCHEMAS)
+def manager_for(tmp_path: Path, provider: GatedProvider, **options: str) -> Engine:
+    return engine_for(tmp_path, provider, **options)
 
 
 def repo(tmp_path: Path, name: str = "repo") -> Path:
@@ -69,7 +63,7 @@ def questions_in(window: ContextWindow) -> list[str]:
 async def test_a_linear_commit_is_adopted_even_when_it_explored_less(tmp_path: Path) -> None:
     """Regression: a compacted (smaller, less exploring) fork must never be discarded."""
     manager = manager_for(tmp_path, GatedProvider())
-    state, _ = manager.registry.get_or_create(str(repo(tmp_path)))
+    state = (await manager.service.open(str(repo(tmp_path)))).state
     state.last_commit_score = (50, 100_000)  # an earlier, heavy question
     fork_id, fork = state.fork()
     fork.history = []  # as if compaction summarized everything away
@@ -83,9 +77,9 @@ async def test_a_real_race_keeps_the_fork_that_explored_more(tmp_path: Path, fir
     manager = manager_for(tmp_path, provider)
     cwd = str(repo(tmp_path))
     provider.gate("warm up").set()
-    await manager.ask(cwd, "warm up")
-    light = asyncio.create_task(manager.ask(cwd, "read 0"))
-    heavy = asyncio.create_task(manager.ask(cwd, "read 2"))
+    await manager.answerer.ask(cwd, "warm up")
+    light = asyncio.create_task(manager.answerer.ask(cwd, "read 0"))
+    heavy = asyncio.create_task(manager.answerer.ask(cwd, "read 2"))
     await asyncio.gather(provider.arrived("read 0").wait(), provider.arrived("read 2").wait())
     second = "read 2" if first == "read 0" else "read 0"
     provider.gate(first).set()
@@ -93,7 +87,7 @@ async def test_a_real_race_keeps_the_fork_that_explored_more(tmp_path: Path, fir
     provider.gate(second).set()
     answers = await asyncio.gather(light, heavy)
     assert [a.answer for a in answers] == ["answer to read 0", "answer to read 2"]  # every caller is answered
-    state, _ = manager.registry.get_or_create(cwd)
+    state = (await manager.service.open(cwd)).state
     kept = questions_in(state.window)
     assert "read 2" in kept and "read 0" not in kept
 
@@ -103,13 +97,13 @@ async def test_serial_mode_answers_in_arrival_order(tmp_path: Path) -> None:
     manager = manager_for(tmp_path, provider, concurrency="serial")
     cwd = str(repo(tmp_path))
     tasks = []
-    for name in ("q one", "q two", "q three"):
-        tasks.append(asyncio.create_task(manager.ask(cwd, name)))
-        await asyncio.sleep(0)  # let each reach admission in order (a yield, not a wait for time)
+    state = (await manager.service.open(cwd)).state
+    for index, name in enumerate(("q one", "q two", "q three")):
+        tasks.append(asyncio.create_task(manager.answerer.ask(cwd, name)))
+        await until(lambda n=index: state.admission.running + state.admission.waiting > n)  # arrived in order
     for name in ("q three", "q two", "q one"):  # released in reverse: order must still be FIFO
         provider.gate(name).set()
     await asyncio.gather(*tasks)
-    state, _ = manager.registry.get_or_create(cwd)
     assert questions_in(state.window) == ["q one", "q two", "q three"]
 
 
@@ -117,12 +111,13 @@ async def test_a_full_workspace_answers_busy_at_once(tmp_path: Path) -> None:
     provider = GatedProvider()
     manager = manager_for(tmp_path, provider, concurrency="serial", max_waiting_queries="1")
     cwd = str(repo(tmp_path))
-    running = asyncio.create_task(manager.ask(cwd, "q running"))
+    running = asyncio.create_task(manager.answerer.ask(cwd, "q running"))
     await provider.arrived("q running").wait()
-    waiting = asyncio.create_task(manager.ask(cwd, "q waiting"))
-    await asyncio.sleep(0)
+    waiting = asyncio.create_task(manager.answerer.ask(cwd, "q waiting"))
+    state = (await manager.service.open(cwd)).state
+    await until(lambda: state.admission.waiting == 1)
     with pytest.raises(BusyError, match="busy with 1 question"):
-        await manager.ask(cwd, "q refused")
+        await manager.answerer.ask(cwd, "q refused")
     provider.gate("q running").set()
     provider.gate("q waiting").set()
     await asyncio.gather(running, waiting)
@@ -131,10 +126,10 @@ async def test_a_full_workspace_answers_busy_at_once(tmp_path: Path) -> None:
 async def test_workspaces_never_wait_on_each_other(tmp_path: Path) -> None:
     provider = GatedProvider()
     manager = manager_for(tmp_path, provider, concurrency="serial")
-    blocked = asyncio.create_task(manager.ask(str(repo(tmp_path, "a")), "q blocked"))
+    blocked = asyncio.create_task(manager.answerer.ask(str(repo(tmp_path, "a")), "q blocked"))
     await provider.arrived("q blocked").wait()
     provider.gate("q free").set()
-    result = await asyncio.wait_for(manager.ask(str(repo(tmp_path, "b")), "q free"), 10)
+    result = await asyncio.wait_for(manager.answerer.ask(str(repo(tmp_path, "b")), "q free"), 10)
     assert result.answer == "answer to q free"
     assert not blocked.done()
     provider.gate("q blocked").set()

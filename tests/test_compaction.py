@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from live_memory.admission import DistillGate
 from live_memory.agent_loop import LoopLimits, QuestionLoop
-from live_memory.compaction import CompactionReport, Compactor, DistillGate
+from live_memory.compaction import CompactionReport, Compactor
 from live_memory.constants import SUMMARY_MAX_TOKENS
 from live_memory.context_window import ContextWindow
 from live_memory.errors import OverloadedError
@@ -189,7 +190,7 @@ async def run_session(floor: float, questions: int = 30) -> list[int]:
     compactions: list[int] = []
     current = [0]
 
-    def record(report: CompactionReport) -> None:
+    async def record(report: CompactionReport) -> None:
         compactions.append(current[0])
 
     compact = Compactor(

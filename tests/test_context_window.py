@@ -7,9 +7,11 @@ import itertools
 from dataclasses import replace
 
 from live_memory.context_window import ContextWindow
-from live_memory.ledger import Ledger, LedgerFact, attribute, split_facts
+from live_memory.ledger import Ledger, attribute, split_facts
+from live_memory.prompt_layout import build_prompt
 from live_memory.prompts import MANIFEST_HEADING, OBSERVED_HEADING, STALE_LEDGER_HEADING
 from live_memory.providers.base import Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.snapshot import window_json
 
 
 def sha(text: str) -> str:
@@ -23,7 +25,7 @@ def ask(window: ContextWindow, question: str, answer: str, cites: tuple[str, ...
     """Simulate one question: sync deltas, build the prompt, store the exchange."""
     window.sync_deltas()
     question_message = Message("user", (TextPart(f"## Question\n{question}"),))
-    window.prompt_blocks([question_message], hint=HINT, first_of_question=True)
+    build_prompt(window, [question_message], hint=HINT, first_of_question=True)
     window.add_exchange(question_message, question, answer, cites)
     return question_message
 
@@ -33,7 +35,7 @@ def test_prompt_has_fixed_breakpoints_and_the_hint_last() -> None:
     window.set_directory_tree("src/\n  app.py")
     ask(window, "first?", "first answer")
     question = Message("user", (TextPart("## Question\nsecond?"),))
-    system, messages = window.prompt_blocks([question], hint=HINT)
+    system, messages = build_prompt(window, [question], hint=HINT)
     assert [p.cache for p in system] == [True, True]
     assert "src/\n  app.py" in system[0].text
     assert [p.text for p in messages[-1].parts] == ["## Question\nsecond?", HINT]  # type: ignore[union-attr]
@@ -47,9 +49,9 @@ def test_a_kept_tool_transcript_is_stored_as_sent_so_the_next_question_extends_i
     question = Message("user", (TextPart("## Question\nwhere?"),))
     tool_use = Message("assistant", (ToolUsePart("t1", "Read", {"file_path": "a.py"}),))
     tool_result = Message("user", (ToolResultPart("t1", "A = 1"),))
-    _, last_request = window.prompt_blocks([question, tool_use, tool_result], hint=HINT)
+    _, last_request = build_prompt(window, [question, tool_use, tool_result], hint=HINT)
     window.add_exchange(question, "where?", "a.py", ["a.py"], transcript=[tool_use, tool_result])
-    _, next_request = window.prompt_blocks([Message("user", (TextPart("## Question\nnext?"),))], hint=HINT)
+    _, next_request = build_prompt(window, [Message("user", (TextPart("## Question\nnext?"),))], hint=HINT)
 
     def plain(messages: tuple[Message, ...]) -> list[list[str]]:
         return [
@@ -57,7 +59,7 @@ def test_a_kept_tool_transcript_is_stored_as_sent_so_the_next_question_extends_i
         ]
 
     assert plain(next_request)[: len(last_request)] == plain(last_request)
-    assert "A = 1" not in str(window.to_json())  # tool output (file contents) is never persisted
+    assert "A = 1" not in str(window_json(window))  # tool output (file contents) is never persisted
 
 
 def test_frozen_block_stays_byte_identical_and_changes_arrive_as_deltas() -> None:
@@ -120,18 +122,6 @@ def test_observe_of_unchanged_bytes_queues_no_delta() -> None:
     assert window.sync_deltas() == 0
 
 
-def test_snapshot_json_never_holds_file_bytes_or_deltas() -> None:
-    window = ContextWindow(budget_tokens=10_000)
-    window.observe("secret_plan.md", "TOP-SECRET-CONTENT", sha("s"))
-    ask(window, "q", "a", cites=("secret_plan.md",))
-    data = window.to_json()
-    assert "TOP-SECRET-CONTENT" not in str(data)
-    restored = ContextWindow(budget_tokens=10_000)
-    restored.load_json(data)
-    assert [t.message for t in restored.history] == [t.message for t in window.history if t.kind != "observation"]
-    assert restored.files["secret_plan.md"].content is None
-
-
 def test_cold_until_content_ledger_or_history_exists() -> None:
     window = ContextWindow(budget_tokens=10_000)
     assert window.cold
@@ -158,16 +148,9 @@ def test_ledger_attributes_facts_by_path_or_basename_and_demotes_on_change() -> 
     assert "Uses Postgres" in fresh
 
 
-def test_legacy_string_ledger_still_renders() -> None:
-    ledger = Ledger.from_json("Auth lives in src/auth.")
-    assert "Auth lives in src/auth." in ledger.render()
-    assert Ledger.from_json(ledger.to_json()).render() == ledger.render()
-
-
 def test_split_facts_dedupes_and_strips_bullets() -> None:
     assert split_facts("# Ledger\n- a fact\n* a fact\n1. other fact\n\n") == ["a fact", "other fact"]
     assert attribute("see config.py", {"pkg/config.py": "h", "pkg/other.py": "g"}) == {"pkg/config.py": "h"}
-    assert LedgerFact.from_json(LedgerFact("x", {"a": "b"}, True).to_json()) == LedgerFact("x", {"a": "b"}, True)
 
 
 def test_a_burst_of_deltas_gets_a_lookback_anchor_on_the_next_question() -> None:
@@ -178,10 +161,10 @@ def test_a_burst_of_deltas_gets_a_lookback_anchor_on_the_next_question() -> None
         window.observe(f"f{index}.py", f"x = {index}\n", sha(str(index)))
         window.sync_deltas()
     question = Message("user", (TextPart("## Question\nq3"),))
-    _, messages = window.prompt_blocks([question], hint=HINT, first_of_question=True)
+    _, messages = build_prompt(window, [question], hint=HINT, first_of_question=True)
     marked = [i for i, m in enumerate(messages) if any(p.cache for p in m.parts)]
     assert marked == [2, len(messages) - 2]  # the end of q2's request (its question), and bp3
-    _, again = window.prompt_blocks([question], hint=HINT, first_of_question=False)
+    _, again = build_prompt(window, [question], hint=HINT, first_of_question=False)
     marked = [i for i, m in enumerate(again) if any(p.cache for p in m.parts)]
     assert marked == [len(again) - 2, len(again) - 1]  # later iterations: bp3 and the moving bp4
 

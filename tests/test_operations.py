@@ -17,6 +17,7 @@ import pytest
 from live_memory.keep_warm import KeepWarm
 from live_memory.providers.pricing import PriceOverrides, cost_usd, price_for
 from live_memory.records import Usage
+from live_memory.tools import TOOL_SCHEMAS
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 
@@ -166,10 +167,10 @@ async def test_keep_warm_pings_only_eligible_workspaces(fake: FakeLLM, tmp_path:
     with live_server(settings) as server:
         for root in (busy, idle, fresh):
             await ask_via_mcp(server.mcp_url, {"question": f"about {root.name}", "cwd": str(root)})
-        manager = server.app.state.manager
+        service = server.app.state.service
         now = [10_000.0]
-        warm = KeepWarm(manager, clock=lambda: now[0])
-        states = {s.root.name: s for s in manager.registry.all()}
+        warm = KeepWarm(service, TOOL_SCHEMAS, clock=lambda: now[0])
+        states = {s.root.name: s for s in service.states()}
         before = len(fake.requests)
 
         async def scenario() -> tuple[list[Any], list[Any]]:  # runs on the server's loop, like the real one

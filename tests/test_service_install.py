@@ -312,9 +312,9 @@ def test_plan_refuses_a_missing_executable(tmp_path: Path) -> None:
 
 
 def test_stop_timeout_outlasts_the_servers_graceful_shutdown() -> None:
-    """cli.py: questions get SHUTDOWN_GRACE_S (+2 s to settle), the streams SSE_DRAIN_S, then uvicorn waits up to
-    SHUTDOWN_GRACE_S + 5 s for connections before the snapshot flush; SIGKILL must not land inside that."""
-    shutdown_budget = (C.SHUTDOWN_GRACE_S + 2.0) + C.SSE_DRAIN_S + (int(C.SHUTDOWN_GRACE_S) + 5)
+    """Questions get SHUTDOWN_GRACE_S to answer while uvicorn waits up to SHUTDOWN_GRACE_S + 5 s for them, then
+    the snapshots get SHUTDOWN_FLUSH_DEADLINE_S; SIGKILL must not land inside that."""
+    shutdown_budget = (int(C.SHUTDOWN_GRACE_S) + 5) + C.SHUTDOWN_FLUSH_DEADLINE_S
     for template in UNIT_TEMPLATES.values():
         values = unit_values(template_text(template))
         assert float(values["TimeoutStopSec"][0]) > shutdown_budget + 5.0, template

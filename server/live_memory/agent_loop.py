@@ -22,6 +22,7 @@ from live_memory import constants as C
 from live_memory import prompts
 from live_memory.context_window import ContextWindow
 from live_memory.errors import PromptTooLongError, ProviderError
+from live_memory.prompt_layout import build_prompt
 from live_memory.providers.base import (
     ChatProvider,
     ChatRequest,
@@ -53,9 +54,9 @@ class ToolRunner(Protocol):
     async def run(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcomeLike: ...
 
 
-# Compaction hook: called before the prompt is built (None) and after a prompt-too-long error
-# (the provider's stated limit, 0 when it named none).
-Compactor = Callable[[ContextWindow, int | None], Awaitable[Any]]
+# Called before the prompt is built (None) and after a prompt-too-long error (the provider's stated
+# limit, 0 when it named none); `compaction.Compactor` is the implementation.
+CompactionHook = Callable[[ContextWindow, int | None], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class LoopLimits:
     answer_tokens: int
     context_tokens: int
     force_explore_when_cold: bool
+    reserve_s: float = C.FINAL_ANSWER_RESERVE_S  # kept back from the deadline for the wrap-up call
 
 
 @dataclass
@@ -94,7 +96,7 @@ class QuestionLoop:
         *,
         workspace_root: Path,
         cache_key: str | None = None,
-        compactor: Compactor | None = None,
+        compactor: CompactionHook | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.provider = provider
@@ -110,13 +112,14 @@ class QuestionLoop:
         self.reserve = 0.0
         self._timeout: asyncio.Timeout | None = None
         self.hint = ""
+        self.cut_short = False  # the deadline was brought forward by a shutdown
 
     async def answer(self, window: ContextWindow, question: str, outcome: LoopOutcome | None = None) -> LoopOutcome:
         """Run the loop on `window` (mutated: deltas synced, reads recorded, exchange appended)."""
         out = outcome or LoopOutcome(answer="", model=self.provider.info.model)
         started = self.clock()
         self.deadline = started + self.limits.timeout_s
-        self.reserve = min(C.FINAL_ANSWER_RESERVE_S, self.limits.timeout_s * 0.25)
+        self.reserve = min(self.limits.reserve_s, self.limits.timeout_s * 0.25)
         window.sync_deltas()
         if self.compactor is not None:
             await self.compactor(window, None)
@@ -153,6 +156,7 @@ class QuestionLoop:
         when = self.clock() + seconds_from_now
         if when >= self.deadline:
             return
+        self.cut_short = True
         self.deadline = when
         self.reserve = min(self.reserve, seconds_from_now * 0.5)
         if self._timeout is not None:
@@ -204,7 +208,7 @@ class QuestionLoop:
             window.record_read(path, digest[0], digest[1])
 
     def _messages(self, window: ContextWindow, transcript: list[Message]) -> ChatRequest:
-        system, messages = window.prompt_blocks(transcript, hint=self.hint, first_of_question=len(transcript) == 1)
+        system, messages = build_prompt(window, transcript, hint=self.hint, first_of_question=len(transcript) == 1)
         return ChatRequest(
             system=system,
             messages=messages,
@@ -292,10 +296,16 @@ class QuestionLoop:
                 logger.info("wrap-up call at the deadline failed: %s", exc)
         if not out.answer:
             explored = f" Files examined so far: {', '.join(out.files_read)}." if out.files_read else ""
-            out.answer = (
-                f"No complete answer within the time budget ({self.limits.timeout_s:.0f}s); "
-                f"the model did not finish in time.{explored} Ask again, or narrow the question."
-            )
+            if self.cut_short:
+                out.answer = (
+                    "No complete answer: Live Memory is shutting down and cut this question short."
+                    f"{explored} Ask again in a few seconds."
+                )
+            else:
+                out.answer = (
+                    f"No complete answer within the time budget ({self.limits.timeout_s:.0f}s); "
+                    f"the model did not finish in time.{explored} Ask again, or narrow the question."
+                )
 
 
 def _part_text(part: Part) -> str:

@@ -1,37 +1,67 @@
-"""The ASGI application: JSON routes, the MCP endpoint (mounted last), and the lifespan.
+"""The ASGI application: JSON routes, the MCP endpoint (mounted last), and the lifespan that owns
+every background task and the one shutdown sequence.
 
-The lifespan enters the MCP session manager (a mounted sub-app's own lifespan never runs) and
-closes the provider's HTTP client on shutdown.
+    create_app(settings) -> WorkspaceService (workspaces) + Answerer (questions) + routes + /mcp
+
+The lifespan enters the MCP session manager (a mounted sub-app's own lifespan never runs), runs the
+watchers, keep-warm and background jobs in one task group, and on the way out: stops admitting,
+lets running questions return their best answer, ends idle MCP streams, cancels the background
+tasks, flushes every snapshot under a deadline and closes the providers.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 from mcp.server.transport_security import TransportSecuritySettings
+from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from live_memory import __version__
+from live_memory import constants as C
+from live_memory.answerer import Answerer
 from live_memory.config import Settings
 from live_memory.constants import MCP_PATH
+from live_memory.jobs import JobRegistry
 from live_memory.keep_warm import KeepWarm
-from live_memory.manager import QuestionManager, Runtime, ToolFactory
 from live_memory.mcp_tools import build_mcp_server
 from live_memory.providers.base import ChatProvider
 from live_memory.providers.factory import build_provider
 from live_memory.routes import build_routes
+from live_memory.runtime import Runtime
 from live_memory.security import SecurityMiddleware, SecurityPolicy, check_bind
+from live_memory.service import ToolFactory, WorkspaceService
+from live_memory.shutdown import IdleStreams, StopSignal
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
+
+logger = logging.getLogger(__name__)
 
 ProviderFactory = Callable[[Settings], ChatProvider | None]
 
 
+@dataclass(frozen=True)
+class Timings:
+    """Every interval the service waits on, injectable so tests never wait on production timers."""
+
+    progress_interval_s: float = C.PROGRESS_INTERVAL_S
+    shutdown_grace_s: float = C.SHUTDOWN_GRACE_S
+    flush_deadline_s: float = C.SHUTDOWN_FLUSH_DEADLINE_S
+    idle_stream_ping_s: float = C.IDLE_STREAM_PING_S
+    stream_settle_s: float = C.STREAM_SETTLE_S
+    keep_warm_check_s: float = C.KEEP_WARM_CHECK_S
+    deadline_reserve_s: float = C.FINAL_ANSWER_RESERVE_S
+
+
 def default_tool_factory(root: Path, settings: Settings) -> Toolbox:
-    return Toolbox(root, ToolLimits(secret_globs=tuple(settings.secret_globs)))
+    return Toolbox(root, ToolLimits(secret_globs=settings.secret_globs))
 
 
 class McpTrailingSlash:
@@ -67,41 +97,79 @@ def create_app(
     settings: Settings,
     provider_factory: ProviderFactory | None = None,
     tool_factory: ToolFactory | None = None,
+    *,
+    timings: Timings = Timings(),
+    clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
+    announce: Callable[[str], None] = logger.info,
 ) -> Starlette:
-    check_bind(str(settings.host), str(settings.auth_token))
+    """`announce` receives one line once the service is ready (the command prints it, whatever the log level)."""
+    check_bind(settings.host, settings.auth_token)
+    # The SDK streams each answer as server-sent events; by default those streams are cut the moment
+    # a stop signal arrives, losing answers still being written. Ours end when their answer is sent,
+    # and the idle ones are ended by `IdleStreams` (public switch of the event-stream library).
+    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
     policy = security_policy(settings)
     factory = provider_factory or build_provider
-    provider = factory(settings)
-    manager = QuestionManager(
-        Runtime(settings, provider),
+    service = WorkspaceService(
+        Runtime(settings, factory(settings)),
         tool_factory=tool_factory or default_tool_factory,
-        tool_schemas=TOOL_SCHEMAS,
+        clock=clock,
+        wall_clock=wall_clock,
     )
-    mcp = build_mcp_server(manager)
+    answerer = Answerer(
+        service, TOOL_SCHEMAS, clock=clock, wall_clock=wall_clock, deadline_reserve_s=timings.deadline_reserve_s
+    )
+    jobs = JobRegistry(ttl_s=C.JOB_TTL_S, max_jobs=C.MAX_JOBS, clock=clock)
+    keep_warm = KeepWarm(service, TOOL_SCHEMAS, clock=clock, check_interval_s=timings.keep_warm_check_s)
+    stop = StopSignal(settle_s=timings.stream_settle_s)
+    mcp = build_mcp_server(
+        answerer,
+        jobs,
+        stop,
+        async_tools=settings.async_tools,
+        progress_interval_s=timings.progress_interval_s,
+        clock=clock,
+    )
     mcp_app = mcp.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
         transport_security=transport_security(policy),
     )
-    started_at = time.monotonic()
-    keep_warm = KeepWarm(manager)
+    stop.on_begin(service.begin_shutdown)
+    stop.on_begin(lambda: answerer.cut_deadlines(timings.shutdown_grace_s))
+    started_at = clock()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with mcp.session_manager.run():
-            keep_warm.start()
+        async with mcp.session_manager.run(), anyio.create_task_group() as tasks:
+            service.start(tasks)
+            jobs.attach(tasks)
+            tasks.start_soon(keep_warm.run, name="live-memory keep-warm")
+            announce(f"live-memory {__version__}: serving http://{settings.host}:{settings.port}{MCP_PATH}")
             try:
-                yield
+                with stop.from_signals(drain_limit_s=timings.shutdown_grace_s + C.SHUTDOWN_DRAIN_MARGIN_S):
+                    yield
             finally:
-                await keep_warm.stop()
-                await manager.aclose()  # flushes every workspace's snapshot, then closes providers
+                stop.begin()
+                await jobs.aclose()
+                tasks.cancel_scope.cancel()
+                with anyio.move_on_after(timings.flush_deadline_s, shield=True) as flush:
+                    await service.flush()
+                if flush.cancelled_caught:
+                    logger.error("snapshots not all written within %.0f s of shutdown", timings.flush_deadline_s)
+                with anyio.CancelScope(shield=True):
+                    await service.aclose()
 
     app = Starlette(
-        routes=[*build_routes(manager, started_at, factory), Mount("/", app=mcp_app)],
+        routes=[*build_routes(service, started_at, factory), Mount("/", app=mcp_app)],
         lifespan=lifespan,
     )
-    app.state.manager = manager
+    app.state.service = service
+    app.state.answerer = answerer
     app.state.keep_warm = keep_warm
+    app.state.stop = stop
     app.add_middleware(McpTrailingSlash)
+    app.add_middleware(IdleStreams, stop=stop, ping_interval_s=timings.idle_stream_ping_s)
     app.add_middleware(SecurityMiddleware, policy=policy)  # outermost: every route, /mcp included
     return app

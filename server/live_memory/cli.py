@@ -24,7 +24,7 @@ import httpx
 
 from live_memory import __version__
 from live_memory.config import Settings, load_settings, write_config_value
-from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME, SHUTDOWN_GRACE_S, SSE_DRAIN_S
+from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME, SHUTDOWN_GRACE_S
 from live_memory.errors import ConfigError
 from live_memory.logging_setup import configure_logging
 from live_memory.security import check_bind
@@ -70,37 +70,15 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def cmd_serve(settings: Settings) -> int:
+    """Bind first (a second start finds the port taken and asks who holds it), then run uvicorn.
+    Everything else about serving and stopping lives in the app's lifespan."""
     import uvicorn
-    from sse_starlette.sse import AppStatus
-
-    class ServiceServer(uvicorn.Server):
-        """A signal is a request to stop, handled gracefully: exit 0 instead of re-raising it."""
-
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            if self.should_exit and sig == signal.SIGINT:
-                self.force_exit = True
-            self.should_exit = True
-
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            # Stop admitting; running questions return best-effort answers within the grace. Only
-            # then end the SSE streams (idle client GET streams would otherwise hold shutdown open):
-            # ending them at once would cut the answers still being written.
-            manager.begin_shutdown(SHUTDOWN_GRACE_S)
-            await manager.wait_quiet(SHUTDOWN_GRACE_S + 2.0)
-            await asyncio.sleep(SSE_DRAIN_S)  # let the last answer frames reach their sockets
-            AppStatus.should_exit = True
-            await super().shutdown(sockets)
-
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if self.started:  # announced only once signals are handled and the app is ready
-                print(f"live-memory {__version__}: serving {base_url(settings)}{MCP_PATH}", file=sys.stderr, flush=True)
 
     from live_memory.app import create_app
 
-    check_bind(str(settings.host), str(settings.auth_token))
+    check_bind(settings.host, settings.auth_token)
     try:
-        sock = bind_socket(str(settings.host), int(settings.port))
+        sock = bind_socket(settings.host, settings.port)
     except OSError as exc:
         if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
             print(f"live-memory: cannot bind {settings.host}:{settings.port}: {exc}", file=sys.stderr)
@@ -118,15 +96,22 @@ def cmd_serve(settings: Settings) -> int:
             file=sys.stderr,
         )
         return 1
-    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]  # we end the streams after the answers
-    app = create_app(settings)
-    manager = app.state.manager
+    # A stop signal is a request to stop, handled gracefully: uvicorn re-raises it once it is done,
+    # and the process then exits 0 instead of dying of the signal.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _exit_quietly)
     config = uvicorn.Config(
-        app, log_level=str(settings.log_level), lifespan="on", timeout_graceful_shutdown=int(SHUTDOWN_GRACE_S) + 5
+        create_app(settings, announce=lambda line: print(line, file=sys.stderr, flush=True)),
+        log_level=settings.log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=int(SHUTDOWN_GRACE_S) + 5,
     )
-    server = ServiceServer(config)
-    asyncio.run(server.serve(sockets=[sock]))
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def _exit_quietly(sig: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 async def _ask(

@@ -18,10 +18,10 @@ Then the window re-freezes (the only time its frozen block changes).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
+from live_memory.admission import DistillGate
 from live_memory.constants import COMPACTION_KEEP_RECENT_PAIRS
 from live_memory.context_window import ContextWindow, FileContext, Turn, file_block, message_text
 from live_memory.errors import ProviderError
@@ -29,34 +29,6 @@ from live_memory.records import Usage
 from live_memory.summarizer import Summarizer
 
 logger = logging.getLogger(__name__)
-
-
-class DistillGate:
-    """Per-workspace summarizer reservation shared by every fork of that workspace.
-
-    The reservation is taken before the summarizer is awaited, so racing forks see it and shed.
-    """
-
-    def __init__(self, min_interval_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.min_interval_s = min_interval_s
-        self.clock = clock
-        self.busy = False
-        self.last_started: float | None = None
-        self.qa_failed_at: float | None = None
-
-    def try_reserve(self) -> bool:
-        now = self.clock()
-        if self.busy or (self.last_started is not None and now - self.last_started < self.min_interval_s):
-            return False
-        self.busy = True
-        self.last_started = now
-        return True
-
-    def release(self) -> None:
-        self.busy = False
-
-    def qa_retry_allowed(self) -> bool:
-        return self.qa_failed_at is None or self.clock() - self.qa_failed_at >= self.min_interval_s
 
 
 @dataclass
@@ -84,7 +56,7 @@ class Compactor:
         floor: float,
         keep_recent_pairs: int = COMPACTION_KEEP_RECENT_PAIRS,
         rebuild_tree: Callable[[], Awaitable[str]] | None = None,
-        on_report: Callable[[CompactionReport], None] | None = None,
+        on_report: Callable[[CompactionReport], Awaitable[None]] | None = None,
         distill_allowed: Callable[[], bool] = lambda: True,
     ) -> None:
         self.summarizer = summarizer
@@ -127,7 +99,7 @@ class Compactor:
             report.summarized_pairs,
         )
         if self.on_report is not None:
-            self.on_report(report)
+            await self.on_report(report)
         return report
 
     # --- tier 0 --------------------------------------------------------------------------------

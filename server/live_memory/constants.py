@@ -17,8 +17,16 @@ PROJECT_HEADER = "x-live-memory-project"
 HEALTH_PROBE_TIMEOUT_S = 2.0
 # Grace period on SIGTERM for running questions before they return best-effort answers.
 SHUTDOWN_GRACE_S = 10.0
-# After the last answer is handed to the transport, this long for its frames to be written.
-SSE_DRAIN_S = 0.5
+# After the requests are done, at most this long to write every workspace's snapshot.
+SHUTDOWN_FLUSH_DEADLINE_S = 20.0
+# Keep-alive comment on an idle MCP event stream (the SDK's own interval).
+IDLE_STREAM_PING_S = 15.0
+# Beyond the grace period, how long a stop waits for the last answers to be delivered before the
+# server stops listening regardless.
+SHUTDOWN_DRAIN_MARGIN_S = 5.0
+# At shutdown, after the last answer is handed to the transport: time for its frames to be written
+# before idle event streams end (their clients reconnect at once, which would fail the answer).
+STREAM_SETTLE_S = 0.3
 
 # --- questions ---------------------------------------------------------------------------------
 # Soft per-question deadline: at this point the loop stops and returns its best answer so far.
@@ -60,8 +68,6 @@ OAUTH_EXPIRY_MARGIN_S = 60.0
 
 # --- context window ----------------------------------------------------------------------------
 CHARS_PER_TOKEN = 4.0
-# Used when neither the profile nor LIVE_MEMORY_MAX_CONTEXT_TOKENS names a context size.
-DEFAULT_CONTEXT_TOKENS = 200_000
 COMPACTION_THRESHOLD = 0.85
 COMPACTION_FLOOR = 0.60
 DISTILL_MIN_INTERVAL_S = 60.0
@@ -84,8 +90,6 @@ LOOKBACK_ANCHOR_BLOCKS = 16
 # even small transcripts (2%) made compaction 1.5x as frequent and each question ~11% dearer, while the
 # answers already carry what the tools found. Larger shares trade more compactions for fewer re-reads.
 TRANSCRIPT_KEEP_SHARE = 0.0
-# Share of the hard context a question's in-flight tool output may occupy before older results shrink.
-INFLIGHT_TOOL_SHARE = 0.5
 
 # --- files and ingestion -----------------------------------------------------------------------
 PASSIVE_INGESTION = True

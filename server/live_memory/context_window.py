@@ -1,11 +1,11 @@
-"""One workspace's growing conversation ("window B") and the exact prompt it produces.
+"""One workspace's growing conversation ("window B"): what it knows of files, its ledger, its history,
+and the frozen block. `prompt_layout.py` turns it into a request; `snapshot.py` stores it.
 
-Prompt layout (cache breakpoints at fixed positions, see DESIGN §KV-cache):
+What it holds, in prompt order:
 
-    system[0]  system prompt + directory tree          bp1  (stable; survives compaction)
-    system[1]  frozen volatile block                   bp2  (ledger + held file content + manifest)
-    messages   Q&A turns + observation deltas          bp3  (append-only between compactions)
-    last user  question + per-question hint                 (volatile, never cached, never stored)
+    stable_prefix    system prompt + directory tree   (stable; survives compaction)
+    frozen_volatile  ledger + held file content + manifest (byte-identical between compactions)
+    history          Q&A turns + observation deltas    (append-only between compactions)
 
 Invariants this module owns:
 - Between compactions `stable_prefix` and `frozen_volatile` never change, and history only grows;
@@ -20,14 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Literal
 
-from live_memory.constants import (
-    CHARS_PER_TOKEN,
-    COMPACTION_THRESHOLD,
-    LOOKBACK_ANCHOR_BLOCKS,
-    TRANSCRIPT_KEEP_SHARE,
-)
+from live_memory.constants import CHARS_PER_TOKEN, COMPACTION_THRESHOLD, TRANSCRIPT_KEEP_SHARE
 from live_memory.ledger import Ledger
 from live_memory.prompts import (
     DIRECTORY_TREE_HEADING,
@@ -37,7 +32,7 @@ from live_memory.prompts import (
     PRELOADED_HEADING,
     SYSTEM_PROMPT,
 )
-from live_memory.providers.base import Message, Part, TextPart, ToolResultPart, ToolUsePart
+from live_memory.providers.base import Message, TextPart, ToolResultPart
 from live_memory.records import estimate_tokens
 
 FileState = Literal["current", "changed", "deleted"]
@@ -318,38 +313,6 @@ class ContextWindow:
         has_content = any(f.content is not None for f in self.files.values())
         return not has_content and self.ledger.empty and self.qa_count() == 0
 
-    # --- the prompt ----------------------------------------------------------------------------
-    def prompt_blocks(
-        self, tail: Sequence[Message], *, hint: str = "", first_of_question: bool = False, mark_tail: bool = True
-    ) -> tuple[tuple[TextPart, ...], tuple[Message, ...]]:
-        """System parts and messages for the next request, breakpoints marked.
-
-        `tail` is the current question's transcript (the question, then tool turns); `hint` (the
-        per-question budgets) is appended as the last block, so it is never cached and never stored.
-        bp1/bp2 sit on the two system parts, bp3 on the last history block, bp4 on the tail's last
-        block (moving with the tool loop, so each iteration, and the next question, read it back).
-        On a question's first request, if many history blocks were added since the last cached
-        request (a provider looks back only ~20 blocks), bp4's slot marks that older position instead.
-        """
-        if self.frozen_volatile is None:
-            self.freeze()
-        assert self.frozen_volatile is not None
-        system = (TextPart(self.stable_prefix, cache=True), TextPart(self.frozen_volatile, cache=True))
-        messages = [t.message for t in self.history]
-        if messages:
-            messages[-1] = with_breakpoint(messages[-1])
-        anchor = self.sent_history_len
-        anchored = first_of_question and 0 < anchor < len(messages) - LOOKBACK_ANCHOR_BLOCKS
-        if anchored:
-            messages[anchor - 1] = with_breakpoint(messages[anchor - 1])
-        rest = list(tail)
-        if rest:
-            last = with_breakpoint(rest[-1]) if mark_tail and not anchored else rest[-1]
-            if hint:
-                last = Message(last.role, (*last.parts, TextPart(hint)))
-            rest[-1] = last
-        return system, (*messages, *rest)
-
     # --- persistence ---------------------------------------------------------------------------
     def paths_to_validate(self) -> set[str]:
         return set(self.files) | {p for f in self.ledger.facts for p in f.sources}
@@ -368,67 +331,6 @@ class ContextWindow:
         demoted = self.ledger.revalidate(hashes)
         return {"dropped": dropped, "changed": changed, "demoted": demoted}
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "calibration": self.calibration,
-            "version": self.version,
-            "ledger": self.ledger.to_json(),
-            "files": [
-                {
-                    "path": f.path,
-                    "sha256": f.sha256,
-                    "size": f.size,
-                    "state": f.state,
-                    "last_used": f.last_used,
-                }
-                for f in self.files.values()
-            ],
-            "history": [
-                {
-                    "kind": t.kind,
-                    "message": message_to_json(t.message),
-                    "question": t.question,
-                    "cites": list(t.cites),
-                }
-                for t in self.history
-                if t.kind in ("question", "answer")  # tool turns hold file contents: never persisted
-            ],
-        }
-
-    def load_json(self, data: Mapping[str, Any]) -> None:
-        self.calibration = float(data.get("calibration", 1.0))
-        self.version = int(data.get("version", 0))
-        self.ledger = Ledger.from_json(data.get("ledger"))
-        self.files = {}
-        for raw in data.get("files", []):
-            state = raw.get("state", "current")
-            self.files[raw["path"]] = FileContext(
-                path=raw["path"],
-                sha256=raw["sha256"],
-                size=int(raw.get("size", 0)),
-                state=state if state in ("current", "changed", "deleted") else "changed",
-                last_used=int(raw.get("last_used", 0)),
-            )
-        self.tick = max((f.last_used for f in self.files.values()), default=0)
-        self.history = [
-            Turn(
-                raw["kind"],
-                message_from_json(raw["message"]),
-                raw.get("question", ""),
-                tuple(raw.get("cites", [])),
-            )
-            for raw in data.get("history", [])
-            if raw.get("kind") in ("question", "answer")
-        ]
-        self.frozen_volatile = None
-
-
-def with_breakpoint(message: Message) -> Message:
-    """A copy of `message` whose last part ends a cacheable prefix."""
-    if not message.parts:
-        return message
-    return replace(message, parts=(*message.parts[:-1], replace(message.parts[-1], cache=True)))
-
 
 def file_block(f: FileContext) -> str:
     return f"### {f.path}\n```\n{f.content}\n```"
@@ -444,37 +346,3 @@ def message_text(message: Message) -> str:
         else:
             chunks.append(part.name + str(dict(part.input)))
     return "".join(chunks)
-
-
-def message_to_json(message: Message) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            parts.append({"type": "text", "text": part.text})
-        elif isinstance(part, ToolUsePart):
-            parts.append({"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.input)})
-        else:
-            parts.append(
-                {
-                    "type": "tool_result",
-                    "tool_use_id": part.tool_use_id,
-                    "content": part.content,
-                    "is_error": part.is_error,
-                }
-            )
-    return {"role": message.role, "parts": parts}
-
-
-def message_from_json(raw: Mapping[str, Any]) -> Message:
-    parts: list[Part] = []
-    for p in raw.get("parts", []):
-        if p["type"] == "text":
-            parts.append(TextPart(str(p["text"])))
-        elif p["type"] == "tool_use":
-            parts.append(ToolUsePart(str(p["id"]), str(p["name"]), dict(p.get("input", {}))))
-        elif p["type"] == "tool_result":
-            parts.append(ToolResultPart(str(p["tool_use_id"]), str(p["content"]), bool(p.get("is_error", False))))
-    role = raw.get("role")
-    if role not in ("user", "assistant"):
-        raise ValueError(f"bad message role {role!r}")
-    return Message(role, tuple(parts))

@@ -22,35 +22,15 @@ import fnmatch
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
+from live_memory.config import Settings
+from live_memory.constants import ECHO_GRACE_S
 from live_memory.errors import JailRefusal
+from live_memory.records import EventKind, FileEvent, IngestResult
 from live_memory.tools.jail import Jail
 from live_memory.workspace import WorkspaceState
-
-EventKind = Literal["read", "write", "change", "add", "unlink"]
-MAX_REASONS = 50
-
-
-@dataclass(frozen=True)
-class FileEvent:
-    path: str
-    kind: EventKind
-    content: str | None = None
-
-
-@dataclass
-class IngestResult:
-    accepted: int = 0
-    ignored: int = 0
-    reasons: list[str] = field(default_factory=list)
-
-    def ignore(self, path: str, reason: str) -> None:
-        self.ignored += 1
-        if len(self.reasons) < MAX_REASONS:
-            self.reasons.append(f"{path}: {reason}")
 
 
 @dataclass(frozen=True)
@@ -60,6 +40,16 @@ class IngestPolicy:
     file_globs: tuple[str, ...]
     secret_globs: tuple[str, ...]
     echo_grace_s: float
+
+    @classmethod
+    def of(cls, settings: Settings) -> IngestPolicy:
+        return cls(
+            passive_ingestion=settings.passive_ingestion,
+            max_file_bytes=settings.passive_max_file_bytes,
+            file_globs=settings.file_globs,
+            secret_globs=settings.secret_globs,
+            echo_grace_s=ECHO_GRACE_S,
+        )
 
 
 @dataclass(frozen=True)

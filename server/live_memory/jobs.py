@@ -8,62 +8,77 @@ task and returns a job id; `ask_live_memory_result` returns the answer once (the
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+import anyio
+import anyio.abc
+
 from live_memory.errors import BusyError, InputError, LiveMemoryError
+
+logger = logging.getLogger(__name__)
 
 RUNNING = "[running]"
 
 
 @dataclass
 class Job:
-    task: asyncio.Task[str]
     created_at: float
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     finished_at: float | None = None
     outcome: str | None = None
     failed: bool = False
-    done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class JobRegistry:
+    """Jobs run in the task group given to `attach()` (the lifespan owns it); before that they are
+    held here. Failures are logged and handed to the caller as the job's error text."""
+
     def __init__(self, *, ttl_s: float, max_jobs: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s = ttl_s
         self.max_jobs = max_jobs
         self.clock = clock
         self._jobs: dict[str, Job] = {}
+        self._group: anyio.abc.TaskGroup | None = None
+        self._held: set[asyncio.Task[None]] = set()
 
     def __len__(self) -> int:
         return len(self._jobs)
+
+    def attach(self, group: anyio.abc.TaskGroup) -> None:
+        self._group = group
 
     def submit(self, work: Callable[[], Awaitable[str]]) -> str:
         self.sweep()
         if len(self._jobs) >= self.max_jobs:
             raise BusyError(f"too many pending jobs ({self.max_jobs}); collect results or retry later", 5.0)
         job_id = "job_" + secrets.token_urlsafe(12)
-
-        async def run() -> str:
-            return await work()
-
-        task = asyncio.create_task(run(), name=f"live-memory {job_id}")
-        job = Job(task=task, created_at=self.clock())
+        job = Job(created_at=self.clock())
         self._jobs[job_id] = job
-        task.add_done_callback(lambda t: self._finish(job, t))
+        if self._group is not None:
+            self._group.start_soon(self._run, job_id, job, work, name=f"live-memory {job_id}")
+        else:
+            task = asyncio.get_running_loop().create_task(self._run(job_id, job, work), name=f"live-memory {job_id}")
+            self._held.add(task)
+            task.add_done_callback(self._held.discard)
         return job_id
 
-    def _finish(self, job: Job, task: asyncio.Task[str]) -> None:
-        job.finished_at = self.clock()
-        if task.cancelled():
-            job.outcome, job.failed = "the question was cancelled (server shutting down)", True
-        elif isinstance(task.exception(), LiveMemoryError):
-            job.outcome, job.failed = str(task.exception()), True
-        elif task.exception() is not None:
+    async def _run(self, job_id: str, job: Job, work: Callable[[], Awaitable[str]]) -> None:
+        try:
+            with job.scope:
+                job.outcome = await work()
+        except LiveMemoryError as exc:
+            job.outcome, job.failed = str(exc), True
+        except Exception:
+            logger.exception("background question %s failed", job_id)
             job.outcome, job.failed = "Live Memory hit an internal error answering this question", True
-        else:
-            job.outcome = task.result()
-        job.done.set()
+        finally:
+            if job.outcome is None:  # cancelled (shutdown)
+                job.outcome, job.failed = "the question was cancelled (server shutting down)", True
+            job.finished_at = self.clock()
 
     def result(self, job_id: str) -> tuple[str, bool]:
         """(text, is_error); a finished job is handed out once and then forgotten."""
@@ -73,9 +88,10 @@ class JobRegistry:
             raise InputError(
                 f"unknown job id {job_id!r} (results are collected once and expire after {self.ttl_s:.0f} s)"
             )
-        if job.outcome is None:
+        if job.finished_at is None:
             return RUNNING, False
         del self._jobs[job_id]
+        assert job.outcome is not None
         return job.outcome, job.failed
 
     def sweep(self) -> int:
@@ -87,6 +103,6 @@ class JobRegistry:
 
     async def aclose(self) -> None:
         for job in self._jobs.values():
-            job.task.cancel()
-        await asyncio.gather(*(j.task for j in self._jobs.values()), return_exceptions=True)
-        self._jobs.clear()
+            job.scope.cancel()
+        if self._held:
+            await asyncio.gather(*self._held, return_exceptions=True)

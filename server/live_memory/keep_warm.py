@@ -1,7 +1,7 @@
 """Keep-warm (opt-in): re-read each recently active workspace's cached prefix before the provider's
 cache expires, so the next question does not pay full price for it.
 
-A ping is built by the same `prompt_blocks()` path as a question (same tools, system and history
+A ping is built by the same `build_prompt()` path as a question (same tools, system and history
 bytes, so it warms exactly the prefix questions use) with a throwaway trailing turn, and
 `max_tokens=0` where the provider supports pre-warming (Anthropic), else 1. Eligibility: keep-warm
 on, background calls allowed (kill switch, spend cap), a non-empty window, no question running,
@@ -12,15 +12,18 @@ Pings count as background spend.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio
 
 from live_memory.constants import KEEP_WARM_CHECK_S
-from live_memory.manager import QuestionManager
+from live_memory.prompt_layout import build_prompt
 from live_memory.providers.base import ChatRequest, Message, TextPart
+from live_memory.service import WorkspaceService
+from live_memory.spend import caps_of
 from live_memory.workspace import WorkspaceState
 
 logger = logging.getLogger(__name__)
@@ -29,34 +32,43 @@ PING = "(keep-warm ping: no answer needed)"
 
 
 class KeepWarm:
-    def __init__(self, manager: QuestionManager, clock: Callable[[], float] = time.monotonic) -> None:
-        self.manager = manager
+    def __init__(
+        self,
+        service: WorkspaceService,
+        tool_schemas: Sequence[Mapping[str, Any]],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        check_interval_s: float = KEEP_WARM_CHECK_S,
+    ) -> None:
+        self.service = service
+        self.tool_schemas = tuple(tool_schemas)
         self.clock = clock
+        self.check_interval_s = check_interval_s
         self.pings = 0
-        self._task: asyncio.Task[None] | None = None
 
     def interval_s(self) -> float:
-        settings = self.manager.settings
-        configured = float(settings.keep_warm_interval_s)
+        settings = self.service.settings
+        configured = settings.keep_warm_interval_s
         return configured if configured > 0 else settings.profile.keep_warm_interval_s
 
     def eligible(self, state: WorkspaceState) -> bool:
-        settings = self.manager.settings
-        if not settings.keep_warm or self.manager.runtime.provider is None or not state.loaded:
+        runtime = self.service.runtime
+        settings = runtime.settings
+        if not settings.keep_warm or runtime.provider is None or not state.loaded:
             return False
-        if not self.manager.background_allowed(state) or state.window.qa_count() == 0:
+        background_ok = settings.background and self.service.spend.background_allowed(state.id, caps_of(runtime))
+        if not background_ok or state.window.qa_count() == 0:
             return False
-        if state.in_flight or state.admission.running or state.last_prompt_at is None:
+        if state.busy or state.last_prompt_at is None:
             return False
         idle = self.clock() - state.last_prompt_at
-        interval = self.interval_s()
         last_question_idle = self.clock() - state.last_used
-        return interval <= idle and last_question_idle <= float(settings.keep_warm_max_idle_s)
+        return self.interval_s() <= idle and last_question_idle <= settings.keep_warm_max_idle_s
 
     async def tick(self) -> list[WorkspaceState]:
         """One pass over the workspaces; returns the ones pinged."""
         pinged = []
-        for state in self.manager.registry.all():
+        for state in self.service.states():
             if self.eligible(state):
                 try:
                     await self.ping(state)
@@ -68,39 +80,25 @@ class KeepWarm:
         return pinged
 
     async def ping(self, state: WorkspaceState) -> None:
-        runtime = self.manager.runtime
+        runtime = self.service.runtime
         provider = runtime.provider
         assert provider is not None
         # No breakpoint on the throwaway ping itself: only the shared prefix is worth writing.
-        system, messages = state.window.prompt_blocks([Message("user", (TextPart(PING),))], mark_tail=False)
+        system, messages = build_prompt(state.window, [Message("user", (TextPart(PING),))], mark_tail=False)
         request = ChatRequest(
             system=system,
             messages=messages,
-            max_tokens=0 if provider.info.protocol == "anthropic" else 1,
-            tools=self.manager.tool_schemas,
+            max_tokens=0 if provider.info.prewarm_with_zero_tokens else 1,
+            tools=self.tool_schemas,
             cache_key=state.id,
         )
         response = await provider.chat(request)
         state.last_prompt_at = self.clock()
-        stats = state.stats
-        stats.background_usage = stats.background_usage + response.usage
-        spent = self.manager.cost(response.model, response.usage, provider) or 0.0
-        stats.background_cost_usd += spent
-        self.manager.spend.record(state.id, spent, background=True)
+        await self.service.spend.charge(state, runtime, response.model, response.usage, background=True)
         self.pings += 1
 
     async def run(self) -> None:
+        """Runs until cancelled (the lifespan's task group owns it)."""
         while True:
-            await asyncio.sleep(KEEP_WARM_CHECK_S)
+            await anyio.sleep(self.check_interval_s)
             await self.tick()
-
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self.run(), name="live-memory keep-warm")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None

@@ -28,15 +28,6 @@ class LedgerFact:
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "sources": dict(self.sources), "stale": self.stale}
 
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> LedgerFact:
-        sources = raw.get("sources") or {}
-        return cls(
-            text=str(raw["text"]),
-            sources={str(k): str(v) for k, v in dict(sources).items()},
-            stale=bool(raw.get("stale", False)),
-        )
-
 
 def split_facts(summary: str) -> list[str]:
     """One fact per non-empty line, bullets and headings stripped, duplicates dropped."""
@@ -139,17 +130,6 @@ class Ledger:
         if stale:
             parts += ["", STALE_LEDGER_HEADING, "\n".join(stale)]
         return "\n".join(parts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"facts": [f.to_json() for f in self.facts], "legacy_text": self.legacy_text}
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any] | str | None) -> Ledger:
-        if raw is None:
-            return cls()
-        if isinstance(raw, str):  # legacy snapshots stored the ledger as one string
-            return cls(legacy_text=raw)
-        return cls([LedgerFact.from_json(f) for f in raw.get("facts", [])], str(raw.get("legacy_text", "")))
 
 
 def _all_sources(facts: Iterable[LedgerFact]) -> set[tuple[str, str]]:

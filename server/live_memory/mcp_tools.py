@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -18,9 +19,11 @@ from mcp_types import ToolAnnotations
 from live_memory import __version__
 from live_memory import constants as C
 from live_memory.agent_loop import LoopOutcome
+from live_memory.answerer import Answerer, validate_question
 from live_memory.errors import LiveMemoryError
-from live_memory.manager import QuestionManager, validate_question
+from live_memory.jobs import JobRegistry
 from live_memory.records import QuestionResult
+from live_memory.shutdown import StopSignal
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +63,15 @@ def _cwd_from(ctx: Context, cwd: str) -> str:
     raise ToolError("cwd is required: pass the absolute path of your repository root (e.g. the project directory)")
 
 
-def build_mcp_server(manager: QuestionManager) -> MCPServer:
+def build_mcp_server(
+    answerer: Answerer,
+    jobs: JobRegistry,
+    stop: StopSignal,
+    *,
+    async_tools: bool,
+    progress_interval_s: float = C.PROGRESS_INTERVAL_S,
+    clock: Callable[[], float] = time.monotonic,
+) -> MCPServer:
     mcp = MCPServer(
         name=C.SERVER_NAME,
         version=__version__,
@@ -75,31 +86,27 @@ def build_mcp_server(manager: QuestionManager) -> MCPServer:
     async def ask_live_memory(question: str, ctx: Context, cwd: str = "", max_answer_tokens: int = 0) -> str:
         workspace_cwd = _cwd_from(ctx, cwd)
         outcome = LoopOutcome(answer="")
-        started = time.monotonic()
-        budget = float(manager.settings.default_timeout_s)
+        started = clock()
+        budget = answerer.service.settings.default_timeout_s
 
         async def heartbeat() -> None:
             while True:
-                await anyio.sleep(C.PROGRESS_INTERVAL_S)
-                elapsed = round(time.monotonic() - started, 1)
-                await ctx.report_progress(elapsed, budget, outcome.status)
+                await anyio.sleep(progress_interval_s)
+                await ctx.report_progress(round(clock() - started, 1), budget, outcome.status)
 
         # Failures are caught inside the task group so they are not wrapped in an ExceptionGroup;
         # cancellation (the client hung up) still propagates.
         result: QuestionResult | None = None
         failure: Exception | None = None
-        manager.call_started()
-        try:
+        with stop.call():
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(heartbeat)
                 try:
-                    result = await manager.ask(workspace_cwd, question, max_answer_tokens, outcome)
+                    result = await answerer.ask(workspace_cwd, question, max_answer_tokens, outcome)
                 except Exception as exc:
                     failure = exc
                 finally:
                     tasks.cancel_scope.cancel()
-        finally:
-            manager.call_finished()
         if isinstance(failure, LiveMemoryError):
             raise ToolError(str(failure))
         if failure is not None or result is None:
@@ -107,30 +114,30 @@ def build_mcp_server(manager: QuestionManager) -> MCPServer:
             raise ToolError("Live Memory hit an internal error answering this question; see the server log.")
         return result.render()
 
-    if manager.settings.async_tools:
-        register_async_tools(mcp, manager)
+    if async_tools:
+        register_async_tools(mcp, answerer, jobs)
     return mcp
 
 
-def register_async_tools(mcp: MCPServer, manager: QuestionManager) -> None:
+def register_async_tools(mcp: MCPServer, answerer: Answerer, jobs: JobRegistry) -> None:
     @mcp.tool(structured_output=False, description=SUBMIT_DESCRIPTION)
     async def ask_live_memory_submit(question: str, ctx: Context, cwd: str = "", max_answer_tokens: int = 0) -> str:
         workspace_cwd = _cwd_from(ctx, cwd)
 
         async def work() -> str:
-            return (await manager.ask(workspace_cwd, question, max_answer_tokens)).render()
+            return (await answerer.ask(workspace_cwd, question, max_answer_tokens)).render()
 
         try:
             validate_question(question)
-            manager.registry.locate(workspace_cwd)
-            return manager.jobs.submit(work)
+            await answerer.service.locate(workspace_cwd)
+            return jobs.submit(work)
         except LiveMemoryError as exc:
             raise ToolError(str(exc)) from None
 
     @mcp.tool(structured_output=False, description=RESULT_DESCRIPTION)
     async def ask_live_memory_result(job_id: str) -> str:
         try:
-            text, failed = manager.jobs.result(job_id)
+            text, failed = jobs.result(job_id)
         except LiveMemoryError as exc:
             raise ToolError(str(exc)) from None
         if failed:

@@ -9,17 +9,17 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from live_memory.manager import QuestionManager
+from live_memory.service import WorkspaceService
 from live_memory.stats import server_stats, workspace_stats
 
 
 class LiveMemoryCollector(Collector):
-    def __init__(self, manager: QuestionManager, started_at: float) -> None:
-        self.manager = manager
+    def __init__(self, service: WorkspaceService, started_at: float) -> None:
+        self.service = service
         self.started_at = started_at
 
     def collect(self) -> Iterator[Metric]:
-        server = server_stats(self.manager, self.started_at)
+        server = server_stats(self.service, self.started_at)
         yield _gauge("live_memory_uptime_seconds", "Seconds since the server started.", server["uptime_s"])
         yield _gauge("live_memory_workspaces_loaded", "Workspaces held in memory.", server["workspaces_loaded"])
         yield _gauge("live_memory_in_flight", "Questions being answered.", server["in_flight"])
@@ -28,7 +28,7 @@ class LiveMemoryCollector(Collector):
         spend.add_metric(["foreground"], server["cost_usd"]["foreground"])
         spend.add_metric(["background"], server["cost_usd"]["background"])
         yield spend
-        rows = [workspace_stats(s) for s in self.manager.registry.all()]
+        rows = [workspace_stats(s) for s in self.service.states()]
         yield _per_workspace(
             "live_memory_context_fill_ratio", "Context window fill (used / budget).", rows, lambda r: r["fill"]["ratio"]
         )
@@ -77,7 +77,7 @@ def _per_workspace(name: str, doc: str, rows: list[dict[str, Any]], pick: Any, *
     return family
 
 
-def render_metrics(manager: QuestionManager, started_at: float) -> bytes:
+def render_metrics(service: WorkspaceService, started_at: float) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(LiveMemoryCollector(manager, started_at))
+    registry.register(LiveMemoryCollector(service, started_at))
     return generate_latest(registry)

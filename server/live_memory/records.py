@@ -8,9 +8,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from live_memory.constants import CHARS_PER_TOKEN
+
+EventKind = Literal["read", "write", "change", "add", "unlink"]
+MAX_IGNORE_REASONS = 50
 
 
 def estimate_tokens(text: str, chars_per_token: float = CHARS_PER_TOKEN) -> int:
@@ -87,3 +90,26 @@ class QuestionResult:
 
     def render(self) -> str:
         return f"{self.answer.rstrip()}\n\n{self.trailer()}"
+
+
+@dataclass(frozen=True)
+class FileEvent:
+    """One file event from a hook tee, the OS watcher or a test: `path` absolute or workspace-relative."""
+
+    path: str
+    kind: EventKind
+    content: str | None = None
+
+
+@dataclass
+class IngestResult:
+    """What /notify reports back: accepted and ignored events, with the first reasons for ignoring."""
+
+    accepted: int = 0
+    ignored: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+    def ignore(self, path: str, reason: str) -> None:
+        self.ignored += 1
+        if len(self.reasons) < MAX_IGNORE_REASONS:
+            self.reasons.append(f"{path}: {reason}")

@@ -1,4 +1,4 @@
-"""Plain routes beside /mcp. Thin handlers: validate, call the manager, answer JSON (or text/HTML).
+"""Plain routes beside /mcp. Thin handlers: validate, call the workspace service, answer JSON (or text/HTML).
 
 Errors are `{"error": ..., "detail": ...}` with a 4xx status; no traceback reaches a client.
 """
@@ -28,10 +28,11 @@ from live_memory.http_bodies import (
     error,
     read_json,
 )
-from live_memory.ingest import FileEvent
-from live_memory.manager import QuestionManager, Runtime
 from live_memory.metrics import render_metrics
 from live_memory.providers.base import ChatProvider
+from live_memory.records import FileEvent
+from live_memory.runtime import Runtime
+from live_memory.service import WorkspaceService
 from live_memory.stats import server_stats, workspace_stats
 from live_memory.status_page import render_status_page
 from live_memory.workspace import WorkspaceState
@@ -39,7 +40,7 @@ from live_memory.workspace import WorkspaceState
 ProviderFactory = Callable[..., ChatProvider | None]
 
 
-def build_routes(manager: QuestionManager, started_at: float, provider_factory: ProviderFactory) -> list[Route]:
+def build_routes(service: WorkspaceService, started_at: float, provider_factory: ProviderFactory) -> list[Route]:
     async def health(request: Request) -> JSONResponse:
         return JSONResponse(
             {
@@ -51,38 +52,38 @@ def build_routes(manager: QuestionManager, started_at: float, provider_factory: 
             }
         )
 
-    def loaded_state(request: Request) -> WorkspaceState:
+    async def loaded_state(request: Request) -> WorkspaceState:
         cwd = request.query_params.get("cwd")
         if cwd is None:
             raise RequestError(400, "cwd is required: the absolute path of the workspace")
         try:
-            found = manager.registry.loaded(cwd)
+            state = await service.find(cwd)
         except InputError as exc:
             raise RequestError(400, str(exc)) from None
-        if found is None:
+        if state is None:
             raise RequestError(404, "workspace not loaded: ask it a question first", {"cwd": cwd})
-        return found[0]
+        return state
 
     async def stats(request: Request) -> JSONResponse:
-        server = server_stats(manager, started_at)
+        server = server_stats(service, started_at)
         if "cwd" not in request.query_params:
-            return JSONResponse({"server": server, "workspaces": [workspace_stats(s) for s in manager.registry.all()]})
+            return JSONResponse({"server": server, "workspaces": [workspace_stats(s) for s in service.states()]})
         try:
-            state = loaded_state(request)
+            state = await loaded_state(request)
         except RequestError as exc:
             return error(exc.status, str(exc), exc.detail)
         return JSONResponse({"server": server, "workspace": workspace_stats(state)})
 
     async def metrics(request: Request) -> Response:
-        return Response(render_metrics(manager, started_at), media_type="text/plain; version=0.0.4; charset=utf-8")
+        return Response(render_metrics(service, started_at), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def status_page(request: Request) -> HTMLResponse:
-        workspaces = [workspace_stats(s) for s in manager.registry.all()]
-        return HTMLResponse(render_status_page(server_stats(manager, started_at), workspaces))
+        workspaces = [workspace_stats(s) for s in service.states()]
+        return HTMLResponse(render_status_page(server_stats(service, started_at), workspaces))
 
     async def ledger(request: Request) -> JSONResponse:
         try:
-            state = loaded_state(request)
+            state = await loaded_state(request)
         except RequestError as exc:
             return error(exc.status, str(exc), exc.detail)
         facts = [f.to_json() for f in state.window.ledger.facts]
@@ -93,23 +94,21 @@ def build_routes(manager: QuestionManager, started_at: float, provider_factory: 
     async def ledger_forget(request: Request) -> JSONResponse:
         try:
             body = await read_json(request, ForgetBody, SMALL_BODY_BYTES)
-            found = manager.registry.loaded(body.cwd)
+            found = await service.forget(body.cwd, body.substring)
         except RequestError as exc:
             return error(exc.status, str(exc), exc.detail)
         except InputError as exc:
             return error(400, str(exc))
         if found is None:
             return error(404, "workspace not loaded: ask it a question first", {"cwd": body.cwd})
-        state = found[0]
-        removed = state.apply(lambda w: w.forget_facts(body.substring))
-        await manager.workspaces.persist(state)
+        state, removed = found
         return JSONResponse({"workspace": str(state.root), "forgotten": removed})
 
     async def notify(request: Request) -> JSONResponse:
         try:
             body = await read_json(request, NotifyBody, NOTIFY_MAX_BODY_BYTES)
             events = [FileEvent(e.path, e.kind, e.content) for e in body.events]
-            result, loaded = await manager.notify(body.cwd, events)
+            result, loaded = await service.notify(body.cwd, events)
         except RequestError as exc:
             return error(exc.status, str(exc), exc.detail)
         except InputError as exc:
@@ -127,7 +126,7 @@ def build_routes(manager: QuestionManager, started_at: float, provider_factory: 
         async def handler(request: Request) -> JSONResponse:
             try:
                 body = await read_json(request, WorkspaceBody, SMALL_BODY_BYTES)
-                return JSONResponse(await manager.wipe(body.cwd, reload_now=reload_now))
+                return JSONResponse(await service.wipe(body.cwd, reload_now=reload_now))
             except RequestError as exc:
                 return error(exc.status, str(exc), exc.detail)
             except InputError as exc:
@@ -138,13 +137,13 @@ def build_routes(manager: QuestionManager, started_at: float, provider_factory: 
     async def reload(request: Request) -> JSONResponse:
         try:
             await read_json(request, EmptyBody, SMALL_BODY_BYTES)
-            current = manager.settings
+            current = service.settings
             settings = load_settings(env=current.env, data_dir=current.data_dir)
         except RequestError as exc:
             return error(exc.status, str(exc), exc.detail)
         except ConfigError as exc:
             return error(400, f"configuration not reloaded: {exc}")
-        changed = manager.reload(Runtime(settings, provider_factory(settings)))
+        changed = service.reload(Runtime(settings, provider_factory(settings)))
         return JSONResponse({"reloaded": True, "changed": changed, "model": settings.model})
 
     empty = wipe_route(reload_now=False)

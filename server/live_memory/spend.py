@@ -1,4 +1,8 @@
-"""Daily spend: what questions (foreground) and summaries/keep-warm (background) cost today, server-wide
+"""What model calls cost: `charge()` prices one call's usage, adds it to the workspace's counters and to
+today's tally, and saves the tally. Every model call (questions, compaction summaries, keep-warm pings)
+is charged through it.
+
+Daily spend: what questions (foreground) and summaries/keep-warm (background) cost today, server-wide
 and per workspace, against the configured caps.
 
 Background work stops first: once a cap is nearly spent (`BACKGROUND_STOP_SHARE`), distillation
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import tempfile
 import time
@@ -21,6 +26,12 @@ from typing import Any
 
 from live_memory.constants import BACKGROUND_STOP_SHARE
 from live_memory.errors import LiveMemoryError
+from live_memory.providers.pricing import PriceOverrides, cost_usd
+from live_memory.records import Usage
+from live_memory.runtime import Runtime
+from live_memory.workspace import WorkspaceState
+
+logger = logging.getLogger(__name__)
 
 SPEND_FILE = "spend.json"
 
@@ -51,11 +62,46 @@ def utc_day(now: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(now))
 
 
+def caps_of(runtime: Runtime) -> Caps:
+    s = runtime.settings
+    return Caps(daily_usd=s.daily_budget_usd, workspace_daily_usd=s.workspace_daily_budget_usd)
+
+
+def call_cost(runtime: Runtime, model: str, usage: Usage) -> float | None:
+    """USD for one call's `usage`; None on a subscription credential (not metered)."""
+    if runtime.provider is None or runtime.provider.info.subscription:
+        return None
+    s = runtime.settings
+    overrides = PriceOverrides(s.price_input, s.price_output, s.price_cache_write, s.price_cache_read)
+    return cost_usd(model, usage, overrides)
+
+
 class SpendTracker:
     def __init__(self, data_dir: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = data_dir / SPEND_FILE
         self.clock = clock
         self._today = self._read()
+        self._save_lock = asyncio.Lock()
+
+    async def charge(
+        self, state: WorkspaceState, runtime: Runtime, model: str, usage: Usage, *, background: bool
+    ) -> float | None:
+        """Price one model call, count it on the workspace and today's tally, and save the tally."""
+        cost = call_cost(runtime, model, usage)
+        stats = state.stats
+        if background:
+            stats.background_usage = stats.background_usage + usage
+            stats.background_cost_usd += cost or 0.0
+        else:
+            stats.usage = stats.usage + usage
+            stats.cost_usd += cost or 0.0
+        self.record(state.id, cost or 0.0, background=background)
+        if cost:
+            try:
+                await self.save()
+            except OSError as exc:  # the tally is advisory; the answer must not fail for it
+                logger.warning("could not save today's spend to %s: %s", self.path, exc)
+        return cost
 
     def _read(self) -> DaySpend:
         day = utc_day(self.clock())
@@ -122,14 +168,16 @@ class SpendTracker:
         }
 
     async def save(self) -> None:
-        spend = self.today()
-        payload = {
-            "day": spend.day,
-            "foreground_usd": spend.foreground_usd,
-            "background_usd": spend.background_usd,
-            "by_workspace": dict(spend.by_workspace),
-        }
-        await asyncio.to_thread(_write_atomic, self.path, json.dumps(payload))
+        """Write today's tally; under a lock, so concurrent charges never write out of order."""
+        async with self._save_lock:
+            spend = self.today()
+            payload = {
+                "day": spend.day,
+                "foreground_usd": spend.foreground_usd,
+                "background_usd": spend.background_usd,
+                "by_workspace": dict(spend.by_workspace),
+            }
+            await asyncio.to_thread(_write_atomic, self.path, json.dumps(payload))
 
 
 def _write_atomic(path: Path, text: str) -> None:

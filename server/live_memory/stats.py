@@ -14,7 +14,8 @@ import time
 from typing import Any
 
 from live_memory import __version__
-from live_memory.manager import QuestionManager
+from live_memory.service import WorkspaceService
+from live_memory.spend import caps_of
 from live_memory.workspace import WorkspaceState
 
 TOKENS_SAVED_METHOD = (
@@ -71,10 +72,10 @@ def workspace_stats(state: WorkspaceState) -> dict[str, Any]:
     }
 
 
-def server_stats(manager: QuestionManager, started_at: float) -> dict[str, Any]:
-    runtime = manager.runtime
+def server_stats(service: WorkspaceService, started_at: float) -> dict[str, Any]:
+    runtime = service.runtime
     settings = runtime.settings
-    states = manager.registry.all()
+    states = service.states()
     prompt = sum(s.stats.usage.prompt_tokens for s in states)
     read = sum(s.stats.usage.cache_read_tokens for s in states)
     return {
@@ -99,8 +100,8 @@ def server_stats(manager: QuestionManager, started_at: float) -> dict[str, Any]:
             "foreground": round(sum(s.stats.cost_usd for s in states), 6),
             "background": round(sum(s.stats.background_cost_usd for s in states), 6),
         },
-        "today": manager.spend.report(manager.caps()),
-        "background_calls": bool(settings.background),
+        "today": service.spend.report(caps_of(runtime)),
+        "background_calls": settings.background,
         "cache_read_share": _share(read, prompt),
         "estimated_tokens_saved": sum(s.stats.tokens_saved for s in states),
         "estimated_tokens_saved_method": TOKENS_SAVED_METHOD,

@@ -21,13 +21,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from live_memory.snapshot import SCHEMA_VERSION, SnapshotIn, parse_snapshot
+
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
 SNAPSHOT_DIR = "workspaces"
-
-# schema version -> function upgrading a payload to the next version
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
 class SnapshotStore:
@@ -98,8 +96,8 @@ class SnapshotStore:
         return True
 
     # --- loading -------------------------------------------------------------------------------
-    def load(self, workspace_id: str) -> dict[str, Any] | None:
-        """The stored payload (migrated to the current schema), None when absent or quarantined."""
+    def load(self, workspace_id: str) -> SnapshotIn | None:
+        """The stored snapshot, validated against the schema; None when absent or quarantined."""
         path = self.path_for(workspace_id)
         try:
             raw = path.read_bytes()
@@ -112,11 +110,12 @@ class SnapshotStore:
             data = json.loads(raw.decode("utf-8"))
             if not isinstance(data, dict) or not isinstance(data.get("schema"), int):
                 raise ValueError("not a Live Memory snapshot")
-            data = _migrate(data)
+            if data["schema"] > SCHEMA_VERSION:
+                raise ValueError(f"snapshot schema {data['schema']} is newer than this server understands")
+            return parse_snapshot(data)
         except ValueError as exc:
-            self._quarantine(path, str(exc))
+            self._quarantine(path, str(exc).splitlines()[0])
             return None
-        return data
 
     def _quarantine(self, path: Path, why: str) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(self.clock()))
@@ -138,19 +137,6 @@ def disk_hashes(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
         except OSError:
             hashes[rel] = None
     return hashes
-
-
-def _migrate(data: dict[str, Any]) -> dict[str, Any]:
-    version = data["schema"]
-    if version > SCHEMA_VERSION:
-        raise ValueError(f"snapshot schema {version} is newer than this server understands ({SCHEMA_VERSION})")
-    while version < SCHEMA_VERSION:
-        step = MIGRATIONS.get(version)
-        if step is None:
-            raise ValueError(f"no migration from snapshot schema {version}")
-        data = step(data)
-        version = data["schema"] = version + 1
-    return data
 
 
 def _fsync_dir(directory: Path) -> None:

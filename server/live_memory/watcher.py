@@ -10,14 +10,15 @@ the usual build/vendor directories are filtered by watchfiles' default filter.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+import anyio
+import anyio.abc
 from watchfiles import Change, DefaultFilter, awatch
 
-from live_memory.ingest import EventKind, FileEvent
+from live_memory.records import EventKind, FileEvent
 
 logger = logging.getLogger(__name__)
 
@@ -30,19 +31,37 @@ Known = Callable[[str], bool]
 
 
 class WorkspaceWatcher:
+    """One watch task per root. Tasks run in the task group given to `attach()` (the service's
+    lifespan owns it); before that (unit tests) they are held here."""
+
     def __init__(self, *, debounce_ms: int) -> None:
         self.debounce_ms = debounce_ms
-        self._tasks: dict[Path, tuple[asyncio.Task[None], asyncio.Event]] = {}
+        self._scopes: dict[Path, tuple[anyio.CancelScope, asyncio.Event]] = {}
+        self._group: anyio.abc.TaskGroup | None = None
+        self._held: set[asyncio.Task[None]] = set()
+
+    def attach(self, group: anyio.abc.TaskGroup) -> None:
+        self._group = group
 
     def watching(self, root: Path) -> bool:
-        return root in self._tasks
+        return root in self._scopes
 
     def watch(self, root: Path, known: Known, sink: Sink) -> None:
-        if root in self._tasks:
+        if root in self._scopes:
             return
-        stop = asyncio.Event()
-        task = asyncio.create_task(self._run(root, known, sink, stop), name=f"live-memory watcher {root}")
-        self._tasks[root] = (task, stop)
+        scope, stop = anyio.CancelScope(), asyncio.Event()
+        self._scopes[root] = (scope, stop)
+
+        async def guarded() -> None:
+            with scope:
+                await self._run(root, known, sink, stop)
+
+        if self._group is not None:
+            self._group.start_soon(guarded, name=f"live-memory watcher {root}")
+        else:
+            task = asyncio.get_running_loop().create_task(guarded(), name=f"live-memory watcher {root}")
+            self._held.add(task)
+            task.add_done_callback(self._held.discard)
 
     async def _run(self, root: Path, known: Known, sink: Sink, stop: asyncio.Event) -> None:
         prefix = str(root).rstrip("/") + "/"
@@ -72,15 +91,15 @@ class WorkspaceWatcher:
             logger.exception("file watcher for %s stopped", root)
 
     async def unwatch(self, root: Path) -> None:
-        entry = self._tasks.pop(root, None)
+        entry = self._scopes.pop(root, None)
         if entry is None:
             return
-        task, stop = entry
+        scope, stop = entry
         stop.set()
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        scope.cancel()
 
     async def aclose(self) -> None:
-        for root in list(self._tasks):
+        for root in list(self._scopes):
             await self.unwatch(root)
+        if self._held:
+            await asyncio.gather(*self._held, return_exceptions=True)

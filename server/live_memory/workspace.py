@@ -1,10 +1,10 @@
 """Workspaces: one memory per repository, found from any directory inside it.
 
-`canonical_workspace()` maps a caller's absolute `cwd` to its enclosing git root (a `.git` file
-counts, as for worktrees and submodules). `WorkspaceRegistry` lazily creates one
-`WorkspaceState` per canonical root. State is mutated only on the event loop; a change that
-arrives while questions run is applied to the committed window *and* journaled, so a fork that
-commits later replays it instead of losing it.
+`locate_workspace()` maps a caller's absolute `cwd` to its memory key and jail root (the enclosing
+git root; a `.git` file counts, as for worktrees and submodules). It touches the filesystem, so the
+service runs it in a thread. `WorkspaceState` is one memory's live state; it is mutated only on the
+event loop. A change that arrives while questions run is applied to the committed window *and*
+journaled, so a fork that commits later replays it instead of losing it.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from live_memory.admission import Admission
-from live_memory.compaction import DistillGate
+from live_memory.admission import Admission, AdmissionLimits, DistillGate
+from live_memory.constants import MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
 from live_memory.context_window import ContextWindow
 from live_memory.errors import InputError
 from live_memory.records import Usage
@@ -34,10 +34,18 @@ def validate_cwd(cwd: str) -> Path:
         raise InputError("cwd contains a NUL byte")
     if not os.path.isabs(cwd):
         raise InputError(f"cwd must be an absolute path (your repository root), got {cwd!r}")
+    if len(cwd) > MAX_PATH_CHARS:
+        raise InputError(f"cwd is too long ({len(cwd)} characters; at most {MAX_PATH_CHARS})")
+    for part in cwd.split("/"):
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_PATH_COMPONENT_BYTES:
+            raise InputError(f"cwd has a path component longer than {MAX_PATH_COMPONENT_BYTES} bytes: {part[:40]!r}...")
     path = Path(cwd)
-    if not path.is_dir():
-        raise InputError(f"cwd is not an existing directory: {cwd!r}")
-    return path.resolve()
+    try:
+        if not path.is_dir():
+            raise InputError(f"cwd is not an existing directory: {cwd!r}")
+        return path.resolve()
+    except OSError as exc:  # e.g. a loop of symlinks, or a path the OS refuses
+        raise InputError(f"cwd cannot be used: {exc.strerror or exc}") from None
 
 
 @dataclass(frozen=True)
@@ -123,15 +131,6 @@ class WorkspaceStats:
         data = asdict(self)
         return data
 
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> WorkspaceStats:
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in raw.items() if k in known}
-        for key in ("usage", "background_usage"):
-            if isinstance(values.get(key), dict):
-                values[key] = Usage(**{k: int(v) for k, v in values[key].items() if k in Usage.__dataclass_fields__})
-        return cls(**values)
-
 
 class WorkspaceState:
     def __init__(self, root: Path, window: ContextWindow, gate: DistillGate, admission: Admission) -> None:
@@ -154,6 +153,17 @@ class WorkspaceState:
         self._seq = 0
         self._forks: dict[int, tuple[int, int]] = {}  # fork id -> (journal seq, window version) when taken
         self._next_fork = 0
+
+    @property
+    def busy(self) -> bool:
+        """A question is admitted or running here (it must not be unloaded or pinged)."""
+        return self.in_flight > 0 or self.admission.running > 0
+
+    def adopt(self, policy: WorkspacePolicy) -> None:
+        """A new settings snapshot: new budget and limits; waiters a raised limit admits start now."""
+        self.window.budget_tokens = policy.budget_tokens
+        self.gate.min_interval_s = policy.distill_min_interval_s
+        self.admission.reconfigure(policy.admission)
 
     def remember_tee(self, path: str, when: float, sha256: str, grace_s: float) -> None:
         if len(self.tees) > 4096:  # keep the echo table small: only recent tees matter
@@ -209,76 +219,38 @@ class WorkspaceState:
 
 @dataclass(frozen=True)
 class WorkspacePolicy:
+    """The settings a workspace is created and located with (rebuilt from each settings snapshot)."""
+
     budget_tokens: int
     distill_min_interval_s: float
+    admission: AdmissionLimits
     canonicalize: bool = True
     repo_root_mode: str = "nearest"
     share_worktrees: bool = True
-    concurrency: str = "parallel"
-    max_parallel: int = 4
-    max_waiting: int = 16
-    retry_after_s: float = 5.0
     allowed_roots: tuple[Path, ...] = ()  # empty: anywhere
 
 
-class WorkspaceRegistry:
-    """Memory key -> state; created lazily on first use."""
+def locate_workspace(cwd: str, policy: WorkspacePolicy) -> Location:
+    """Validate `cwd`, check the allowed roots, find its memory key and jail root. Blocking."""
+    path = validate_cwd(cwd)
+    roots = policy.allowed_roots
+    if roots and not any(path == root or root in path.parents for root in roots):
+        allowed = ", ".join(str(r) for r in roots)
+        raise InputError(
+            f"cwd {str(path)!r} is outside the allowed roots ({allowed}); set LIVE_MEMORY_ALLOWED_ROOTS "
+            "on the server to allow it"
+        )
+    return locate(
+        path, canonicalize=policy.canonicalize, mode=policy.repo_root_mode, share_worktrees=policy.share_worktrees
+    )
 
-    def __init__(self, policy: WorkspacePolicy) -> None:
-        self.policy = policy
-        self._states: dict[Path, WorkspaceState] = {}
 
-    def locate(self, cwd: str) -> Location:
-        p = self.policy
-        path = validate_cwd(cwd)
-        if p.allowed_roots and not any(path == root or root in path.parents for root in p.allowed_roots):
-            allowed = ", ".join(str(r) for r in p.allowed_roots)
-            raise InputError(
-                f"cwd {str(path)!r} is outside the allowed roots ({allowed}); set LIVE_MEMORY_ALLOWED_ROOTS "
-                "on the server to allow it"
-            )
-        return locate(path, canonicalize=p.canonicalize, mode=p.repo_root_mode, share_worktrees=p.share_worktrees)
-
-    def root_for(self, cwd: str) -> Path:
-        return self.locate(cwd).key
-
-    def get_or_create(self, cwd: str) -> tuple[WorkspaceState, Path]:
-        """The state for `cwd`'s memory and the root its tools are jailed to."""
-        location = self.locate(cwd)
-        state = self._states.get(location.key)
-        if state is None:
-            p = self.policy
-            state = WorkspaceState(
-                location.key,
-                ContextWindow(budget_tokens=p.budget_tokens),
-                DistillGate(p.distill_min_interval_s),
-                Admission(
-                    mode=p.concurrency,
-                    max_parallel=p.max_parallel,
-                    max_waiting=p.max_waiting,
-                    retry_after_s=p.retry_after_s,
-                ),
-            )
-            state.tree_root = location.root
-            self._states[location.key] = state
-        return state, location.root
-
-    def loaded(self, cwd: str) -> tuple[WorkspaceState, Path] | None:
-        """The state for `cwd` if that memory is already in memory (never creates one)."""
-        location = self.locate(cwd)
-        state = self._states.get(location.key)
-        return None if state is None else (state, location.root)
-
-    def all(self) -> list[WorkspaceState]:
-        return list(self._states.values())
-
-    def unload_candidates(self, limit: int, keep: WorkspaceState) -> list[WorkspaceState]:
-        """Idle workspaces beyond `limit`, least recently used first."""
-        excess = len(self._states) - limit
-        if excess <= 0:
-            return []
-        idle = [s for s in self._states.values() if s is not keep and s.in_flight == 0 and s.admission.running == 0]
-        return sorted(idle, key=lambda s: s.last_used)[:excess]
-
-    def drop(self, key: Path) -> WorkspaceState | None:
-        return self._states.pop(key, None)
+def new_state(location: Location, policy: WorkspacePolicy) -> WorkspaceState:
+    state = WorkspaceState(
+        location.key,
+        ContextWindow(budget_tokens=policy.budget_tokens),
+        DistillGate(policy.distill_min_interval_s),
+        Admission(policy.admission),
+    )
+    state.tree_root = location.root
+    return state

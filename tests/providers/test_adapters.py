@@ -50,7 +50,14 @@ def anthropic(fake: FakeLLM) -> AnthropicProvider:
 
 
 def openai_compat(fake: FakeLLM, name: str = "openai") -> OpenAICompatProvider:
-    info = ProviderInfo(name, "openai", "gpt-5-mini", fake.openai_base_url, explicit_cache_control=False)
+    info = ProviderInfo(
+        name,
+        "openai",
+        "gpt-5-mini",
+        fake.openai_base_url,
+        explicit_cache_control=False,
+        routes_by_cache_key=name == "openai",
+    )
     return OpenAICompatProvider(info, api_key="test")
 
 

@@ -8,7 +8,7 @@ which is harmless because the engine keeps the same byte order for every provide
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from live_memory.records import ToolCall, Usage
@@ -86,7 +86,8 @@ class ProviderInfo:
     base_url: str
     explicit_cache_control: bool
     subscription: bool = False  # billed against a subscription, not metered
-    extra: Mapping[str, str] = field(default_factory=dict)
+    prewarm_with_zero_tokens: bool = False  # a max_tokens=0 request writes the cache (Anthropic pre-warming)
+    routes_by_cache_key: bool = False  # send the workspace id as `prompt_cache_key` (OpenAI)
 
 
 class ChatProvider(Protocol):

@@ -22,6 +22,8 @@ def provider_info(settings: Settings, *, subscription: bool = False) -> Provider
         base_url=settings.base_url,
         explicit_cache_control=settings.profile.cache_style == "explicit",
         subscription=subscription,
+        prewarm_with_zero_tokens=settings.profile.cache_style == "explicit",
+        routes_by_cache_key=settings.profile.routes_by_cache_key,
     )
 
 

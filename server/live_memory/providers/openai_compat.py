@@ -123,7 +123,7 @@ class OpenAICompatProvider:
     async def chat(self, request: ChatRequest) -> ChatResponse:
         body = request_body(request, self.info.model)
         extra: dict[str, Any] = {}
-        if request.cache_key and self.info.name == "openai":
+        if request.cache_key and self.info.routes_by_cache_key:
             extra["prompt_cache_key"] = request.cache_key
         try:
             response = await self._client.chat.completions.create(**body, extra_body=extra or None)

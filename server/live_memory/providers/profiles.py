@@ -28,6 +28,7 @@ class ProviderProfile:
     keep_warm_interval_s: float  # under the cache TTL; effectively never where caches live for hours
     needs_key: bool = True
     description: str = ""
+    routes_by_cache_key: bool = False  # accepts `prompt_cache_key` to keep one workspace on one cache shard
 
 
 PROFILES: dict[str, ProviderProfile] = {
@@ -52,6 +53,7 @@ PROFILES: dict[str, ProviderProfile] = {
             default_model="gpt-5-mini",
             context_tokens=272_000,
             cache_style="implicit",
+            routes_by_cache_key=True,
             key_envs=("OPENAI_API_KEY",),
             base_url_env="OPENAI_BASE_URL",
             keep_warm_interval_s=240.0,

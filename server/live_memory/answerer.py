@@ -1,0 +1,217 @@
+"""Answering one question, top to bottom:
+
+    validate -> open the workspace (service) -> admit -> fork -> tool loop -> commit -> charge -> persist
+
+`Answerer` only answers questions. It takes the settings snapshot once per question, gets the loaded
+workspace and its tools from the `WorkspaceService`, and never talks HTTP or MCP (`mcp_tools.py` and
+the jobs call it). The snapshot is written before the answer returns, so an answered question
+survives a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from live_memory import constants as C
+from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
+from live_memory.compaction import CompactionReport, Compactor
+from live_memory.config import Settings
+from live_memory.errors import BusyError, InputError, NoCredentialError
+from live_memory.logging_setup import log_question
+from live_memory.providers.factory import missing_credential_message
+from live_memory.records import QuestionResult
+from live_memory.runtime import Runtime
+from live_memory.service import OpenWorkspace, WorkspaceService
+from live_memory.spend import caps_of
+from live_memory.summarizer import Summarizer
+from live_memory.workspace import WorkspaceState
+
+logger = logging.getLogger(__name__)
+
+
+def clamp_answer_tokens(requested: int, settings: Settings) -> int:
+    if requested <= 0:
+        default: int = settings.max_answer_tokens
+        return default
+    return max(C.MIN_ANSWER_TOKENS, min(C.MAX_ANSWER_TOKENS, requested))
+
+
+def validate_question(question: Any) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise InputError("question is empty: ask a plain-language question about the workspace")
+    if len(question) > C.MAX_QUESTION_CHARS:
+        raise InputError(f"question is too long ({len(question)} chars; at most {C.MAX_QUESTION_CHARS})")
+    return question.strip()
+
+
+class Answerer:
+    def __init__(
+        self,
+        service: WorkspaceService,
+        tool_schemas: Sequence[Mapping[str, Any]],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        deadline_reserve_s: float = C.FINAL_ANSWER_RESERVE_S,
+    ) -> None:
+        self.service = service
+        self.tool_schemas = tuple(tool_schemas)
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self.deadline_reserve_s = deadline_reserve_s
+        self._loops: set[QuestionLoop] = set()
+        self._cut_to: float | None = None  # set at shutdown: every loop's deadline is at most this far off
+
+    async def ask(
+        self, cwd: str, question: str, max_answer_tokens: int = 0, outcome: LoopOutcome | None = None
+    ) -> QuestionResult:
+        runtime = self.service.runtime  # one consistent view even if a reload lands meanwhile
+        settings = runtime.settings
+        question = validate_question(question)
+        if runtime.provider is None:
+            raise NoCredentialError(missing_credential_message(settings))
+        if self.service.stopping:
+            raise BusyError("Live Memory is shutting down; retry in a few seconds", C.BUSY_RETRY_AFTER_S)
+        started = self.clock()
+        out = outcome or LoopOutcome(answer="", model=runtime.provider.info.model)
+        workspace = await self.service.open(cwd)
+        state = workspace.state
+        self.service.spend.check_question(state.id, caps_of(runtime))
+        timeout_s = settings.default_timeout_s
+        out.status = "waiting for earlier questions on this workspace"
+        wait_s = timeout_s * C.ADMISSION_WAIT_SHARE
+        try:
+            async with asyncio.timeout(wait_s):
+                admission = state.admission.admit()
+                await admission.__aenter__()
+        except TimeoutError:
+            raise BusyError(
+                f"Live Memory is still busy with this workspace after {wait_s:.0f} s; retry shortly",
+                C.BUSY_RETRY_AFTER_S,
+            ) from None
+        try:
+            remaining = max(timeout_s - (self.clock() - started), C.MIN_TIMEOUT_S)
+            cost = await self._answer(workspace, runtime, question, max_answer_tokens, remaining, out)
+        finally:
+            await admission.__aexit__(None, None, None)
+        latency = self.clock() - started
+        log_question(
+            workspace=str(state.root),
+            latency_s=latency,
+            prompt_tokens=out.usage.prompt_tokens,
+            output_tokens=out.usage.output_tokens,
+            cache_read_tokens=out.usage.cache_read_tokens,
+            cost_usd=cost,
+            outcome="timed_out" if out.timed_out else "partial" if out.partial else "answered",
+        )
+        return QuestionResult(
+            answer=out.answer,
+            model=out.model,
+            latency_s=latency,
+            usage=out.usage,
+            tool_calls=out.tool_calls,
+            files_read=len(out.files_read),
+            cost_usd=cost,
+            context_used_tokens=state.window.prompt_tokens(),
+            context_total_tokens=state.window.budget_tokens,
+            timed_out=out.timed_out,
+            error=out.partial,
+        )
+
+    def cut_deadlines(self, grace_s: float) -> None:
+        """Shutdown: running questions (and any that start now) return their best answer within `grace_s`."""
+        self._cut_to = self.clock() + grace_s
+        for loop in list(self._loops):
+            loop.cut_deadline(grace_s)
+
+    async def _answer(
+        self,
+        workspace: OpenWorkspace,
+        runtime: Runtime,
+        question: str,
+        max_answer_tokens: int,
+        timeout_s: float,
+        out: LoopOutcome,
+    ) -> float | None:
+        """Fork -> loop -> commit -> charge -> persist; returns the question's cost."""
+        assert runtime.provider is not None
+        settings = runtime.settings
+        state = workspace.state
+        fork_id, window = state.fork()
+        loop = QuestionLoop(
+            runtime.provider,
+            workspace.tools,
+            self.tool_schemas,
+            LoopLimits(
+                timeout_s=timeout_s,
+                max_iterations=settings.max_iterations,
+                answer_tokens=clamp_answer_tokens(max_answer_tokens, settings),
+                context_tokens=settings.model_context_tokens,
+                force_explore_when_cold=settings.force_explore_when_cold,
+                reserve_s=self.deadline_reserve_s,
+            ),
+            workspace_root=workspace.root,
+            cache_key=state.id,
+            compactor=self._compactor(state, runtime),
+            clock=self.clock,
+        )
+        state.in_flight += 1
+        self._loops.add(loop)
+        if self._cut_to is not None:
+            loop.cut_deadline(max(self._cut_to - self.clock(), 0.0))
+        try:
+            await loop.answer(window, question, out)
+        except BaseException:
+            state.abandon(fork_id)
+            raise
+        finally:
+            state.in_flight -= 1
+            self._loops.discard(loop)
+        window.calibrate(
+            out.first_prompt_estimate,
+            out.first_prompt_actual,
+            C.CALIBRATION_EMA_ALPHA,
+            C.CALIBRATION_MIN_RATIO,
+            C.CALIBRATION_MAX_RATIO,
+        )
+        score = (len(out.files_read), out.usage.prompt_tokens + out.usage.output_tokens)
+        if not state.commit(fork_id, window, score):
+            state.stats.races_lost += 1
+            logger.info("a concurrent question on %s explored more; this exchange is not kept", state.root)
+        cost = await self.service.spend.charge(state, runtime, out.model, out.usage, background=False)
+        read_chars = sum(window.files[p].size for p in out.files_read if p in window.files)
+        saved = int(read_chars / window.chars_per_token) - out.usage.output_tokens
+        state.stats.tokens_saved += max(saved, 0)
+        state.stats.questions += 1
+        state.stats.last_question_at = self.wall_clock()
+        state.last_prompt_at = self.clock()
+        await self.service.persist(state)
+        return cost
+
+    def _compactor(self, state: WorkspaceState, runtime: Runtime) -> Compactor:
+        settings = runtime.settings
+        provider = runtime.provider
+        summary_model = settings.summary_model or settings.model
+        spend = self.service.spend
+
+        async def record(report: CompactionReport) -> None:
+            stats = state.stats
+            stats.compactions += 1
+            stats.summaries_written += report.summaries
+            stats.qa_summarized += report.summarized_pairs
+            stats.last_compaction_at = self.wall_clock()
+            await spend.charge(state, runtime, summary_model, report.usage, background=True)
+
+        return Compactor(
+            summarizer=Summarizer(provider, model=settings.summary_model or None) if provider else None,
+            gate=state.gate,
+            threshold=settings.compaction_threshold,
+            floor=settings.compaction_floor,
+            rebuild_tree=self.service.directory_tree_builder(state),
+            on_report=record,
+            distill_allowed=lambda: settings.background and spend.background_allowed(state.id, caps_of(runtime)),
+        )

@@ -1,0 +1,70 @@
+"""Loading a workspace's memory on first use: the snapshot (re-validated against the disk), the
+directory tree, the preload documents, then one freeze of the window.
+
+Everything blocking (snapshot read, hashing, the tree scan, preload reads) runs off the event loop.
+This module reads the disk and fills a `WorkspaceState`; it never persists and never calls back into
+the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from live_memory import constants as C
+from live_memory.config import Settings
+from live_memory.directory_tree import build_directory_tree
+from live_memory.preload import load_preload
+from live_memory.snapshot import restore_stats, restore_window
+from live_memory.store import SnapshotStore, disk_hashes
+from live_memory.workspace import WorkspaceState
+
+logger = logging.getLogger(__name__)
+
+
+async def load_workspace(state: WorkspaceState, store: SnapshotStore, settings: Settings) -> None:
+    """Restore, build the tree, preload and freeze, once; concurrent callers wait for the first."""
+    if state.loaded:
+        return
+    async with state.load_lock:
+        if state.loaded:
+            return
+        await restore_snapshot(state, store)
+        state.window.set_directory_tree(await directory_tree(state, settings))
+        await preload(state, settings)
+        state.window.freeze()
+        state.loaded = True
+
+
+async def restore_snapshot(state: WorkspaceState, store: SnapshotStore) -> None:
+    snapshot = await asyncio.to_thread(store.load, state.id)
+    if snapshot is None:
+        return
+    window = state.window
+    restore_window(window, snapshot.window)
+    state.stats = restore_stats(snapshot.stats)
+    hashes = await asyncio.to_thread(disk_hashes, state.tree_root, window.paths_to_validate())
+    checked = window.revalidate(hashes)
+    logger.info("restored %s: %d Q&A pairs, %s", state.root, window.qa_count(), checked)
+
+
+async def directory_tree(state: WorkspaceState, settings: Settings) -> str:
+    window = state.window
+    budget_chars = int(window.budget_tokens * C.DIRECTORY_TREE_SHARE * window.chars_per_token)
+    return await build_directory_tree(state.tree_root, budget_chars=budget_chars, secret_globs=settings.secret_globs)
+
+
+async def preload(state: WorkspaceState, settings: Settings) -> None:
+    if not settings.preload_globs:
+        return
+    window = state.window
+    floor_chars = int(settings.compaction_floor * window.budget_tokens * window.chars_per_token)
+    documents = await load_preload(
+        state.tree_root,
+        settings.preload_globs,
+        max_file_bytes=settings.passive_max_file_bytes,
+        max_total_bytes=min(settings.preload_max_total_bytes, floor_chars),
+        secret_globs=settings.secret_globs,
+    )
+    for doc in documents:
+        window.observe(doc.path, doc.content, doc.sha256, preloaded=True)

@@ -1,0 +1,66 @@
+"""The request a window produces: where the cache breakpoints go, the lookback anchor, the hint.
+
+    system[0]  system prompt + directory tree          bp1  (stable; survives compaction)
+    system[1]  frozen volatile block                   bp2  (ledger + held file content + manifest)
+    messages   Q&A turns + observation deltas          bp3  (append-only between compactions)
+    tail       this question + its tool turns          bp4  (moves with the tool loop)
+    last block per-question hint                            (volatile, never cached, never stored)
+
+Must never mutate what the window holds (only a copy of a message gets a breakpoint flag), so the
+bytes of every request's prefix are exactly the bytes the next request repeats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from live_memory.constants import LOOKBACK_ANCHOR_BLOCKS
+from live_memory.context_window import ContextWindow
+from live_memory.providers.base import Message, TextPart
+
+Prompt = tuple[tuple[TextPart, ...], tuple[Message, ...]]
+
+
+def build_prompt(
+    window: ContextWindow,
+    tail: Sequence[Message],
+    *,
+    hint: str = "",
+    first_of_question: bool = False,
+    mark_tail: bool = True,
+) -> Prompt:
+    """System parts and messages for the next request, breakpoints marked.
+
+    `tail` is the current question's transcript (the question, then tool turns); `hint` (the
+    per-question budgets) is appended as the last block, so it is never cached and never stored.
+    bp1/bp2 sit on the two system parts, bp3 on the last history block, bp4 on the tail's last
+    block (moving with the tool loop, so each iteration, and the next question, read it back).
+    On a question's first request, if many history blocks were added since the last cached
+    request (a provider looks back only ~20 blocks), bp4's slot marks that older position instead.
+    """
+    if window.frozen_volatile is None:
+        window.freeze()
+    assert window.frozen_volatile is not None
+    system = (TextPart(window.stable_prefix, cache=True), TextPart(window.frozen_volatile, cache=True))
+    messages = [t.message for t in window.history]
+    if messages:
+        messages[-1] = with_breakpoint(messages[-1])
+    anchor = window.sent_history_len
+    anchored = first_of_question and 0 < anchor < len(messages) - LOOKBACK_ANCHOR_BLOCKS
+    if anchored:
+        messages[anchor - 1] = with_breakpoint(messages[anchor - 1])
+    rest = list(tail)
+    if rest:
+        last = with_breakpoint(rest[-1]) if mark_tail and not anchored else rest[-1]
+        if hint:
+            last = Message(last.role, (*last.parts, TextPart(hint)))
+        rest[-1] = last
+    return system, (*messages, *rest)
+
+
+def with_breakpoint(message: Message) -> Message:
+    """A copy of `message` whose last part ends a cacheable prefix."""
+    if not message.parts:
+        return message
+    return replace(message, parts=(*message.parts[:-1], replace(message.parts[-1], cache=True)))

@@ -1,0 +1,303 @@
+"""The workspace service: the one way in to every workspace (open, notify, wipe, forget, persist, unload,
+the views /stats shows) and the holder of the current settings snapshot.
+
+Routes, the MCP tools, the answerer and the background loops all come through here; nothing else
+holds workspace states. Locating a `cwd` (it stats the filesystem) and building a checkout's toolbox
+happen once, in a thread, and are cached. A reload swaps the `Runtime` and hands each workspace its
+new limits (waking admission waiters a raised limit now lets in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio.abc
+
+from live_memory import constants as C
+from live_memory.admission import AdmissionLimits
+from live_memory.agent_loop import ToolRunner
+from live_memory.config import Settings
+from live_memory.context_window import ContextWindow
+from live_memory.errors import LiveMemoryError, WorkspaceLoadError
+from live_memory.ingest import Ingestor, IngestPolicy
+from live_memory.loading import directory_tree, load_workspace
+from live_memory.providers.base import ChatProvider
+from live_memory.records import FileEvent, IngestResult
+from live_memory.runtime import Runtime
+from live_memory.snapshot import snapshot_payload
+from live_memory.spend import SpendTracker
+from live_memory.store import SnapshotStore
+from live_memory.watcher import WorkspaceWatcher
+from live_memory.workspace import (
+    Location,
+    WorkspacePolicy,
+    WorkspaceState,
+    locate_workspace,
+    new_state,
+    workspace_id,
+)
+
+logger = logging.getLogger(__name__)
+
+# Builds the read-only tools for one checkout (blocking: it resolves paths and finds ripgrep).
+ToolFactory = Callable[[Path, Settings], ToolRunner]
+
+LOCATION_CACHE_SIZE = 1024
+
+
+def workspace_policy(settings: Settings) -> WorkspacePolicy:
+    return WorkspacePolicy(
+        budget_tokens=settings.context_tokens,
+        distill_min_interval_s=settings.distill_min_interval_s,
+        admission=AdmissionLimits(
+            mode=settings.concurrency,
+            max_parallel=settings.max_parallel_queries,
+            max_waiting=settings.max_waiting_queries,
+            retry_after_s=C.BUSY_RETRY_AFTER_S,
+        ),
+        canonicalize=settings.canonicalize_workspace,
+        repo_root_mode=settings.repo_root_mode,
+        share_worktrees=settings.share_worktrees,
+        allowed_roots=allowed_roots(settings),
+    )
+
+
+def allowed_roots(settings: Settings) -> tuple[Path, ...]:
+    if settings.allowed_roots:
+        return tuple(Path(r).expanduser().resolve() for r in settings.allowed_roots)
+    home = settings.env.get("HOME") or str(Path.home())
+    return (Path(home).resolve(),)
+
+
+@dataclass(frozen=True)
+class OpenWorkspace:
+    """A loaded workspace, the checkout a question came from, and that checkout's tools."""
+
+    state: WorkspaceState
+    root: Path
+    tools: ToolRunner
+
+
+class WorkspaceService:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        tool_factory: ToolFactory,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.runtime = runtime
+        self.tool_factory = tool_factory
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self.policy = workspace_policy(runtime.settings)
+        self.store = SnapshotStore(runtime.settings.data_dir, clock=wall_clock)
+        self.spend = SpendTracker(runtime.settings.data_dir, wall_clock)
+        self.watcher = WorkspaceWatcher(debounce_ms=C.WATCH_DEBOUNCE_MS)
+        self.stopping = False
+        self._states: dict[Path, WorkspaceState] = {}
+        self._locations: OrderedDict[str, Location] = OrderedDict()
+        self._toolboxes: dict[tuple[Path, tuple[str, ...]], ToolRunner] = {}
+        self._retired: list[ChatProvider] = []
+
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+    # --- background tasks ----------------------------------------------------------------------
+    def start(self, tasks: anyio.abc.TaskGroup) -> None:
+        """Background work (file watchers) runs in the lifespan's task group from now on."""
+        self.watcher.attach(tasks)
+
+    # --- finding workspaces --------------------------------------------------------------------
+    async def locate(self, cwd: str) -> Location:
+        """Where `cwd`'s memory lives; resolved once per distinct cwd, off the event loop."""
+        cached = self._locations.get(cwd)
+        if cached is not None:
+            self._locations.move_to_end(cwd)
+            return cached
+        location = await asyncio.to_thread(locate_workspace, cwd, self.policy)
+        self._locations[cwd] = location
+        if len(self._locations) > LOCATION_CACHE_SIZE:
+            self._locations.popitem(last=False)
+        return location
+
+    async def open(self, cwd: str) -> OpenWorkspace:
+        """The loaded workspace for `cwd` (created, restored and frozen on first use) and its tools."""
+        location = await self.locate(cwd)
+        state = self._states.get(location.key)
+        if state is None:
+            state = self._states[location.key] = new_state(location, self.policy)
+        state.last_used = self.clock()
+        settings = self.settings
+        try:
+            if not state.loaded:
+                await load_workspace(state, self.store, settings)
+                if settings.watch:
+                    self._watch(state)
+            tools = await self._toolbox(location.root, settings)
+        except LiveMemoryError:
+            raise
+        except Exception as exc:  # one broken workspace must not take the others down
+            logger.exception("loading workspace %s failed", state.root)
+            self._states.pop(location.key, None)  # the next question retries from scratch
+            raise WorkspaceLoadError(f"the workspace {state.root} could not be loaded: {exc}") from None
+        await self._enforce_capacity(keep=state)
+        return OpenWorkspace(state, location.root, tools)
+
+    async def find(self, cwd: str) -> WorkspaceState | None:
+        """The workspace for `cwd` if it is in memory (never creates or loads one)."""
+        return self._states.get((await self.locate(cwd)).key)
+
+    def states(self) -> list[WorkspaceState]:
+        return list(self._states.values())
+
+    async def _toolbox(self, root: Path, settings: Settings) -> ToolRunner:
+        key = (root, settings.secret_globs)
+        tools = self._toolboxes.get(key)
+        if tools is None:
+            tools = self._toolboxes[key] = await asyncio.to_thread(self.tool_factory, root, settings)
+        return tools
+
+    def directory_tree_builder(self, state: WorkspaceState) -> Callable[[], Any]:
+        """What compaction calls to re-scan the tree when it rewrites the prefix anyway."""
+        settings = self.settings
+        return functools.partial(directory_tree, state, settings)
+
+    # --- file events ---------------------------------------------------------------------------
+    def _watch(self, state: WorkspaceState) -> None:
+        def known(rel: str) -> bool:
+            return rel in state.window.files or any(rel in f.sources for f in state.window.ledger.facts)
+
+        async def sink(root: Path, events: Sequence[FileEvent]) -> None:
+            if not state.dropped:
+                await Ingestor(IngestPolicy.of(self.settings)).apply(state, root, events)
+
+        self.watcher.watch(state.tree_root, known, sink)
+
+    async def notify(self, cwd: str, events: Sequence[FileEvent]) -> tuple[IngestResult, bool]:
+        """Apply file events to a loaded workspace; events never create one."""
+        location = await self.locate(cwd)
+        state = self._states.get(location.key)
+        if state is None or not state.loaded:
+            result = IngestResult()
+            for event in events:
+                result.ignore(event.path, "workspace not loaded (ask it a question first)")
+            return result, False
+        result = await Ingestor(IngestPolicy.of(self.settings)).apply(state, location.root, events)
+        self._shed_observed_bytes(state)
+        return result, True
+
+    def _shed_observed_bytes(self, touched: WorkspaceState) -> int:
+        """Keep held file bytes under the process-wide cap by shedding the LRU ones of `touched`."""
+        total = sum(f.size for s in self._states.values() for f in s.window.files.values() if f.content is not None)
+        if total <= C.MAX_OBSERVED_BYTES:
+            return 0
+        shed = 0
+        held = sorted((f for f in touched.window.files.values() if f.content is not None), key=lambda f: f.last_used)
+        for f in held:
+            if total <= C.MAX_OBSERVED_BYTES:
+                break
+            touched.apply(functools.partial(ContextWindow.shed_content, path=f.path))
+            total -= f.size
+            shed += 1
+        return shed
+
+    async def forget(self, cwd: str, substring: str) -> tuple[WorkspaceState, int] | None:
+        """Retract ledger facts containing `substring`; None when the workspace is not loaded."""
+        state = await self.find(cwd)
+        if state is None:
+            return None
+        removed: int = state.apply(lambda w: w.forget_facts(substring))
+        await self.persist(state)
+        return state, removed
+
+    # --- persistence, wipes, unloading ---------------------------------------------------------
+    async def persist(self, state: WorkspaceState) -> None:
+        def snapshot() -> tuple[int, dict[str, Any]]:
+            return state.window.version, snapshot_payload(str(state.root), state.window, state.stats)
+
+        await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped)
+
+    async def wipe(self, cwd: str, *, reload_now: bool) -> dict[str, Any]:
+        """Drop history, ledger, files and the snapshot. Reset reloads (and preloads) at once."""
+        key = (await self.locate(cwd)).key
+        state = await self._unload(key)
+        dropped = {"qa_pairs": 0, "ledger_facts": 0, "file_contexts": 0}
+        if state is not None:
+            state.dropped = True
+            dropped = {
+                "qa_pairs": state.window.qa_count(),
+                "ledger_facts": len(state.window.ledger.facts),
+                "file_contexts": len(state.window.files),
+            }
+        snapshot_deleted = await self.store.delete(workspace_id(key))
+        if reload_now:
+            await self.open(cwd)
+        return {"workspace": str(key), "dropped": dropped, "snapshot_deleted": snapshot_deleted, "reloaded": reload_now}
+
+    async def _unload(self, key: Path) -> WorkspaceState | None:
+        state = self._states.pop(key, None)
+        if state is not None:
+            await self.watcher.unwatch(state.tree_root)
+        return state
+
+    async def _enforce_capacity(self, keep: WorkspaceState) -> None:
+        """Unload least-recently-used idle workspaces past the cap, flushing their snapshots first."""
+        limit = self.settings.max_loaded_workspaces
+        excess = len(self._states) - limit
+        if excess <= 0:
+            return
+        idle = sorted((s for s in self._states.values() if s is not keep and not s.busy), key=lambda s: s.last_used)
+        for state in idle[:excess]:
+            await self.persist(state)
+            await self._unload(state.root)
+            logger.info("unloaded idle workspace %s (more than %d loaded)", state.root, limit)
+
+    # --- configuration and shutdown ------------------------------------------------------------
+    def reload(self, runtime: Runtime) -> list[str]:
+        """Swap the settings snapshot and provider; workspaces stay. Returns the changed option keys."""
+        old = self.runtime
+        changed = [k for k, v in runtime.settings.values.items() if v != old.settings.values.get(k)]
+        if runtime.settings.model != old.settings.model and "model" not in changed:
+            changed.append("model")
+        self.runtime = runtime
+        self.policy = workspace_policy(runtime.settings)
+        self._locations.clear()  # allowed roots or canonicalization may have changed
+        for state in self._states.values():
+            state.adopt(self.policy)
+        if old.provider is not None and old.provider is not runtime.provider:
+            self._retired.append(old.provider)  # closed at shutdown: running calls may still use it
+        return changed
+
+    def begin_shutdown(self) -> None:
+        """Refuse new questions; the ones running finish (their deadlines are cut by the answerer)."""
+        self.stopping = True
+        for state in self._states.values():
+            state.admission.close()
+
+    async def flush(self) -> None:
+        """Write every loaded workspace (errors logged, never raised: the others still flush)."""
+        await self.watcher.aclose()
+        for state in self._states.values():
+            if not state.loaded:
+                continue
+            try:
+                await self.persist(state)
+            except OSError:
+                logger.exception("could not write the snapshot of %s", state.root)
+
+    async def aclose(self) -> None:
+        for provider in [*self._retired, self.runtime.provider]:
+            if provider is not None:
+                await provider.aclose()
+        self._retired.clear()

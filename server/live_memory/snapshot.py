@@ -1,0 +1,200 @@
+"""The snapshot schema: what a workspace's memory looks like on disk, and the conversion both ways.
+
+Pydantic at this edge: a snapshot that does not fit the schema is refused as a whole (the store then
+quarantines it) instead of half-loading. Raw file bytes, tool turns and observation deltas are never
+part of a snapshot: files are re-read from disk, deltas are re-derived.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from live_memory.context_window import ContextWindow, FileContext, Turn
+from live_memory.ledger import Ledger, LedgerFact
+from live_memory.providers.base import Message, Part, TextPart, ToolResultPart, ToolUsePart
+from live_memory.records import Usage
+from live_memory.workspace import WorkspaceStats
+
+SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class TextPartIn(_Model):
+    type: Literal["text"]
+    text: str
+
+
+class ToolUseIn(_Model):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResultIn(_Model):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+
+
+class MessageIn(_Model):
+    role: Literal["user", "assistant"]
+    parts: list[TextPartIn | ToolUseIn | ToolResultIn]
+
+
+class TurnIn(_Model):
+    kind: Literal["question", "answer"]
+    message: MessageIn
+    question: str = ""
+    cites: list[str] = Field(default_factory=list)
+
+
+class FileIn(_Model):
+    path: str
+    sha256: str
+    size: int = 0
+    state: Literal["current", "changed", "deleted"] = "current"
+    last_used: int = 0
+
+
+class FactIn(_Model):
+    text: str
+    sources: dict[str, str] = Field(default_factory=dict)
+    stale: bool = False
+
+
+class LedgerIn(_Model):
+    facts: list[FactIn] = Field(default_factory=list)
+    legacy_text: str = ""
+
+
+class WindowIn(_Model):
+    calibration: float = 1.0
+    version: int = 0
+    ledger: LedgerIn | str | None = None  # legacy snapshots stored the ledger as one string
+    files: list[FileIn] = Field(default_factory=list)
+    history: list[TurnIn] = Field(default_factory=list)
+
+
+class UsageIn(_Model):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+class StatsIn(_Model):
+    questions: int = 0
+    usage: UsageIn = Field(default_factory=UsageIn)
+    cost_usd: float = 0.0
+    last_question_at: float | None = None
+    compactions: int = 0
+    summaries_written: int = 0
+    last_compaction_at: float | None = None
+    background_usage: UsageIn = Field(default_factory=UsageIn)
+    background_cost_usd: float = 0.0
+    tokens_saved: int = 0
+    races_lost: int = 0
+    qa_summarized: int = 0
+
+
+class SnapshotIn(_Model):
+    schema_: int = Field(alias="schema")
+    saved_at: float = 0.0
+    workspace: str = ""
+    window: WindowIn
+    stats: StatsIn = Field(default_factory=StatsIn)
+
+
+# --- writing -------------------------------------------------------------------------------------
+def snapshot_payload(root: str, window: ContextWindow, stats: WorkspaceStats) -> dict[str, Any]:
+    """The JSON-ready payload of one workspace (the store adds the schema version and time)."""
+    return {"workspace": root, "window": window_json(window), "stats": stats.to_json()}
+
+
+def window_json(window: ContextWindow) -> dict[str, Any]:
+    return {
+        "calibration": window.calibration,
+        "version": window.version,
+        "ledger": {"facts": [f.to_json() for f in window.ledger.facts], "legacy_text": window.ledger.legacy_text},
+        "files": [
+            {"path": f.path, "sha256": f.sha256, "size": f.size, "state": f.state, "last_used": f.last_used}
+            for f in window.files.values()
+        ],
+        "history": [
+            {"kind": t.kind, "message": message_json(t.message), "question": t.question, "cites": list(t.cites)}
+            for t in window.history
+            if t.kind in ("question", "answer")  # tool turns hold file contents: never persisted
+        ],
+    }
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, ToolUsePart):
+            parts.append({"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.input)})
+        else:
+            parts.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": part.tool_use_id,
+                    "content": part.content,
+                    "is_error": part.is_error,
+                }
+            )
+    return {"role": message.role, "parts": parts}
+
+
+# --- reading -------------------------------------------------------------------------------------
+def parse_snapshot(payload: dict[str, Any]) -> SnapshotIn:
+    """Validate a stored payload; raises ValueError (pydantic's ValidationError is one) when it does not fit."""
+    return SnapshotIn.model_validate(payload)
+
+
+def restore_window(window: ContextWindow, data: WindowIn) -> None:
+    """Fill `window` from a validated snapshot; its frozen block is rebuilt at the next freeze."""
+    window.calibration = data.calibration
+    window.version = data.version
+    window.ledger = _ledger(data.ledger)
+    window.files = {
+        f.path: FileContext(f.path, f.sha256, f.size, state=f.state, last_used=f.last_used) for f in data.files
+    }
+    window.tick = max((f.last_used for f in window.files.values()), default=0)
+    window.history = [Turn(t.kind, _message(t.message), t.question, tuple(t.cites)) for t in data.history]
+    window.frozen_volatile = None
+
+
+def restore_stats(data: StatsIn) -> WorkspaceStats:
+    values = data.model_dump()
+    values["usage"] = Usage(**values["usage"])
+    values["background_usage"] = Usage(**values["background_usage"])
+    return WorkspaceStats(**values)
+
+
+def _ledger(raw: LedgerIn | str | None) -> Ledger:
+    if raw is None:
+        return Ledger()
+    if isinstance(raw, str):
+        return Ledger(legacy_text=raw)
+    return Ledger([LedgerFact(f.text, dict(f.sources), f.stale) for f in raw.facts], raw.legacy_text)
+
+
+def _message(raw: MessageIn) -> Message:
+    parts: list[Part] = []
+    for p in raw.parts:
+        if isinstance(p, TextPartIn):
+            parts.append(TextPart(p.text))
+        elif isinstance(p, ToolUseIn):
+            parts.append(ToolUsePart(p.id, p.name, dict(p.input)))
+        else:
+            parts.append(ToolResultPart(p.tool_use_id, p.content, p.is_error))
+    return Message(raw.role, tuple(parts))

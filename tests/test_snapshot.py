@@ -1,0 +1,83 @@
+"""The snapshot schema: what reaches the disk, what comes back, and what is refused."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from live_memory.context_window import ContextWindow
+from live_memory.ledger import LedgerFact
+from live_memory.providers.base import Message, TextPart
+from live_memory.snapshot import (
+    SCHEMA_VERSION,
+    parse_snapshot,
+    restore_stats,
+    restore_window,
+    snapshot_payload,
+)
+from live_memory.workspace import WorkspaceStats
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def stored(window: ContextWindow, stats: WorkspaceStats | None = None) -> dict[str, object]:
+    return {"schema": SCHEMA_VERSION, "saved_at": 1.0, **snapshot_payload("/repo", window, stats or WorkspaceStats())}
+
+
+def answered(window: ContextWindow, question: str, answer: str, cites: tuple[str, ...] = ()) -> None:
+    window.sync_deltas()
+    window.add_exchange(Message("user", (TextPart(f"## Question\n{question}"),)), question, answer, cites)
+
+
+def test_a_snapshot_never_holds_file_bytes_or_deltas() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.observe("secret_plan.md", "TOP-SECRET-CONTENT", sha("s"))
+    answered(window, "q", "a", cites=("secret_plan.md",))
+    data = stored(window)
+    assert "TOP-SECRET-CONTENT" not in str(data)
+    restored = ContextWindow(budget_tokens=10_000)
+    restore_window(restored, parse_snapshot(data).window)
+    assert [t.message for t in restored.history] == [
+        t.message for t in window.history if t.kind in ("question", "answer")
+    ]
+    assert restored.files["secret_plan.md"].content is None
+    assert restored.history[-1].cites == ("secret_plan.md",)
+
+
+def test_ledger_facts_keep_their_sources_and_staleness() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.ledger.facts = [LedgerFact("a.py defines A", {"a.py": sha("a")}, stale=True)]
+    restored = ContextWindow(budget_tokens=10_000)
+    restore_window(restored, parse_snapshot(stored(window)).window)
+    assert restored.ledger.facts == [LedgerFact("a.py defines A", {"a.py": sha("a")}, stale=True)]
+
+
+def test_a_legacy_string_ledger_still_renders() -> None:
+    data = stored(ContextWindow(budget_tokens=10_000))
+    data["window"] = {**data["window"], "ledger": "Auth lives in src/auth."}  # type: ignore[dict-item]
+    restored = ContextWindow(budget_tokens=10_000)
+    restore_window(restored, parse_snapshot(data).window)
+    assert "Auth lives in src/auth." in restored.ledger.render()
+
+
+def test_counters_survive_the_round_trip() -> None:
+    stats = WorkspaceStats(questions=3, cost_usd=0.25, compactions=1)
+    again = restore_stats(parse_snapshot(stored(ContextWindow(budget_tokens=1000), stats)).stats)
+    assert (again.questions, again.cost_usd, again.compactions) == (3, 0.25, 1)
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        {"window": {"history": [{"kind": "question", "message": {"role": "robot", "parts": []}}]}},
+        {"window": {"files": [{"path": "a.py"}]}},  # no hash
+        {"window": "not a window"},
+    ],
+)
+def test_a_payload_that_does_not_fit_the_schema_is_refused(breakage: dict[str, object]) -> None:
+    data = {**stored(ContextWindow(budget_tokens=1000)), **breakage}
+    with pytest.raises(ValueError):
+        parse_snapshot(data)
