@@ -355,12 +355,14 @@ def _row(key: str, hint: object, spec: _Spec, default: object) -> Option:
         else:
             kind += f", at least {spec.low}" if spec.low is not None else f", at most {spec.high}"
     row = Option(key, hint, kind, default, cast, spec.doc, choices, spec.low, spec.high, spec.secret, spec.file_allowed)
+    if not conforms(default, hint):
+        raise TypeError(f"option {key}: default {default!r} does not match its declared type ({kind})")
     try:
-        fits = conforms(default, hint) and cast(default) == default
+        fits = cast(default) == default
     except ValueError as exc:
-        raise TypeError(f"option {key}: default {default!r} is not a valid {kind}: {exc}") from None
-    if not fits:
-        raise TypeError(f"option {key}: default {default!r} is not of its declared type {kind}")
+        raise TypeError(f"option {key}: default {default!r} is invalid ({kind}): {exc}") from None
+    if not fits:  # e.g. a choice default in another case than the caster produces
+        raise TypeError(f"option {key}: default {default!r} is not in the form its caster produces")
     return row
 
 
