@@ -278,7 +278,8 @@ def _choice(allowed: tuple[str, ...]) -> Caster:
 def _bounded(caster: Caster, low: float | None, high: float | None) -> Caster:
     def cast(raw: object) -> object:
         value = caster(raw)
-        assert isinstance(value, int | float)  # bounds are only declared on int and float options
+        if not isinstance(value, int | float):  # `_row` only bounds int and float options
+            raise TypeError(f"bounds apply to numbers, not {value!r}")
         if low is not None and value < low:
             raise ValueError(f"must be >= {low}, got {value}")
         if high is not None and value > high:
