@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import FrozenInstanceError
 from pathlib import Path
+from typing import get_type_hints
 
 import pytest
 
 from live_memory import constants as C
-from live_memory.config import default_data_dir, load_settings, write_config_value
+from live_memory.config import Settings, default_data_dir, load_settings, write_config_value
 from live_memory.errors import ConfigError
-from live_memory.options import OPTIONS
+from live_memory.options import OPTIONS, conforms
 
 
 def write_config(data_dir: Path, values: dict[str, object]) -> None:
@@ -113,3 +115,84 @@ def test_model_context_size_follows_the_model(tmp_path: Path) -> None:
     assert load_settings(env=env, data_dir=tmp_path).context_tokens == 1_000_000
     env["LIVE_MEMORY_MAX_CONTEXT_TOKENS"] = "50000"
     assert load_settings(env=env, data_dir=tmp_path).context_tokens == 50_000
+
+
+def test_every_option_reads_as_an_attribute_of_its_declared_type(tmp_path: Path) -> None:
+    write_config(tmp_path, {"port": 9001, "default_timeout_s": 30, "preload_globs": ["docs/*.md"]})
+    env = {"LIVE_MEMORY_CONCURRENCY": "SERIAL", "LIVE_MEMORY_MAX_ITERATIONS": "7", "LIVE_MEMORY_WATCH": "no"}
+    settings = load_settings(env=env, data_dir=tmp_path)
+    hints = get_type_hints(Settings)
+    for option in OPTIONS:
+        assert hints[option.key] == option.type
+        value = getattr(settings, option.key)
+        assert conforms(value, option.type), f"{option.key}={value!r} is not a {option.type}"
+        assert settings.values[option.key] == value
+    assert (settings.port, settings.default_timeout_s, settings.preload_globs) == (9001, 30.0, ("docs/*.md",))
+    assert (settings.concurrency, settings.max_iterations, settings.watch) == ("serial", 7, False)
+
+
+def test_a_reload_builds_a_new_frozen_settings_and_leaves_the_old_one_intact(tmp_path: Path) -> None:
+    before = load_settings(env={}, data_dir=tmp_path)
+    write_config_value(tmp_path, "port", "9100")
+    after = load_settings(env={}, data_dir=tmp_path)
+    assert after is not before
+    assert (before.port, after.port) == (C.DEFAULT_PORT, 9100)
+    assert before.values["port"] == C.DEFAULT_PORT and after.values["port"] == 9100
+    with pytest.raises(FrozenInstanceError):
+        after.port = 1  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        after.context_tokens = 1  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        after.values["port"] = 1  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        _ = after.no_such_option  # type: ignore[attr-defined]
+
+
+def test_effective_provider_values_name_where_they_came_from(tmp_path: Path) -> None:
+    settings = load_settings(env={}, data_dir=tmp_path)
+    assert settings.model == settings.values["model"] == "claude-haiku-4-5"
+    assert settings.sources["model"] == "profile anthropic default"
+    assert settings.base_url == "https://api.anthropic.com"
+    assert settings.sources["base_url"] == "profile anthropic default"
+    assert (settings.api_key, settings.api_key_source, settings.sources["api_key"]) == ("", "none", "default")
+    env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "ANTHROPIC_API_KEY": "sk-ant-pair-4321"}
+    settings = load_settings(env={**env, "LIVE_MEMORY_MODEL": "claude-sonnet-4-6"}, data_dir=tmp_path)
+    assert settings.sources["base_url"] == "env ANTHROPIC_BASE_URL"
+    assert settings.sources["api_key"] == settings.api_key_source == "env ANTHROPIC_API_KEY"
+    assert settings.sources["model"] == "env LIVE_MEMORY_MODEL"
+    rows = {key: (value, source) for key, value, source in settings.describe()}
+    assert rows["model"] == ("claude-sonnet-4-6", "env LIVE_MEMORY_MODEL")
+    assert rows["base_url"] == ("http://127.0.0.1:9", "env ANTHROPIC_BASE_URL")
+    assert rows["api_key"] == ("****4321", "env ANTHROPIC_API_KEY")
+    assert rows["context_tokens"] == ("1000000", "model claude-sonnet-4-6")
+
+
+def test_describe_masks_options_flagged_secret_and_shows_the_rest(tmp_path: Path) -> None:
+    env = {"LIVE_MEMORY_AUTH_TOKEN": "tok-private-5678", "LIVE_MEMORY_SUMMARY_MODEL": "api-key-lookalike-model"}
+    settings = load_settings(env=env, data_dir=tmp_path)
+    rows = {key: value for key, value, _ in settings.describe()}
+    assert rows["auth_token"] == "****5678"
+    assert rows["api_key"] == "(empty)"
+    assert rows["summary_model"] == "api-key-lookalike-model"  # not a secret, whatever its value looks like
+    assert "tok-private" not in repr(rows) and "tok-private" not in repr(settings)
+
+
+def test_invalid_choice_from_config_file_lists_the_choices(tmp_path: Path) -> None:
+    write_config(tmp_path, {"concurrency": "fast"})
+    with pytest.raises(
+        ConfigError, match=r"invalid concurrency from config.json \(.*\): expected one of parallel, serial, got 'fast'"
+    ):
+        load_settings(env={}, data_dir=tmp_path)
+    write_config(tmp_path, {"secret_globs": [".env", 7]})
+    with pytest.raises(ConfigError, match=r"invalid secret_globs from config.json .*expected a list of strings"):
+        load_settings(env={}, data_dir=tmp_path)
+
+
+def test_floor_above_threshold_names_both_values_and_sources(tmp_path: Path) -> None:
+    write_config(tmp_path, {"compaction_threshold": 0.5})
+    with pytest.raises(
+        ConfigError,
+        match=r"compaction_floor \(0.9, env LIVE_MEMORY_COMPACTION_FLOOR\) must not exceed compaction_threshold "
+        r"\(0.5, config.json",
+    ):
+        load_settings(env={"LIVE_MEMORY_COMPACTION_FLOOR": "0.9"}, data_dir=tmp_path)

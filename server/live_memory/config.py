@@ -1,8 +1,9 @@
 """Layered configuration: env (`LIVE_MEMORY_<KEY>`) > `config.json` in the data dir > constants.
 
-`OPTIONS` is the one reference table of user options (docs are generated from it). `load_settings()`
-returns a frozen `Settings`; an invalid value fails with a message naming the key and its source.
-Hot reload builds a new `Settings`; nothing mutates one.
+`options.Options` is the one typed table of user options (docs are generated from it). `load_settings()`
+returns a frozen `Settings`: every option as a typed attribute plus what is resolved from them. An invalid
+value fails with a message naming the key, its source and what was expected. Hot reload builds a new
+`Settings`; nothing mutates one.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from live_memory.errors import ConfigError
-from live_memory.options import CONFIG_FILE, OPTIONS, OPTIONS_BY_KEY
+from live_memory.options import CONFIG_FILE, OPTIONS, OPTIONS_BY_KEY, Options
 from live_memory.providers.profiles import PROFILES, ProviderProfile, context_tokens_for
 
 
@@ -28,48 +31,41 @@ def default_data_dir(env: Mapping[str, str]) -> Path:
     return Path(xdg).expanduser() / "live-memory"
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Effective configuration. `sources[key]` says where each value came from."""
+@dataclass(frozen=True, kw_only=True)
+class Settings(Options):
+    """Effective configuration: every option typed (`model`, `base_url`, `api_key` resolved to the values in
+    use), plus what is derived from them. `sources[key]` says where each value came from."""
 
-    values: Mapping[str, Any]
     sources: Mapping[str, str]
     data_dir: Path
     profile: ProviderProfile
-    model: str
-    base_url: str
-    api_key: str  # resolved credential (may come from a provider variable); "" when none
-    api_key_source: str
+    api_key_source: str  # where the credential came from; "none" when there is none
     context_tokens: int  # the window budget (max_context_tokens, else the model's context size)
     model_context_tokens: int  # the model's hard context size, as far as we know it
     env: Mapping[str, str] = field(repr=False, default_factory=dict)
 
-    def __getattr__(self, key: str) -> Any:
-        # Options read as attributes: settings.port, settings.default_timeout_s, ...
-        values = object.__getattribute__(self, "values")
-        if key in values:
-            return values[key]
-        raise AttributeError(key)
+    @cached_property
+    def values(self) -> Mapping[str, object]:
+        """Every option's effective value by key (read-only; computed once per `Settings`)."""
+        return MappingProxyType({o.key: getattr(self, o.key) for o in OPTIONS})
 
     @property
     def config_file(self) -> Path:
         return self.data_dir / CONFIG_FILE
 
     def describe(self) -> list[tuple[str, str, str]]:
-        """(key, shown value, source) rows for `config show`; secrets masked."""
+        """(key, shown value, source) rows for `config show`; secret options masked."""
         rows = [("data_dir", str(self.data_dir), self.sources.get("data_dir", "default"))]
         for option in OPTIONS:
-            value = self.values[option.key]
-            shown = _mask(str(value)) if option.secret else _show(value)
+            value = getattr(self, option.key)
+            shown = (_mask(str(value)) or "(empty)") if option.secret else _show(value)
             rows.append((option.key, shown, self.sources[option.key]))
-        rows.append(("effective model", self.model, "resolved"))
-        rows.append(("effective base_url", self.base_url or "(none)", "resolved"))
-        rows.append(("effective credential", _mask(self.api_key) or "(none)", self.api_key_source))
-        rows.append(("effective context_tokens", str(self.context_tokens), "resolved"))
+        budget_source = "max_context_tokens" if self.max_context_tokens else f"model {self.model}"
+        rows.append(("context_tokens", str(self.context_tokens), budget_source))
         return rows
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     if isinstance(value, tuple):
         return ",".join(value) or "(empty)"
     if value == "":
@@ -109,7 +105,7 @@ def load_settings(env: Mapping[str, str] | None = None, data_dir: Path | None = 
     file_values = read_config_file(data_dir / CONFIG_FILE)
     values: dict[str, Any] = {}
     for option in OPTIONS:
-        raw: Any
+        raw: object
         if option.env in env:
             raw, source = env[option.env], f"env {option.env}"
         elif option.file_allowed and option.key in file_values:
@@ -118,7 +114,7 @@ def load_settings(env: Mapping[str, str] | None = None, data_dir: Path | None = 
             values[option.key], sources[option.key] = option.default, "default"
             continue
         try:
-            values[option.key] = option.cast(option.key, raw)
+            values[option.key] = option.cast(raw)
         except ValueError as exc:
             raise ConfigError(f"invalid {option.key} from {source}: {exc}") from None
         sources[option.key] = source
@@ -137,20 +133,22 @@ def _check_relations(values: Mapping[str, Any], sources: Mapping[str, str]) -> N
 def _resolve_provider(
     values: dict[str, Any], sources: dict[str, str], data_dir: Path, env: Mapping[str, str]
 ) -> Settings:
+    """Replace model, base_url and api_key by the values in use; their sources say where those came from."""
     profile = PROFILES[values["provider"]]
+    profile_default = f"profile {profile.name} default"
     own_base_url = True
     if values["base_url"]:
         base_url = values["base_url"]
         own_base_url = base_url.rstrip("/") == profile.base_url.rstrip("/")
     elif profile.base_url_env and env.get(profile.base_url_env):
         # The provider's own pair (e.g. ANTHROPIC_BASE_URL + ANTHROPIC_API_KEY) belongs together.
-        base_url = env[profile.base_url_env]
+        base_url, sources["base_url"] = env[profile.base_url_env], f"env {profile.base_url_env}"
         if profile.name == "ollama" and not base_url.startswith("http"):
             base_url = f"http://{base_url}"
         if profile.name == "ollama":
             base_url = base_url.rstrip("/") + ("" if base_url.rstrip("/").endswith("/v1") else "/v1")
     else:
-        base_url = profile.base_url
+        base_url, sources["base_url"] = profile.base_url, profile_default
     if not base_url:
         raise ConfigError(
             f"provider {profile.name!r} has no default endpoint: set LIVE_MEMORY_BASE_URL "
@@ -163,18 +161,19 @@ def _resolve_provider(
         for name in profile.key_envs:
             if env.get(name):
                 api_key, key_source = env[name], f"env {name}"
+                sources["api_key"] = key_source
                 break
-    model = values["model"] or profile.default_model
+    model = values["model"]
+    if not model:
+        model, sources["model"] = profile.default_model, profile_default
     model_context = context_tokens_for(model, profile)
     context = values["max_context_tokens"] or model_context
+    values.update(model=model, base_url=base_url, api_key=api_key)
     return Settings(
-        values=values,
+        **values,
         sources=sources,
         data_dir=data_dir,
         profile=profile,
-        model=model,
-        base_url=base_url,
-        api_key=api_key,
         api_key_source=key_source,
         context_tokens=context,
         model_context_tokens=max(model_context, context),
@@ -190,7 +189,7 @@ def write_config_value(data_dir: Path, key: str, raw: str) -> dict[str, Any]:
     if not option.file_allowed:
         raise ConfigError(f"{key} can only be set in the environment ({option.env})")
     try:
-        value = option.cast(key, raw)
+        value = option.cast(raw)
     except ValueError as exc:
         raise ConfigError(f"invalid {key}: {exc}") from None
     path = data_dir / CONFIG_FILE

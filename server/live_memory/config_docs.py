@@ -1,12 +1,10 @@
-"""Render docs/configuration.md from the one options table (`config.OPTIONS`).
+"""Render docs/configuration.md from the one options table (`options.Options`, as `options.OPTIONS`).
 
 `python -m live_memory.config_docs > docs/configuration.md` regenerates it; a test fails when the
 committed file differs, so an option cannot go undocumented.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from live_memory.options import CONFIG_FILE, OPTIONS
 from live_memory.providers.profiles import PROFILES
@@ -28,7 +26,7 @@ This file is generated from `server/live_memory/options.py` by `python -m live_m
 """
 
 
-def _default(value: Any) -> str:
+def _default(value: object) -> str:
     if isinstance(value, tuple):
         return "`" + ", ".join(value) + "`" if value else "(empty)"
     if isinstance(value, bool):
@@ -39,10 +37,15 @@ def _default(value: Any) -> str:
 
 
 def render() -> str:
-    lines = [HEADER, "| key (`config.json`) | environment | default | meaning |", "| --- | --- | --- | --- |"]
+    lines = [
+        HEADER,
+        "| key (`config.json`) | environment | type | default | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for option in OPTIONS:
         default = "(secret, none)" if option.secret else _default(option.default)
-        lines.append(f"| `{option.key}` | `{option.env}` | {default} | {option.doc.replace('|', '/')} |")
+        doc = option.doc.replace("|", "/")
+        lines.append(f"| `{option.key}` | `{option.env}` | {option.kind} | {default} | {doc} |")
     lines += ["", "## Provider profiles (`provider`)", ""]
     lines.append("| profile | protocol | base URL | default model | key variables |")
     lines.append("| --- | --- | --- | --- | --- |")

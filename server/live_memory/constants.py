@@ -126,7 +126,7 @@ KEEP_WARM = False
 KEEP_WARM_CHECK_S = 15.0
 # Pings stop for a workspace not asked anything for this long (its cache is not worth paying for).
 KEEP_WARM_MAX_IDLE_S = 1800.0
-LOG_LEVEL = "INFO"
+LOG_LEVEL = "info"
 LOG_FILE_MAX_BYTES = 10 * 1024 * 1024
 LOG_FILE_BACKUPS = 3
 

@@ -1,26 +1,219 @@
-"""The user options: one row per option (key, default, strict caster, one-line doc).
+"""The user options as one typed table: the frozen `Options` dataclass.
 
-`config.py` resolves them (env > config.json > default); `config_docs.py` documents them. Casters raise
-ValueError with a message that says what was expected; the loader adds the key and the source.
+Each field is an option. Its annotation is its type; `option(...)` carries its default (from constants.py),
+bounds or choices, one-line doc and flags. `OPTIONS` (the rows `config.py` resolves, `config set` validates
+and `config_docs.py` documents) is derived from the fields, and each row's strict caster from the
+annotation, so no row can disagree with its type; a default that does not fit its own row fails at import.
+Casters raise ValueError saying what was expected; the loader adds the key and the source.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from live_memory import constants as C
 from live_memory.providers.profiles import PROFILES
 
 ENV_PREFIX = "LIVE_MEMORY_"
 CONFIG_FILE = "config.json"
+_SPEC = "live_memory.option"
 
-Caster = Callable[[str, Any], Any]
+Caster = Callable[[object], object]
 
 
-def _as_bool(key: str, raw: Any) -> bool:
+@dataclass(frozen=True)
+class _Spec:
+    doc: str
+    low: float | None
+    high: float | None
+    choices: tuple[str, ...]
+    secret: bool
+    file_allowed: bool
+
+
+def option(
+    default: object,
+    doc: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    choices: tuple[str, ...] = (),
+    secret: bool = False,
+    file_allowed: bool = True,  # False: env only (e.g. where config.json itself lives)
+) -> Any:  # typed as Any, like dataclasses.field(), so the field's annotation is the type mypy sees
+    """Declare one option field of `Options`; secrets stay out of the object's repr."""
+    spec = _Spec(doc, low, high, tuple(choices), secret, file_allowed)
+    return field(default=default, repr=not secret, metadata={_SPEC: spec})
+
+
+@dataclass(frozen=True)
+class Options:
+    """Every user option with its type and default; `Settings` extends it with the resolved extras."""
+
+    # --- server
+    host: str = option(C.DEFAULT_HOST, "Address to bind. Loopback by default.")
+    port: int = option(C.DEFAULT_PORT, "TCP port to bind.", low=1, high=65535)
+    log_level: Literal["debug", "info", "warning", "error"] = option(C.LOG_LEVEL, "Log verbosity.")
+    log_file: str = option("", "Also log to this rotating file (10 MiB x 3); empty: stderr only.")
+    # --- security
+    auth_token: str = option(
+        "", "Bearer token every client must send (required to bind a non-loopback address).", secret=True
+    )
+    allowed_hosts: tuple[str, ...] = option(
+        (), "Extra host names accepted in Host/Origin headers (loopback names always are)."
+    )
+    allowed_roots: tuple[str, ...] = option(
+        (), "Directories workspaces must lie under; empty means the server user's home directory."
+    )
+    # --- provider (model, base_url and api_key read as their effective values on `Settings`)
+    provider: str = option(
+        C.DEFAULT_PROVIDER,
+        "Provider profile (endpoint, default model, key variables); see the table below.",
+        choices=tuple(PROFILES),
+    )
+    base_url: str = option("", "Endpoint base URL; overrides the profile's.")
+    api_key: str = option("", "API key for the endpoint; overrides provider variables.", secret=True)
+    model: str = option("", "Model id; empty means the profile's default model.")
+    summary_model: str = option("", "Model for compaction summaries; empty means `model`.")
+    max_context_tokens: int = option(
+        0, "Context window budget in tokens; 0 means the model's known context size.", low=0
+    )
+    oauth: bool = option(
+        C.OAUTH_ENABLED, "Use Claude Code's subscription credential when no API key is set (see README: terms)."
+    )
+    oauth_refresh: bool = option(
+        C.OAUTH_REFRESH_ENABLED, "Refresh an expired subscription credential ourselves (stored in our data dir only)."
+    )
+    # --- cost
+    price_input: float = option(-1.0, "USD per million uncached input tokens; negative: the built-in table.")
+    price_output: float = option(-1.0, "USD per million output tokens; negative: the built-in table.")
+    price_cache_write: float = option(-1.0, "USD per million cache-write tokens; negative: the built-in table.")
+    price_cache_read: float = option(-1.0, "USD per million cache-read tokens; negative: the built-in table.")
+    daily_budget_usd: float = option(
+        0.0, "Server-wide spend cap per UTC day (questions + background); 0 means no cap.", low=0.0
+    )
+    workspace_daily_budget_usd: float = option(0.0, "Per-workspace spend cap per UTC day; 0 means no cap.", low=0.0)
+    background: bool = option(
+        True, "Allow optional background model calls (distillation, keep-warm). Q&A compaction always runs."
+    )
+    # --- keep-warm
+    keep_warm: bool = option(C.KEEP_WARM, "Ping recently active workspaces so the provider's cache stays warm.")
+    keep_warm_interval_s: float = option(
+        0.0,
+        "Seconds between pings; 0 means the provider's default (240 s Anthropic/OpenAI, never for DeepSeek).",
+        low=0.0,
+    )
+    keep_warm_max_idle_s: float = option(
+        C.KEEP_WARM_MAX_IDLE_S, "Stop pinging a workspace that has not been asked anything for this long.", low=0.0
+    )
+    # --- questions
+    default_timeout_s: float = option(
+        C.DEFAULT_TIMEOUT_S,
+        "Soft deadline per question; the best answer so far is returned at this point.",
+        low=C.MIN_TIMEOUT_S,
+        high=C.MAX_TIMEOUT_S,
+    )
+    max_iterations: int = option(
+        C.MAX_ITERATIONS, "Most model turns (tool-loop iterations) per question.", low=1, high=200
+    )
+    max_answer_tokens: int = option(
+        C.DEFAULT_MAX_ANSWER_TOKENS,
+        "Default answer-length cap (tokens), disclosed to the model.",
+        low=C.MIN_ANSWER_TOKENS,
+        high=C.MAX_ANSWER_TOKENS,
+    )
+    # --- context window
+    compaction_threshold: float = option(
+        C.COMPACTION_THRESHOLD,
+        "Compaction starts when the window fills past this share of its budget (high watermark).",
+        low=0.1,
+        high=0.99,
+    )
+    compaction_floor: float = option(
+        C.COMPACTION_FLOOR,
+        "Compaction shrinks the window down to this share of its budget (low watermark).",
+        low=0.05,
+        high=0.99,
+    )
+    distill_min_interval_s: float = option(
+        C.DISTILL_MIN_INTERVAL_S,
+        "Cooldown between summarizer calls that distill observed files (else their bytes are shed).",
+        low=0.0,
+    )
+    # --- files and ingestion
+    passive_ingestion: bool = option(
+        C.PASSIVE_INGESTION, "Hold the bytes of files the agents read or edit (teed by the hooks) in the window."
+    )
+    passive_max_file_bytes: int = option(
+        C.PASSIVE_MAX_FILE_BYTES,
+        "Largest teed or preloaded file held verbatim; larger ones are recorded manifest-only.",
+        low=1024,
+        high=16 * 1024 * 1024,
+    )
+    file_globs: tuple[str, ...] = option(
+        (), "Monitoring scope (fnmatch, `*` crosses `/`): only matching paths are tracked. Empty: all."
+    )
+    preload_globs: tuple[str, ...] = option(
+        (), "Reference documents read verbatim into every workspace on load (relative globs)."
+    )
+    preload_max_total_bytes: int = option(
+        C.PRELOAD_MAX_TOTAL_BYTES,
+        "Total preload cap; also clamped to the compaction floor's share of the window.",
+        low=0,
+    )
+    watch: bool = option(
+        C.WATCH_ENABLED, "Watch each loaded workspace for edits made outside the agents' hooks (OS file events)."
+    )
+    secret_globs: tuple[str, ...] = option(
+        C.DEFAULT_SECRET_GLOBS,
+        "Files withheld from the model (listed as present-but-withheld; never read, grepped or teed).",
+    )
+    # --- workspaces and admission
+    concurrency: Literal["parallel", "serial"] = option(
+        C.CONCURRENCY_MODE,
+        "Same-workspace questions: `parallel` (forked windows) or `serial` (one at a time, FIFO).",
+    )
+    max_parallel_queries: int = option(
+        C.MAX_PARALLEL_QUERIES, "Questions running at once per workspace in parallel mode.", low=1, high=64
+    )
+    max_waiting_queries: int = option(
+        C.MAX_WAITING_QUERIES,
+        "Questions that may wait per workspace; beyond that callers are told to retry.",
+        low=0,
+        high=1024,
+    )
+    max_loaded_workspaces: int = option(
+        C.MAX_LOADED_WORKSPACES,
+        "Workspaces held in memory; the least recently used idle one is unloaded (snapshot kept).",
+        low=1,
+        high=10_000,
+    )
+    canonicalize_workspace: bool = option(
+        C.CANONICALIZE_WORKSPACE,
+        "Key memories by the enclosing git root (subdirectories share their repository's memory).",
+    )
+    repo_root_mode: Literal["nearest", "outermost"] = option(
+        C.REPO_ROOT_MODE, "Inside a submodule: `nearest` (its own memory) or `outermost` (the superproject's)."
+    )
+    share_worktrees: bool = option(
+        C.SHARE_WORKTREES, "Linked worktrees of one repository share one memory (tools stay jailed to each worktree)."
+    )
+    async_tools: bool = option(
+        C.ASYNC_TOOLS, "Also offer ask_live_memory_submit / ask_live_memory_result (submit now, collect later)."
+    )
+    force_explore_when_cold: bool = option(
+        C.FORCE_EXPLORE_WHEN_COLD, "Reject a tool-less first answer once while the memory is cold."
+    )
+
+
+# --- strict casters: text (env, `config set`) or a JSON value (config.json) -> the declared type ----------
+
+
+def _as_bool(raw: object) -> bool:
     if isinstance(raw, bool):
         return raw
     text = str(raw).strip().lower()
@@ -31,8 +224,8 @@ def _as_bool(key: str, raw: Any) -> bool:
     raise ValueError(f"expected true/false (1/0), got {raw!r}")
 
 
-def _as_int(key: str, raw: Any) -> int:
-    if isinstance(raw, bool):
+def _as_int(raw: object) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, str | int):
         raise ValueError(f"expected an integer, got {raw!r}")
     try:
         return int(str(raw).strip())
@@ -40,36 +233,41 @@ def _as_int(key: str, raw: Any) -> int:
         raise ValueError(f"expected an integer, got {raw!r}") from None
 
 
-def _as_float(key: str, raw: Any) -> float:
-    if isinstance(raw, bool):
+def _as_float(raw: object) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
         raise ValueError(f"expected a number, got {raw!r}")
     try:
-        return float(str(raw).strip())
+        value = float(str(raw).strip())
     except ValueError:
         raise ValueError(f"expected a number, got {raw!r}") from None
+    if not math.isfinite(value):  # nan passes every bound check, inf every lower one
+        raise ValueError(f"expected a finite number, got {raw!r}")
+    return value
 
 
-def _as_str(key: str, raw: Any) -> str:
+def _as_str(raw: object) -> str:
     if not isinstance(raw, str | int | float) or isinstance(raw, bool):
         raise ValueError(f"expected a string, got {raw!r}")
     return str(raw).strip()
 
 
-def _as_list(key: str, raw: Any) -> tuple[str, ...]:
+def _as_list(raw: object) -> tuple[str, ...]:
     """Lists come as JSON arrays in config.json and comma- or path-separated strings in env."""
     if isinstance(raw, list | tuple):
-        items = [str(x).strip() for x in raw]
+        if not all(isinstance(x, str) for x in raw):
+            raise ValueError(f"expected a list of strings, got {raw!r}")
+        items = [x.strip() for x in raw]
     elif isinstance(raw, str):
-        separators = "," if "," in raw else os.pathsep
-        items = [x.strip() for x in raw.split(separators)]
+        separator = "," if "," in raw else os.pathsep
+        items = [x.strip() for x in raw.split(separator)]
     else:
         raise ValueError(f"expected a list of strings, got {raw!r}")
     return tuple(x for x in items if x)
 
 
-def _choice(*allowed: str) -> Caster:
-    def cast(key: str, raw: Any) -> str:
-        value = _as_str(key, raw).lower()
+def _choice(allowed: tuple[str, ...]) -> Caster:
+    def cast(raw: object) -> str:
+        value = _as_str(raw).lower()
         if value not in allowed:
             raise ValueError(f"expected one of {', '.join(allowed)}, got {raw!r}")
         return value
@@ -77,9 +275,11 @@ def _choice(*allowed: str) -> Caster:
     return cast
 
 
-def _bounded(caster: Caster, low: float | None = None, high: float | None = None) -> Caster:
-    def cast(key: str, raw: Any) -> Any:
-        value = caster(key, raw)
+def _bounded(caster: Caster, low: float | None, high: float | None) -> Caster:
+    def cast(raw: object) -> object:
+        value = caster(raw)
+        if not isinstance(value, int | float):  # `_row` only bounds int and float options
+            raise TypeError(f"bounds apply to numbers, not {value!r}")
         if low is not None and value < low:
             raise ValueError(f"must be >= {low}, got {value}")
         if high is not None and value > high:
@@ -89,248 +289,95 @@ def _bounded(caster: Caster, low: float | None = None, high: float | None = None
     return cast
 
 
+# --- the derived rows ----------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class Option:
+    """One option as `config.py`, `config set` and the docs see it; derived from an `Options` field."""
+
     key: str
-    default: Any
+    type: object  # the field's annotation (bool, int, float, str, tuple[str, ...] or a Literal)
+    kind: str  # the accepted values in words, for the docs
+    default: object
     cast: Caster
     doc: str
+    choices: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
     secret: bool = False
-    file_allowed: bool = True  # False: env only (e.g. where config.json itself lives)
+    file_allowed: bool = True
 
     @property
     def env(self) -> str:
         return ENV_PREFIX + self.key.upper()
 
 
-OPTIONS: tuple[Option, ...] = (
-    # server
-    Option("host", C.DEFAULT_HOST, _as_str, "Address to bind. Loopback by default."),
-    Option("port", C.DEFAULT_PORT, _bounded(_as_int, 1, 65535), "TCP port to bind."),
-    Option("log_level", C.LOG_LEVEL, _choice("debug", "info", "warning", "error"), "Log verbosity."),
-    Option("log_file", "", _as_str, "Also log to this rotating file (10 MiB x 3); empty: stderr only."),
-    # security
-    Option(
-        "auth_token",
-        "",
-        _as_str,
-        "Bearer token every client must send (required to bind a non-loopback address).",
-        secret=True,
-    ),
-    Option(
-        "allowed_hosts",
-        (),
-        _as_list,
-        "Extra host names accepted in Host/Origin headers (loopback names always are).",
-    ),
-    Option(
-        "allowed_roots",
-        (),
-        _as_list,
-        "Directories workspaces must lie under; empty means the server user's home directory.",
-    ),
-    # provider
-    Option(
-        "provider",
-        C.DEFAULT_PROVIDER,
-        _choice(*PROFILES),
-        "Provider profile: " + ", ".join(PROFILES) + ".",
-    ),
-    Option("base_url", "", _as_str, "Endpoint base URL; overrides the profile's."),
-    Option("api_key", "", _as_str, "API key for the endpoint; overrides provider variables.", secret=True),
-    Option("model", "", _as_str, "Model id; empty means the profile's default model."),
-    Option("summary_model", "", _as_str, "Model for compaction summaries; empty means `model`."),
-    Option(
-        "max_context_tokens",
-        0,
-        _bounded(_as_int, 0),
-        "Context window budget in tokens; 0 means the model's known context size.",
-    ),
-    Option(
-        "oauth",
-        C.OAUTH_ENABLED,
-        _as_bool,
-        "Use Claude Code's subscription credential when no API key is set (see README: terms).",
-    ),
-    Option(
-        "oauth_refresh",
-        C.OAUTH_REFRESH_ENABLED,
-        _as_bool,
-        "Refresh an expired subscription credential ourselves (stored in our data dir only).",
-    ),
-    # cost
-    Option("price_input", -1.0, _as_float, "USD per million uncached input tokens; negative: the built-in table."),
-    Option("price_output", -1.0, _as_float, "USD per million output tokens; negative: the built-in table."),
-    Option("price_cache_write", -1.0, _as_float, "USD per million cache-write tokens; negative: the built-in table."),
-    Option("price_cache_read", -1.0, _as_float, "USD per million cache-read tokens; negative: the built-in table."),
-    Option(
-        "daily_budget_usd",
-        0.0,
-        _bounded(_as_float, 0.0),
-        "Server-wide spend cap per UTC day (questions + background); 0 means no cap.",
-    ),
-    Option(
-        "workspace_daily_budget_usd",
-        0.0,
-        _bounded(_as_float, 0.0),
-        "Per-workspace spend cap per UTC day; 0 means no cap.",
-    ),
-    Option(
-        "background",
-        True,
-        _as_bool,
-        "Allow optional background model calls (distillation, keep-warm). Q&A compaction always runs.",
-    ),
-    # keep-warm
-    Option("keep_warm", C.KEEP_WARM, _as_bool, "Ping recently active workspaces so the provider's cache stays warm."),
-    Option(
-        "keep_warm_interval_s",
-        0.0,
-        _bounded(_as_float, 0.0),
-        "Seconds between pings; 0 means the provider's default (240 s Anthropic/OpenAI, never for DeepSeek).",
-    ),
-    Option(
-        "keep_warm_max_idle_s",
-        C.KEEP_WARM_MAX_IDLE_S,
-        _bounded(_as_float, 0.0),
-        "Stop pinging a workspace that has not been asked anything for this long.",
-    ),
-    # questions
-    Option(
-        "default_timeout_s",
-        C.DEFAULT_TIMEOUT_S,
-        _bounded(_as_float, C.MIN_TIMEOUT_S, C.MAX_TIMEOUT_S),
-        "Soft deadline per question; the best answer so far is returned at this point.",
-    ),
-    Option(
-        "max_iterations",
-        C.MAX_ITERATIONS,
-        _bounded(_as_int, 1, 200),
-        "Most model turns (tool-loop iterations) per question.",
-    ),
-    Option(
-        "max_answer_tokens",
-        C.DEFAULT_MAX_ANSWER_TOKENS,
-        _bounded(_as_int, C.MIN_ANSWER_TOKENS, C.MAX_ANSWER_TOKENS),
-        "Default answer-length cap (tokens), disclosed to the model.",
-    ),
-    # context window
-    Option(
-        "compaction_threshold",
-        C.COMPACTION_THRESHOLD,
-        _bounded(_as_float, 0.1, 0.99),
-        "Compaction starts when the window fills past this share of its budget (high watermark).",
-    ),
-    Option(
-        "compaction_floor",
-        C.COMPACTION_FLOOR,
-        _bounded(_as_float, 0.05, 0.99),
-        "Compaction shrinks the window down to this share of its budget (low watermark).",
-    ),
-    Option(
-        "distill_min_interval_s",
-        C.DISTILL_MIN_INTERVAL_S,
-        _bounded(_as_float, 0.0),
-        "Cooldown between summarizer calls that distill observed files (else their bytes are shed).",
-    ),
-    # files and ingestion
-    Option(
-        "passive_ingestion",
-        C.PASSIVE_INGESTION,
-        _as_bool,
-        "Hold the bytes of files the agents read or edit (teed by the hooks) in the window.",
-    ),
-    Option(
-        "passive_max_file_bytes",
-        C.PASSIVE_MAX_FILE_BYTES,
-        _bounded(_as_int, 1024, 16 * 1024 * 1024),
-        "Largest teed or preloaded file held verbatim; larger ones are recorded manifest-only.",
-    ),
-    Option(
-        "file_globs",
-        (),
-        _as_list,
-        "Monitoring scope (fnmatch, `*` crosses `/`): only matching paths are tracked. Empty: all.",
-    ),
-    Option(
-        "preload_globs",
-        (),
-        _as_list,
-        "Reference documents read verbatim into every workspace on load (relative globs).",
-    ),
-    Option(
-        "preload_max_total_bytes",
-        C.PRELOAD_MAX_TOTAL_BYTES,
-        _bounded(_as_int, 0),
-        "Total preload cap; also clamped to the compaction floor's share of the window.",
-    ),
-    Option(
-        "watch",
-        C.WATCH_ENABLED,
-        _as_bool,
-        "Watch each loaded workspace for edits made outside the agents' hooks (OS file events).",
-    ),
-    Option(
-        "secret_globs",
-        C.DEFAULT_SECRET_GLOBS,
-        _as_list,
-        "Files withheld from the model (listed as present-but-withheld; never read, grepped or teed).",
-    ),
-    # workspaces and admission
-    Option(
-        "concurrency",
-        C.CONCURRENCY_MODE,
-        _choice("parallel", "serial"),
-        "Same-workspace questions: `parallel` (forked windows) or `serial` (one at a time, FIFO).",
-    ),
-    Option(
-        "max_parallel_queries",
-        C.MAX_PARALLEL_QUERIES,
-        _bounded(_as_int, 1, 64),
-        "Questions running at once per workspace in parallel mode.",
-    ),
-    Option(
-        "max_waiting_queries",
-        C.MAX_WAITING_QUERIES,
-        _bounded(_as_int, 0, 1024),
-        "Questions that may wait per workspace; beyond that callers are told to retry.",
-    ),
-    Option(
-        "max_loaded_workspaces",
-        C.MAX_LOADED_WORKSPACES,
-        _bounded(_as_int, 1, 10_000),
-        "Workspaces held in memory; the least recently used idle one is unloaded (snapshot kept).",
-    ),
-    Option(
-        "canonicalize_workspace",
-        C.CANONICALIZE_WORKSPACE,
-        _as_bool,
-        "Key memories by the enclosing git root (subdirectories share their repository's memory).",
-    ),
-    Option(
-        "repo_root_mode",
-        C.REPO_ROOT_MODE,
-        _choice("nearest", "outermost"),
-        "Inside a submodule: `nearest` (its own memory) or `outermost` (the superproject's).",
-    ),
-    Option(
-        "share_worktrees",
-        C.SHARE_WORKTREES,
-        _as_bool,
-        "Linked worktrees of one repository share one memory (tools stay jailed to each worktree).",
-    ),
-    Option(
-        "async_tools",
-        C.ASYNC_TOOLS,
-        _as_bool,
-        "Also offer ask_live_memory_submit / ask_live_memory_result (submit now, collect later).",
-    ),
-    Option(
-        "force_explore_when_cold",
-        C.FORCE_EXPLORE_WHEN_COLD,
-        _as_bool,
-        "Reject a tool-less first answer once while the memory is cold.",
-    ),
-)
+_SCALARS: dict[object, tuple[Caster, str]] = {
+    bool: (_as_bool, "true/false"),
+    int: (_as_int, "integer"),
+    float: (_as_float, "number"),
+    str: (_as_str, "text"),
+    tuple[str, ...]: (_as_list, "list of text"),
+}
 
+
+def conforms(value: object, hint: object) -> bool:
+    """Whether `value` is exactly of the declared option type (an int is not a float, a bool not an int)."""
+    if get_origin(hint) is Literal:
+        return value in get_args(hint)
+    if hint == tuple[str, ...]:
+        return isinstance(value, tuple) and all(isinstance(x, str) for x in value)
+    return type(value) is hint
+
+
+def _row(key: str, hint: object, spec: _Spec, default: object) -> Option:
+    choices = spec.choices
+    base: object
+    if get_origin(hint) is Literal:
+        if choices or not all(isinstance(x, str) for x in get_args(hint)):
+            raise TypeError(f"option {key}: a Literal type lists its own choices, as strings")
+        choices, base = get_args(hint), str
+    elif hint in _SCALARS:
+        base = hint
+    else:
+        raise TypeError(f"option {key}: unsupported type {hint!r} (bool, int, float, str, tuple[str, ...], Literal)")
+    cast, kind = _SCALARS[base]
+    if choices:
+        if base is not str:
+            raise TypeError(f"option {key}: choices need a str or Literal type, not {hint!r}")
+        cast, kind = _choice(choices), "one of " + ", ".join(choices)
+    if spec.low is not None or spec.high is not None:
+        if base is not int and base is not float:
+            raise TypeError(f"option {key}: bounds need an int or float type, not {hint!r}")
+        cast = _bounded(cast, spec.low, spec.high)
+        if spec.low is not None and spec.high is not None:
+            kind += f", {spec.low} to {spec.high}"
+        else:
+            kind += f", at least {spec.low}" if spec.low is not None else f", at most {spec.high}"
+    row = Option(key, hint, kind, default, cast, spec.doc, choices, spec.low, spec.high, spec.secret, spec.file_allowed)
+    if not conforms(default, hint):
+        raise TypeError(f"option {key}: default {default!r} does not match its declared type ({kind})")
+    try:
+        fits = cast(default) == default
+    except ValueError as exc:
+        raise TypeError(f"option {key}: default {default!r} is invalid ({kind}): {exc}") from None
+    if not fits:  # e.g. a choice default in another case than the caster produces
+        raise TypeError(f"option {key}: default {default!r} is not in the form its caster produces")
+    return row
+
+
+def options_of(table: type) -> tuple[Option, ...]:
+    """The rows of an options dataclass, in declaration order; a field that disagrees with its type raises."""
+    hints = get_type_hints(table)
+    rows = []
+    for f in fields(table):
+        spec = f.metadata.get(_SPEC)
+        if not isinstance(spec, _Spec):
+            continue  # not an option (e.g. a resolved extra of a subclass)
+        rows.append(_row(f.name, hints[f.name], spec, f.default))
+    return tuple(rows)
+
+
+OPTIONS: tuple[Option, ...] = options_of(Options)
 OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
