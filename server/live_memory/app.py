@@ -78,7 +78,7 @@ class McpTrailingSlash:
 
 def security_policy(settings: Settings) -> SecurityPolicy:
     return SecurityPolicy.build(
-        bind_host=str(settings.host), extra_hosts=tuple(settings.allowed_hosts), token=str(settings.auth_token)
+        bind_host=settings.host, extra_hosts=settings.allowed_hosts, token=settings.auth_token
     )
 
 

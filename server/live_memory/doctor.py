@@ -57,7 +57,7 @@ def check_data_dir(settings: Settings) -> Check:
 
 
 def server_url(settings: Settings) -> str:
-    host = str(settings.host)
+    host = settings.host
     host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     return f"http://{host}:{settings.port}"
 
