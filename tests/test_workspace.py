@@ -7,9 +7,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from live_memory.admission import AdmissionLimits
+from live_memory.context_window import ContextWindow, Turn
 from live_memory.errors import InputError
-from live_memory.workspace import Location, locate, validate_cwd
+from live_memory.providers.base import Message, TextPart
+from live_memory.workspace import Location, WorkspacePolicy, WorkspaceState, locate, new_state, validate_cwd
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -84,3 +89,108 @@ def test_submodule_modes(tmp_path: Path) -> None:
 def test_bad_cwd_is_refused_with_a_clear_message(cwd: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         validate_cwd(cwd)
+
+
+# --- commits: rebase, never drop -------------------------------------------------------------------------------
+def _state() -> WorkspaceState:
+    policy = WorkspacePolicy(
+        budget_tokens=100_000,
+        distill_min_interval_s=0.0,
+        admission=AdmissionLimits(mode="parallel", max_parallel=8, max_waiting=8, retry_after_s=1.0),
+    )
+    return new_state(Location(Path("/repo"), Path("/repo")), policy)
+
+
+def _answer(window: ContextWindow, question: str) -> None:
+    """What a question's loop leaves in its fork: a read recorded, the exchange appended."""
+    window.sync_deltas()
+    window.record_read(f"{question}.py", question * 8, 10)
+    message = Message("user", (TextPart(f"## Question\n{question}"),))
+    window.add_exchange(message, question, f"answer {question}", (f"{question}.py",))
+
+
+def _compact(window: ContextWindow) -> None:
+    """A compaction as the engine does it: all but the last two exchanges folded into the ledger."""
+    questions = [t for t in window.history if t.kind == "question"]
+    doomed = {t.question for t in questions[:-2]}
+    if not doomed:
+        return
+    window.history = [t for t in window.history if _question_of(window, t) not in doomed]
+    merged = [f.text for f in window.ledger.facts] + [f"summarized {q}" for q in sorted(doomed)]  # the summary merges
+    window.ledger.set_from_summary("\n".join(merged), {})
+    window.summarized_pairs += len(doomed)
+    window.freeze()
+
+
+def _question_of(window: ContextWindow, turn: Turn) -> str:
+    """The question an exchange turn belongs to (its answer names it)."""
+    if turn.kind == "question":
+        return turn.question
+    text = turn.message.text
+    return text.removeprefix("answer ") if turn.kind == "answer" else ""
+
+
+def _remembered(window: ContextWindow) -> set[str]:
+    kept = {t.question for t in window.history if t.kind == "question"}
+    summarized = {f.text.removeprefix("summarized ") for f in window.ledger.facts}
+    return kept | summarized
+
+
+@given(
+    forks=st.integers(min_value=2, max_value=6).flatmap(
+        lambda n: st.tuples(
+            st.permutations([*(("take", i) for i in range(n)), *(("commit", i) for i in range(n))]),
+            st.lists(st.booleans(), min_size=n, max_size=n),
+        )
+    ),
+    earlier=st.integers(min_value=0, max_value=5),
+)
+@settings(max_examples=300, deadline=None)
+def test_concurrent_commits_in_any_order_keep_every_answered_exchange(
+    forks: tuple[list[tuple[str, int]], list[bool]], earlier: int
+) -> None:
+    events, compacts = forks
+    state = _state()
+    for index in range(earlier):
+        _answer(state.window, f"e{index}")
+    taken: dict[int, tuple[int, ContextWindow]] = {}
+    committed_order: list[int] = []
+    history_before = list(state.window.history)
+    epoch_before = state.window.epoch
+    for kind, index in events:
+        if kind == "take" or index not in taken:  # a commit needs its fork first: take it now
+            if index not in taken:
+                taken[index] = state.fork()
+                if compacts[index]:
+                    _compact(taken[index][1])
+                _answer(taken[index][1], f"q{index}")
+            if kind == "take":
+                continue
+        fork_id, fork = taken[index]
+        if index in committed_order:
+            continue
+        state.commit(fork_id, fork)
+        committed_order.append(index)
+        window = state.window
+        if window.epoch == epoch_before:  # no compaction adopted: the history only grew
+            assert window.history[: len(history_before)] == history_before
+        history_before, epoch_before = list(window.history), window.epoch
+    window = state.window
+    asked = {f"e{i}" for i in range(earlier)} | {f"q{i}" for i in range(len(compacts))}
+    assert _remembered(window) == asked  # a serial replay would remember exactly these
+    assert window.qa_count() + window.summarized_pairs == len(asked)  # and each exactly once
+
+
+def test_a_raced_commit_is_replayed_after_the_committed_exchange() -> None:
+    state = _state()
+    _answer(state.window, "e0")
+    first_id, first = state.fork()
+    second_id, second = state.fork()
+    _answer(first, "q1")
+    _answer(second, "q2")
+    assert not state.commit(first_id, first)  # linear
+    committed = list(state.window.history)
+    assert state.commit(second_id, second)  # raced: rebased, not dropped
+    assert state.window.history[: len(committed)] == committed
+    assert [t.question for t in state.window.history if t.kind == "question"] == ["e0", "q1", "q2"]
+    assert "q2.py" in state.window.files and state.stats.rebased_commits == 1

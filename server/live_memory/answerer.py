@@ -178,10 +178,7 @@ class Answerer:
             C.CALIBRATION_MIN_RATIO,
             C.CALIBRATION_MAX_RATIO,
         )
-        score = (len(out.files_read), out.usage.prompt_tokens + out.usage.output_tokens)
-        if not state.commit(fork_id, window, score):
-            state.stats.races_lost += 1
-            logger.info("a concurrent question on %s explored more; this exchange is not kept", state.root)
+        state.commit(fork_id, window)
         cost = await self.service.spend.charge(state, runtime, out.model, out.usage, background=False)
         read_chars = sum(window.files[p].size for p in out.files_read if p in window.files)
         saved = int(read_chars / window.chars_per_token) - out.usage.output_tokens
@@ -202,7 +199,6 @@ class Answerer:
             stats = state.stats
             stats.compactions += 1
             stats.summaries_written += report.summaries
-            stats.qa_summarized += report.summarized_pairs
             stats.last_compaction_at = self.wall_clock()
             await spend.charge(state, runtime, summary_model, report.usage, background=True)
 

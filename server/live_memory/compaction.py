@@ -188,6 +188,7 @@ class Compactor:
         report.usage = report.usage + summary.usage
         report.summaries += 1
         report.summarized_pairs = len(chosen)
+        window.summarized_pairs += len(chosen)
 
 
 def _exchanges(history: list[Turn]) -> list[list[Turn]]:

@@ -98,6 +98,8 @@ class ContextWindow:
         self.version = 0
         self.tick = 0
         self.sent_history_len = 0  # history messages in the last request built (cache lookback anchor)
+        self.epoch = 0  # bumped by every freeze: a different epoch means the prefix was rewritten
+        self.summarized_pairs = 0  # Q&A pairs folded into the ledger by compaction, ever (persisted)
         self.transcript_room = COMPACTION_THRESHOLD  # share of the budget a kept tool transcript may fill
         self.transcript_keep_share = transcript_keep_share
 
@@ -161,6 +163,17 @@ class ContextWindow:
         self.pending = Delta()
         self.frozen_volatile = self.render_volatile()
         self.sent_history_len = 0
+        self.epoch += 1
+
+    def append_exchanges(self, turns: Sequence[Turn], files: Mapping[str, FileContext]) -> None:
+        """Replay exchanges answered on another copy of this window (a rebase): their turns go after
+        what is here, so the history stays append-only; the files they read become known here too."""
+        for turn in turns:
+            for path in turn.cites:
+                read = files.get(path)
+                if read is not None and read.state == "current":
+                    self.record_read(path, read.sha256, read.size)
+        self.history.extend(turns)
 
     def _by_path(self) -> list[FileContext]:
         return [self.files[p] for p in sorted(self.files)]

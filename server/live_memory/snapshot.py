@@ -77,6 +77,7 @@ class LedgerIn(_Model):
 class WindowIn(_Model):
     calibration: float = 1.0
     version: int = 0
+    summarized_pairs: int = 0
     ledger: LedgerIn | str | None = None  # legacy snapshots stored the ledger as one string
     files: list[FileIn] = Field(default_factory=list)
     history: list[TurnIn] = Field(default_factory=list)
@@ -100,8 +101,7 @@ class StatsIn(_Model):
     background_usage: UsageIn = Field(default_factory=UsageIn)
     background_cost_usd: float = 0.0
     tokens_saved: int = 0
-    races_lost: int = 0
-    qa_summarized: int = 0
+    rebased_commits: int = 0
 
 
 class SnapshotIn(_Model):
@@ -122,6 +122,7 @@ def window_json(window: ContextWindow) -> dict[str, Any]:
     return {
         "calibration": window.calibration,
         "version": window.version,
+        "summarized_pairs": window.summarized_pairs,
         "ledger": {"facts": [f.to_json() for f in window.ledger.facts], "legacy_text": window.ledger.legacy_text},
         "files": [
             {"path": f.path, "sha256": f.sha256, "size": f.size, "state": f.state, "last_used": f.last_used}
@@ -164,6 +165,7 @@ def restore_window(window: ContextWindow, data: WindowIn) -> None:
     """Fill `window` from a validated snapshot; its frozen block is rebuilt at the next freeze."""
     window.calibration = data.calibration
     window.version = data.version
+    window.summarized_pairs = data.summarized_pairs
     window.ledger = _ledger(data.ledger)
     window.files = {
         f.path: FileContext(f.path, f.sha256, f.size, state=f.state, last_used=f.last_used) for f in data.files

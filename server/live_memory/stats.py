@@ -48,8 +48,8 @@ def workspace_stats(state: WorkspaceState) -> dict[str, Any]:
         "ledger_facts": len(window.ledger.facts),
         "stale_ledger_facts": sum(1 for f in window.ledger.facts if f.stale),
         "questions_answered": stats.questions,
-        "races_lost": stats.races_lost,
-        "qa_summarized": stats.qa_summarized,
+        "rebased_commits": stats.rebased_commits,
+        "qa_summarized": window.summarized_pairs,
         "cost_usd": round(stats.cost_usd + stats.background_cost_usd, 6),
         "cost": {"foreground_usd": round(stats.cost_usd, 6), "background_usd": round(stats.background_cost_usd, 6)},
         "tokens": {

@@ -19,7 +19,7 @@ from typing import Any
 
 from live_memory.admission import Admission, AdmissionLimits, DistillGate
 from live_memory.constants import MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
-from live_memory.context_window import ContextWindow
+from live_memory.context_window import EXCHANGE_KINDS, ContextWindow, Turn
 from live_memory.errors import InputError
 from live_memory.records import Usage
 
@@ -124,12 +124,26 @@ class WorkspaceStats:
     background_usage: Usage = field(default_factory=Usage)  # summaries (and keep-warm pings)
     background_cost_usd: float = 0.0
     tokens_saved: int = 0  # see stats.TOKENS_SAVED_METHOD
-    races_lost: int = 0  # answered, but a concurrent question that explored more was kept instead
-    qa_summarized: int = 0  # Q&A pairs folded into the ledger by compaction
+    rebased_commits: int = 0  # answers committed after a concurrent one, replayed onto it (never dropped)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         return data
+
+
+@dataclass
+class _ForkBase:
+    """What the committed window was when a fork was taken."""
+
+    seq: int  # journal position
+    version: int
+    epoch: int
+    history: list[Turn]  # the committed turns then (held, so their identities stay unique)
+
+    def new_turns(self, window: ContextWindow) -> list[Turn]:
+        """The exchange turns `window` gained since then (deltas are re-derived, not replayed)."""
+        known = {id(t) for t in self.history}
+        return [t for t in window.history if id(t) not in known and t.kind in EXCHANGE_KINDS]
 
 
 class WorkspaceState:
@@ -143,7 +157,6 @@ class WorkspaceState:
         self.load_lock = asyncio.Lock()
         self.last_used = 0.0  # monotonic time of the last question (LRU unloading, keep-warm idleness)
         self.last_prompt_at: float | None = None  # monotonic time of the last request sent (keep-warm)
-        self.last_commit_score: tuple[int, int] = (0, 0)
         self.stats = WorkspaceStats()
         self.loaded = False  # restored from its snapshot, directory tree built, window frozen once
         self.dropped = False  # wiped by reset/empty: nothing of this object may be persisted again
@@ -151,7 +164,7 @@ class WorkspaceState:
         self.tees: dict[str, tuple[float, str]] = {}  # path -> (when, sha256) of the last tee: echo checks
         self._journal: list[tuple[int, WindowChange]] = []
         self._seq = 0
-        self._forks: dict[int, tuple[int, int]] = {}  # fork id -> (journal seq, window version) when taken
+        self._forks: dict[int, _ForkBase] = {}
         self._next_fork = 0
 
     @property
@@ -181,39 +194,52 @@ class WorkspaceState:
     def fork(self) -> tuple[int, ContextWindow]:
         self._next_fork += 1
         fork_id = self._next_fork
-        self._forks[fork_id] = (self._seq, self.window.version)
-        return fork_id, self.window.clone()
+        window = self.window
+        self._forks[fork_id] = _ForkBase(self._seq, window.version, window.epoch, list(window.history))
+        return fork_id, window.clone()
 
-    def commit(self, fork_id: int, fork: ContextWindow, score: tuple[int, int]) -> bool:
-        """Adopt a fork; False when it lost a race and its exchange was dropped.
+    def commit(self, fork_id: int, fork: ContextWindow) -> bool:
+        """Adopt what a fork learned; True when it was rebased onto a concurrent commit.
 
-        A linear update (nothing committed since the fork was taken) is always adopted, so a
-        compaction is never discarded. On a genuine race the fork that explored more wins
-        (files read, then tokens). Changes that reached the committed window meanwhile are replayed.
+        Linear (nothing committed since the fork was taken): the fork becomes the window, and the
+        changes that reached the committed window meanwhile are replayed onto it. A race: the fork's
+        new exchange is replayed after what is committed, as git rebases a branch, so no answered
+        exchange is ever dropped and the committed history stays append-only. A compaction is never
+        discarded: when only the fork compacted, the fork is adopted and the exchanges committed
+        meanwhile are appended to it.
         """
-        taken_seq, base_version = self._forks.pop(fork_id)
-        raced = self.window.version != base_version
-        if raced and score <= self.last_commit_score:
+        base = self._forks.pop(fork_id)
+        committed = self.window
+        if committed.version == base.version:
+            self._replay_journal(fork, base.seq)
+            fork.version = committed.version + 1
+            self.window = fork
             self._trim_journal()
             return False
-        if raced:  # this fork wins: count the committed exchanges it does not hold (they are dropped)
-            kept = {id(t) for t in fork.history if t.kind == "question"}
-            self.stats.races_lost += sum(1 for t in self.window.history if t.kind == "question" and id(t) not in kept)
-        for seq, change in self._journal:
-            if seq > taken_seq:
-                change(fork)
-        fork.version = self.window.version + 1
-        self.window = fork
-        self.last_commit_score = score
+        if fork.epoch != base.epoch and committed.epoch == base.epoch:
+            self._replay_journal(fork, base.seq)
+            fork.append_exchanges(base.new_turns(committed), committed.files)
+            target = fork
+        else:
+            committed.append_exchanges(base.new_turns(fork), fork.files)
+            target = committed
+        target.version = committed.version + 1
+        self.window = target
+        self.stats.rebased_commits += 1
         self._trim_journal()
         return True
+
+    def _replay_journal(self, fork: ContextWindow, since: int) -> None:
+        for seq, change in self._journal:
+            if seq > since:
+                change(fork)
 
     def abandon(self, fork_id: int) -> None:
         self._forks.pop(fork_id, None)
         self._trim_journal()
 
     def _trim_journal(self) -> None:
-        oldest = min((seq for seq, _ in self._forks.values()), default=self._seq)
+        oldest = min((base.seq for base in self._forks.values()), default=self._seq)
         self._journal = [(s, c) for s, c in self._journal if s > oldest]
 
 
