@@ -101,12 +101,64 @@ async def test_refused_events_are_ignored_with_a_reason_and_change_nothing(
     assert "hunter2" not in prompt and "root:x:0:0" not in prompt and "[core]" not in prompt
 
 
-async def test_events_for_an_unloaded_workspace_do_not_load_it(server: LiveServer, workspace: Path) -> None:
-    event = {"path": "src/app.py", "kind": "read", "content": "x"}
+async def test_a_tee_before_any_question_reaches_the_first_request(
+    server: LiveServer, fake: FakeLLM, workspace: Path
+) -> None:
+    event = {"path": "src/app.py", "kind": "read", "content": "def main():\n    return 'v1'\n"}
     answer = (await post(server, "/notify", {"cwd": str(workspace), "events": [event]})).json()
-    assert answer["workspace_loaded"] is False and answer["ignored"] == 1
-    async with httpx.AsyncClient(base_url=server.url) as client:
-        assert (await client.get("/stats", params={"cwd": str(workspace)})).status_code == 404
+    assert answer["accepted"] == 1 and answer["workspace_loaded"] is False  # it was not in memory: now it is
+    await ask(server, workspace, "what does main return?")
+    first = next(r for r in fake.requests if "what does main return?" in str(r.body["messages"]))
+    assert "return 'v1'" in str(first.body)
+
+
+async def test_a_flood_of_events_for_many_repositories_stays_within_the_workspace_cap(
+    fake: FakeLLM, tmp_path: Path
+) -> None:
+    fake.responder = lambda request: Reply.text("ok")
+    settings = settings_for(fake.base_url, tmp_path / "data", max_loaded_workspaces=3)
+    roots = []
+    for index in range(8):
+        root = tmp_path / f"repo{index}"
+        (root / ".git").mkdir(parents=True)
+        (root / "a.py").write_text("A = 1\n")
+        roots.append(root)
+    with live_server(settings) as running:
+        for root in roots:
+            event = {"path": "a.py", "kind": "read", "content": "A = 1\n"}
+            assert (await post(running, "/notify", {"cwd": str(root), "events": [event]})).status_code == 200
+        async with httpx.AsyncClient(base_url=running.url) as client:
+            listed = (await client.get("/stats")).json()
+    assert len(listed["workspaces"]) == 3  # the least recently used ones were unloaded
+
+
+async def test_after_a_restart_stats_and_held_files_come_back_before_any_question(
+    fake: FakeLLM, tmp_path: Path, workspace: Path
+) -> None:
+    fake.responder = lambda request: Reply.text("ok")
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+    tees = [
+        {"path": "src/app.py", "kind": "read", "content": (workspace / "src/app.py").read_text()},
+        {"path": "src/db.py", "kind": "read", "content": (workspace / "src/db.py").read_text()},
+    ]
+    with live_server(settings) as running:
+        await post(running, "/notify", {"cwd": str(workspace), "events": tees})
+        await ask(running, workspace, "first question")
+        async with httpx.AsyncClient(base_url=running.url) as client:
+            before = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
+    (workspace / "src" / "db.py").write_text("URL = 'postgres://'\n")  # changed while the server was down
+    with live_server(settings) as running:
+        async with httpx.AsyncClient(base_url=running.url) as client:
+            listed = (await client.get("/stats")).json()
+            after = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
+        await ask(running, workspace, "second question")
+    assert [m["workspace"] for m in listed["on_disk"]] == [str(workspace)]  # shown before it is loaded
+    assert before["files_with_content"] == 2
+    for key in ("questions_answered", "qa_retained", "ledger_facts", "cost_usd"):
+        assert after[key] == before[key], key
+    assert after["files_with_content"] == 1 and after["stale_files"] == 1  # app.py held again; db.py changed
+    prompt = str(fake.requests[-1].body)
+    assert "return 'v1'" in prompt and "postgres" not in prompt
 
 
 async def test_file_globs_limit_the_monitoring_scope(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:

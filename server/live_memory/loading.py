@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 
 from live_memory import constants as C
 from live_memory.config import Settings
 from live_memory.directory_tree import build_directory_tree
 from live_memory.preload import load_preload
 from live_memory.snapshot import restore_stats, restore_window
-from live_memory.store import SnapshotStore, disk_hashes
+from live_memory.store import SnapshotStore, read_for_revalidation
 from live_memory.workspace import WorkspaceState
 
 logger = logging.getLogger(__name__)
@@ -29,23 +30,43 @@ async def load_workspace(state: WorkspaceState, store: SnapshotStore, settings: 
     async with state.load_lock:
         if state.loaded:
             return
-        await restore_snapshot(state, store)
+        await _restore(state, store, settings)
         state.window.set_directory_tree(await directory_tree(state, settings))
         await preload(state, settings)
         state.window.freeze()
         state.loaded = True
 
 
-async def restore_snapshot(state: WorkspaceState, store: SnapshotStore) -> None:
+async def restore_workspace(state: WorkspaceState, store: SnapshotStore, settings: Settings) -> None:
+    """Only the snapshot (cheap: no tree scan), so file events and /stats work before the first
+    question; `load_workspace` finishes the job when one comes."""
+    if state.restored:
+        return
+    async with state.load_lock:
+        await _restore(state, store, settings)
+
+
+async def _restore(state: WorkspaceState, store: SnapshotStore, settings: Settings) -> None:
+    if state.restored:
+        return
+    state.restored = True
     snapshot = await asyncio.to_thread(store.load, state.id)
     if snapshot is None:
         return
     window = state.window
-    restore_window(window, snapshot.window)
+    held = restore_window(window, snapshot.window)
     state.stats = restore_stats(snapshot.stats)
-    hashes = await asyncio.to_thread(disk_hashes, state.tree_root, window.paths_to_validate())
-    checked = window.revalidate(hashes)
-    logger.info("restored %s: %d Q&A pairs, %s", state.root, window.qa_count(), checked)
+    found = await asyncio.to_thread(
+        read_for_revalidation, state.tree_root, window.paths_to_validate(), held, settings.passive_max_file_bytes
+    )
+    checked = window.revalidate({path: disk.sha256 for path, disk in found.items()})
+    rehold = 0
+    for path, disk in found.items():  # held before the restart and unchanged: held again, from the disk
+        known = window.files.get(path)
+        if disk.text is not None and known is not None and known.sha256 == disk.sha256:
+            window.files[path] = replace(known, content=disk.text, state="current")
+            rehold += 1
+    logger.info("restored %s: %d Q&A pairs, %s, %d files held again", state.root, window.qa_count(), checked, rehold)
 
 
 async def directory_tree(state: WorkspaceState, settings: Settings) -> str:

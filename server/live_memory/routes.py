@@ -5,6 +5,7 @@ Errors are `{"error": ..., "detail": ...}` with a 4xx status; no traceback reach
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable
@@ -61,13 +62,15 @@ def build_routes(service: WorkspaceService, started_at: float, provider_factory:
         except InputError as exc:
             raise RequestError(400, str(exc)) from None
         if state is None:
-            raise RequestError(404, "workspace not loaded: ask it a question first", {"cwd": cwd})
+            raise RequestError(404, "no memory of this workspace yet: ask it a question first", {"cwd": cwd})
         return state
 
     async def stats(request: Request) -> JSONResponse:
         server = server_stats(service, started_at)
         if "cwd" not in request.query_params:
-            return JSONResponse({"server": server, "workspaces": [workspace_stats(s) for s in service.states()]})
+            on_disk = [meta.to_json() for meta in await asyncio.to_thread(service.on_disk)]
+            loaded = [workspace_stats(s) for s in service.states()]
+            return JSONResponse({"server": server, "workspaces": loaded, "on_disk": on_disk})
         try:
             state = await loaded_state(request)
         except RequestError as exc:
@@ -79,7 +82,8 @@ def build_routes(service: WorkspaceService, started_at: float, provider_factory:
 
     async def status_page(request: Request) -> HTMLResponse:
         workspaces = [workspace_stats(s) for s in service.states()]
-        return HTMLResponse(render_status_page(server_stats(service, started_at), workspaces))
+        on_disk = [meta.to_json() for meta in await asyncio.to_thread(service.on_disk)]
+        return HTMLResponse(render_status_page(server_stats(service, started_at), workspaces, on_disk))
 
     async def ledger(request: Request) -> JSONResponse:
         try:
@@ -100,7 +104,7 @@ def build_routes(service: WorkspaceService, started_at: float, provider_factory:
         except InputError as exc:
             return error(400, str(exc))
         if found is None:
-            return error(404, "workspace not loaded: ask it a question first", {"cwd": body.cwd})
+            return error(404, "no memory of this workspace yet: ask it a question first", {"cwd": body.cwd})
         state, removed = found
         return JSONResponse({"workspace": str(state.root), "forgotten": removed})
 

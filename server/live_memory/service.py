@@ -28,11 +28,11 @@ from live_memory.config import Settings
 from live_memory.context_window import ContextWindow
 from live_memory.errors import LiveMemoryError, WorkspaceLoadError
 from live_memory.ingest import Ingestor, IngestPolicy
-from live_memory.loading import directory_tree, load_workspace
+from live_memory.loading import directory_tree, load_workspace, restore_workspace
 from live_memory.providers.base import ChatProvider
 from live_memory.records import FileEvent, IngestResult
 from live_memory.runtime import Runtime
-from live_memory.snapshot import snapshot_payload
+from live_memory.snapshot import SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import SpendTracker
 from live_memory.store import SnapshotStore
 from live_memory.watcher import WorkspaceWatcher
@@ -131,13 +131,19 @@ class WorkspaceService:
             self._locations.popitem(last=False)
         return location
 
-    async def open(self, cwd: str) -> OpenWorkspace:
-        """The loaded workspace for `cwd` (created, restored and frozen on first use) and its tools."""
-        location = await self.locate(cwd)
+    async def _state(self, location: Location) -> WorkspaceState:
+        """The in-memory state for `location`, created (and the LRU idle ones unloaded) if need be."""
         state = self._states.get(location.key)
         if state is None:
             state = self._states[location.key] = new_state(location, self.policy)
+            await self._enforce_capacity(keep=state)
         state.last_used = self.clock()
+        return state
+
+    async def open(self, cwd: str) -> OpenWorkspace:
+        """The loaded workspace for `cwd` (created, restored and frozen on first use) and its tools."""
+        location = await self.locate(cwd)
+        state = await self._state(location)
         settings = self.settings
         try:
             if not state.loaded:
@@ -151,12 +157,24 @@ class WorkspaceService:
             logger.exception("loading workspace %s failed", state.root)
             self._states.pop(location.key, None)  # the next question retries from scratch
             raise WorkspaceLoadError(f"the workspace {state.root} could not be loaded: {exc}") from None
-        await self._enforce_capacity(keep=state)
         return OpenWorkspace(state, location.root, tools)
 
     async def find(self, cwd: str) -> WorkspaceState | None:
-        """The workspace for `cwd` if it is in memory (never creates or loads one)."""
-        return self._states.get((await self.locate(cwd)).key)
+        """The workspace for `cwd`: in memory, or restored from its snapshot (no tree scan); None when
+        it has never been asked or taught anything."""
+        location = await self.locate(cwd)
+        if location.key not in self._states and not await asyncio.to_thread(
+            self.store.exists, workspace_id(location.key)
+        ):
+            return None
+        state = await self._state(location)
+        await restore_workspace(state, self.store, self.settings)
+        return state
+
+    def on_disk(self) -> list[SnapshotMeta]:
+        """Workspaces with a snapshot that are not in memory (after a restart, until first used)."""
+        loaded = {state.id for state in self._states.values()}
+        return [meta for meta in self.store.list_meta() if meta.workspace_id not in loaded]
 
     def states(self) -> list[WorkspaceState]:
         return list(self._states.values())
@@ -185,17 +203,16 @@ class WorkspaceService:
         self.watcher.watch(state.tree_root, known, sink)
 
     async def notify(self, cwd: str, events: Sequence[FileEvent]) -> tuple[IngestResult, bool]:
-        """Apply file events to a loaded workspace; events never create one."""
+        """Apply file events, restoring (or creating) the workspace first: the memory learns from the
+        first read, also after a restart. Returns the result and whether the workspace was already
+        in memory."""
         location = await self.locate(cwd)
-        state = self._states.get(location.key)
-        if state is None or not state.loaded:
-            result = IngestResult()
-            for event in events:
-                result.ignore(event.path, "workspace not loaded (ask it a question first)")
-            return result, False
+        was_loaded = location.key in self._states
+        state = await self._state(location)
+        await restore_workspace(state, self.store, self.settings)
         result = await Ingestor(IngestPolicy.of(self.settings)).apply(state, location.root, events)
         self._shed_observed_bytes(state)
-        return result, True
+        return result, was_loaded
 
     def _shed_observed_bytes(self, touched: WorkspaceState) -> int:
         """Keep held file bytes under the process-wide cap by shedding the LRU ones of `touched`."""
@@ -223,10 +240,13 @@ class WorkspaceService:
 
     # --- persistence, wipes, unloading ---------------------------------------------------------
     async def persist(self, state: WorkspaceState) -> None:
-        def snapshot() -> tuple[int, dict[str, Any]]:
-            return state.window.version, snapshot_payload(str(state.root), state.window, state.stats)
+        def meta() -> SnapshotMeta:
+            return snapshot_meta(state)
 
-        await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped)
+        def snapshot() -> tuple[int, dict[str, Any]]:
+            return state.changes, snapshot_payload(str(state.root), state.window, state.stats)
+
+        await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta)
 
     async def wipe(self, cwd: str, *, reload_now: bool) -> dict[str, Any]:
         """Drop history, ledger, files and the snapshot. Reset reloads (and preloads) at once."""
@@ -286,10 +306,10 @@ class WorkspaceService:
             state.admission.close()
 
     async def flush(self) -> None:
-        """Write every loaded workspace (errors logged, never raised: the others still flush)."""
+        """Write every workspace in memory (errors logged, never raised: the others still flush)."""
         await self.watcher.aclose()
         for state in self._states.values():
-            if not state.loaded:
+            if not state.restored:
                 continue
             try:
                 await self.persist(state)

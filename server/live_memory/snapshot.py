@@ -7,6 +7,7 @@ part of a snapshot: files are re-read from disk, deltas are re-derived.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -15,7 +16,7 @@ from live_memory.context_window import ContextWindow, FileContext, Turn
 from live_memory.ledger import Ledger, LedgerFact
 from live_memory.providers.base import Message, Part, TextPart, ToolResultPart, ToolUsePart
 from live_memory.records import Usage
-from live_memory.workspace import WorkspaceStats
+from live_memory.workspace import WorkspaceState, WorkspaceStats
 
 SCHEMA_VERSION = 1
 
@@ -61,6 +62,7 @@ class FileIn(_Model):
     size: int = 0
     state: Literal["current", "changed", "deleted"] = "current"
     last_used: int = 0
+    held: bool = False  # its bytes were held: held again after a restart if the file is unchanged
 
 
 class FactIn(_Model):
@@ -112,6 +114,52 @@ class SnapshotIn(_Model):
     stats: StatsIn = Field(default_factory=StatsIn)
 
 
+@dataclass(frozen=True)
+class SnapshotMeta:
+    """What /stats and the status page show of a workspace that is on disk but not in memory."""
+
+    workspace_id: str
+    workspace: str
+    questions_answered: int
+    qa_retained: int
+    qa_summarized: int
+    ledger_facts: int
+    cost_usd: float
+    saved_at: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class SnapshotMetaIn(_Model):
+    workspace_id: str
+    workspace: str
+    questions_answered: int = 0
+    qa_retained: int = 0
+    qa_summarized: int = 0
+    ledger_facts: int = 0
+    cost_usd: float = 0.0
+    saved_at: float = 0.0
+
+
+def snapshot_meta(state: WorkspaceState) -> SnapshotMeta:
+    window, stats = state.window, state.stats
+    return SnapshotMeta(
+        workspace_id=state.id,
+        workspace=str(state.root),
+        questions_answered=stats.questions,
+        qa_retained=window.qa_count(),
+        qa_summarized=window.summarized_pairs,
+        ledger_facts=len(window.ledger.facts),
+        cost_usd=round(stats.cost_usd + stats.background_cost_usd, 6),
+    )
+
+
+def parse_meta(raw: Any) -> SnapshotMeta:
+    """Raises ValueError when `raw` is not a snapshot's metadata."""
+    return SnapshotMeta(**SnapshotMetaIn.model_validate(raw).model_dump())
+
+
 # --- writing -------------------------------------------------------------------------------------
 def snapshot_payload(root: str, window: ContextWindow, stats: WorkspaceStats) -> dict[str, Any]:
     """The JSON-ready payload of one workspace (the store adds the schema version and time)."""
@@ -125,7 +173,14 @@ def window_json(window: ContextWindow) -> dict[str, Any]:
         "summarized_pairs": window.summarized_pairs,
         "ledger": {"facts": [f.to_json() for f in window.ledger.facts], "legacy_text": window.ledger.legacy_text},
         "files": [
-            {"path": f.path, "sha256": f.sha256, "size": f.size, "state": f.state, "last_used": f.last_used}
+            {
+                "path": f.path,
+                "sha256": f.sha256,
+                "size": f.size,
+                "state": f.state,
+                "last_used": f.last_used,
+                "held": f.content is not None,
+            }
             for f in window.files.values()
         ],
         "history": [
@@ -161,8 +216,9 @@ def parse_snapshot(payload: dict[str, Any]) -> SnapshotIn:
     return SnapshotIn.model_validate(payload)
 
 
-def restore_window(window: ContextWindow, data: WindowIn) -> None:
-    """Fill `window` from a validated snapshot; its frozen block is rebuilt at the next freeze."""
+def restore_window(window: ContextWindow, data: WindowIn) -> list[str]:
+    """Fill `window` from a validated snapshot; its frozen block is rebuilt at the next freeze.
+    Returns the paths whose bytes were held (the snapshot never holds the bytes themselves)."""
     window.calibration = data.calibration
     window.version = data.version
     window.summarized_pairs = data.summarized_pairs
@@ -173,6 +229,7 @@ def restore_window(window: ContextWindow, data: WindowIn) -> None:
     window.tick = max((f.last_used for f in window.files.values()), default=0)
     window.history = [Turn(t.kind, _message(t.message), t.question, tuple(t.cites)) for t in data.history]
     window.frozen_volatile = None
+    return [f.path for f in data.files if f.held and f.state == "current"]
 
 
 def restore_stats(data: StatsIn) -> WorkspaceStats:

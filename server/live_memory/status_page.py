@@ -1,9 +1,11 @@
-"""GET /: a small, self-contained HTML status page of every loaded workspace (no scripts, no assets)."""
+"""GET /: a small, self-contained HTML status page of every workspace, loaded or on disk (no scripts,
+no assets)."""
 
 from __future__ import annotations
 
 import datetime
 import html
+from collections.abc import Sequence
 from typing import Any
 
 PAGE = """<!doctype html>
@@ -37,7 +39,15 @@ def _when(stamp: float | None) -> str:
     return datetime.datetime.fromtimestamp(stamp, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def render_status_page(server: dict[str, Any], workspaces: list[dict[str, Any]]) -> str:
+ON_DISK_ROW = (
+    '<tr class="muted"><td>{workspace}</td><td>on disk, not loaded yet</td><td>{questions}</td><td></td>'
+    "<td>{facts}</td><td>${cost:.4f}</td><td>saved {saved}</td></tr>"
+)
+
+
+def render_status_page(
+    server: dict[str, Any], workspaces: list[dict[str, Any]], on_disk: Sequence[dict[str, Any]] = ()
+) -> str:
     rows = []
     for w in workspaces:
         pct = 100 * w["fill"]["ratio"]
@@ -54,6 +64,16 @@ def render_status_page(server: dict[str, Any], workspaces: list[dict[str, Any]])
                 facts=w["ledger_facts"],
                 cost=w["cost_usd"],
                 compaction=html.escape(_when(w["last_compaction_at"])),
+            )
+        )
+    for meta in on_disk:
+        rows.append(
+            ON_DISK_ROW.format(
+                workspace=html.escape(meta["workspace"]),
+                questions=meta["questions_answered"],
+                facts=meta["ledger_facts"],
+                cost=meta["cost_usd"],
+                saved=html.escape(_when(meta["saved_at"])),
             )
         )
     today = server["today"]

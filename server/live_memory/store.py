@@ -18,10 +18,11 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from live_memory.snapshot import SCHEMA_VERSION, SnapshotIn, parse_snapshot
+from live_memory.snapshot import SCHEMA_VERSION, SnapshotIn, SnapshotMeta, parse_meta, parse_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class SnapshotStore:
         workspace_id: str,
         snapshot: Callable[[], tuple[int, Mapping[str, Any]]],
         still_wanted: Callable[[], bool] = lambda: True,
+        meta: Callable[[], SnapshotMeta] | None = None,
     ) -> bool:
         """Write the current state unless a newer generation is on disk or the workspace was wiped.
 
@@ -59,14 +61,41 @@ class SnapshotStore:
             generation, payload = snapshot()
             if self._written.get(workspace_id, -1) >= generation:
                 return False
-            await asyncio.to_thread(self.write_now, workspace_id, payload)
+            summary = meta() if meta is not None else None
+            await asyncio.to_thread(self.write_now, workspace_id, payload, summary)
             self._written[workspace_id] = generation
             return True
 
-    def write_now(self, workspace_id: str, payload: Mapping[str, Any]) -> None:
-        """Blocking atomic write (worker threads only)."""
+    def meta_path_for(self, workspace_id: str) -> Path:
+        return self.dir / f"{workspace_id}.meta"
+
+    def exists(self, workspace_id: str) -> bool:
+        return self.path_for(workspace_id).exists()
+
+    def write_now(self, workspace_id: str, payload: Mapping[str, Any], meta: SnapshotMeta | None = None) -> None:
+        """Blocking atomic write (worker threads only); the small metadata file follows the snapshot."""
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        data = json.dumps({"schema": SCHEMA_VERSION, "saved_at": self.clock(), **payload}, separators=(",", ":"))
+        saved_at = self.clock()
+        self._write_atomic(
+            workspace_id,
+            self.path_for(workspace_id),
+            json.dumps({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload}, separators=(",", ":")),
+        )
+        if meta is not None:
+            text = json.dumps({**meta.to_json(), "saved_at": saved_at})
+            self._write_atomic(workspace_id, self.meta_path_for(workspace_id), text)
+
+    def list_meta(self) -> list[SnapshotMeta]:
+        """The metadata of every stored snapshot (blocking, but small files; unreadable ones skipped)."""
+        found = []
+        for path in sorted(self.dir.glob("*.meta")) if self.dir.is_dir() else []:
+            try:
+                found.append(parse_meta(json.loads(path.read_text(encoding="utf-8"))))
+            except (OSError, ValueError):
+                continue
+        return found
+
+    def _write_atomic(self, workspace_id: str, target: Path, data: str) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{workspace_id}.", suffix=".tmp", dir=self.dir)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -74,7 +103,7 @@ class SnapshotStore:
                 handle.flush()
                 os.fsync(handle.fileno())
             os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path_for(workspace_id))
+            os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -88,6 +117,7 @@ class SnapshotStore:
             return await asyncio.to_thread(self._unlink, workspace_id)
 
     def _unlink(self, workspace_id: str) -> bool:
+        self.meta_path_for(workspace_id).unlink(missing_ok=True)
         try:
             self.path_for(workspace_id).unlink()
         except FileNotFoundError:
@@ -128,15 +158,38 @@ class SnapshotStore:
         logger.warning("snapshot %s is corrupt (%s); moved aside to %s, starting fresh", path, why, target.name)
 
 
-def disk_hashes(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
-    """Current SHA-256 of each workspace-relative path (None: missing or unreadable). Blocking."""
-    hashes: dict[str, str | None] = {}
+@dataclass(frozen=True)
+class DiskFile:
+    sha256: str | None  # None: missing or unreadable
+    text: str | None = None  # the content, for files asked to be read that are small UTF-8 text
+
+
+def read_for_revalidation(
+    root: Path, paths: Iterable[str], read_text: Iterable[str] = (), max_text_bytes: int = 0
+) -> dict[str, DiskFile]:
+    """Current SHA-256 of each workspace-relative path, and the text of those in `read_text` that fit
+    `max_text_bytes`. Blocking (worker threads only)."""
+    wanted = set(read_text)
+    found: dict[str, DiskFile] = {}
     for rel in paths:
         try:
-            hashes[rel] = hashlib.sha256((root / rel).read_bytes()).hexdigest()
+            data = (root / rel).read_bytes()
         except OSError:
-            hashes[rel] = None
-    return hashes
+            found[rel] = DiskFile(None)
+            continue
+        text = None
+        if rel in wanted and len(data) <= max_text_bytes and b"\x00" not in data:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+        found[rel] = DiskFile(hashlib.sha256(data).hexdigest(), text)
+    return found
+
+
+def disk_hashes(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
+    """Current SHA-256 of each workspace-relative path (None: missing or unreadable). Blocking."""
+    return {rel: disk.sha256 for rel, disk in read_for_revalidation(root, paths).items()}
 
 
 def _fsync_dir(directory: Path) -> None:

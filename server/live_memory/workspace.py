@@ -158,7 +158,8 @@ class WorkspaceState:
         self.last_used = 0.0  # monotonic time of the last question (LRU unloading, keep-warm idleness)
         self.last_prompt_at: float | None = None  # monotonic time of the last request sent (keep-warm)
         self.stats = WorkspaceStats()
-        self.loaded = False  # restored from its snapshot, directory tree built, window frozen once
+        self.restored = False  # its snapshot was read (file events and /stats work from here on)
+        self.loaded = False  # restored, directory tree built, window frozen once: ready for questions
         self.dropped = False  # wiped by reset/empty: nothing of this object may be persisted again
         self.in_flight = 0
         self.tees: dict[str, tuple[float, str]] = {}  # path -> (when, sha256) of the last tee: echo checks
@@ -166,6 +167,7 @@ class WorkspaceState:
         self._seq = 0
         self._forks: dict[int, _ForkBase] = {}
         self._next_fork = 0
+        self.changes = 0  # every change to what is remembered: a snapshot is written when this moved
 
     @property
     def busy(self) -> bool:
@@ -185,6 +187,7 @@ class WorkspaceState:
 
     # --- changes that must survive concurrent forks ---------------------------------------------
     def apply(self, change: WindowChange) -> Any:
+        self.changes += 1
         result = change(self.window)
         if self._forks:
             self._seq += 1
@@ -210,6 +213,7 @@ class WorkspaceState:
         """
         base = self._forks.pop(fork_id)
         committed = self.window
+        self.changes += 1
         if committed.version == base.version:
             self._replay_journal(fork, base.seq)
             fork.version = committed.version + 1
