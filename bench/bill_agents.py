@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from bench.bill_cache import Block, CacheSim, Ledger, VirtualClock, simulated_call
@@ -191,12 +193,21 @@ class Context:
 
 @dataclass
 class Files:
-    """The working tree as an arm sees it (edits change it)."""
+    """The working tree as an arm sees it (edits change it; with `disk`, on disk too)."""
 
     texts: dict[str, str]
+    disk: Path | None = None
 
     def text(self, path: str) -> str:
         return self.texts[path]
+
+    def write(self, path: str, text: str) -> None:
+        self.texts[path] = text
+        if self.disk is not None:
+            target = self.disk / path
+            partial = target.with_name(target.name + ".bench-tmp")
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, target)  # a new inode: a hard-linked pristine copy stays untouched
 
 
 class MainAgent:
@@ -333,7 +344,7 @@ class MainAgent:
             if not self.turn(task, [call]):
                 continue
             text = apply_edit(self.files.text(op.path), op)
-            self.files.texts[op.path] = text
+            self.files.write(op.path, text)
             self.held[op.path] = version(text)
             self.context.add(tool_result(edit_result(self.abs(op.path), text, op), "edits"))
             if tee is not None:

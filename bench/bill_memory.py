@@ -27,9 +27,8 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -433,21 +432,25 @@ class MemoryExplorer:
         self.notify_ignored += int(data.get("ignored", 0))
 
 
-@contextlib.contextmanager
-def workspace_copy(repo: Repo) -> Iterator[tuple[Path, Path]]:
-    """(tmp, repo_dir): a fresh copy of the repository the server may read and the edits change."""
-    with tempfile.TemporaryDirectory(prefix="lm-bill-") as name:
-        tmp = Path(name).resolve()
-        target = tmp / "repo"
-        if (repo.root / ".git").exists() and repo.name != "live-memory":
-            shutil.copytree(repo.root, target, symlinks=True)
-        else:
-            target.mkdir()
-            for rel in repo.files:
-                (target / rel).parent.mkdir(parents=True, exist_ok=True)
-                (target / rel).write_text(repo.files[rel], encoding="utf-8")
-            subprocess.run(["git", "init", "-q"], cwd=target, check=False, capture_output=True, timeout=30)
-        yield tmp, target
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copy2(source, target)
+
+
+def copy_workspace(repo: Repo, target: Path) -> Path:
+    """A fresh copy of the repository for the server to read and the edits to change. A git checkout is
+    hard-linked (fast; edits replace files, never write through a link); this checkout is written out."""
+    if (repo.root / ".git").is_dir():
+        shutil.copytree(repo.root, target, symlinks=True, copy_function=_link_or_copy)
+    else:
+        target.mkdir(parents=True)
+        for rel in repo.files:
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            (target / rel).write_text(repo.files[rel], encoding="utf-8")
+        subprocess.run(["git", "init", "-q"], cwd=target, check=False, capture_output=True, timeout=30)
+    return target
 
 
 def fake_provider(clock: Any) -> FakeLLM:

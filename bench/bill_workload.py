@@ -1,6 +1,6 @@
 """The session-bill workload: real repositories and seeded task sequences (see bench/session_bill.py).
 
-- `load_repo(name)`: a real repository as text (`live-memory`: this checkout's `git ls-files`; `django`: the
+- `load_repo(name)`: a real repository as text (`live-memory`: this project's files at a pinned commit; `django`: the
   Django 5.1.4 sdist under bench/.cache, downloaded once with pip). Every text file is searchable; the files a
   task may need are the source/documentation files ("eligible").
 - `build_tasks(repo, workload)`: the task sequence every arm replays. A task needs 0-4 files drawn with Zipf
@@ -15,15 +15,22 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import random
 import re
+import shutil
 import subprocess
+import tarfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).parent
 CHECKOUT = HERE.parent
+CACHE = HERE / ".cache"
+# The commit of this project whose files are the "live-memory" workload repository (pinned: results stay
+# comparable across changes to the code under test).
+OWN_REV = "4bec8ff5f348ba70b6121ccf207ca89cbc12e173"
 TEXT_SUFFIXES = frozenset(
     {".py", ".md", ".txt", ".rst", ".html", ".js", ".css", ".json", ".toml", ".cfg", ".ini", ".yml", ".yaml", ".sh"}
 )
@@ -76,16 +83,39 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _own_paths(root: Path) -> list[str]:
+def own_repo(rev: str = "") -> Path:
+    """This project's tracked files at a fixed commit (so the workload does not move with every change),
+    exported once with `git archive` under bench/.cache."""
+    rev = rev or OWN_REV
+    target = CACHE / f"live-memory-{rev[:12]}"
+    if (target / ".bench-ready").exists():
+        return target
+    staging = CACHE / f"live-memory-{rev[:12]}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
     try:
-        done = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=True, timeout=60)
+        archive = subprocess.run(
+            ["git", "-C", str(CHECKOUT), "archive", "--format=tar", rev], capture_output=True, check=True, timeout=120
+        )
     except (OSError, subprocess.SubprocessError) as exc:
-        raise RuntimeError(f"cannot list the files of this checkout with git ({root}): {exc}") from exc
-    return sorted(p for p in done.stdout.decode().split("\0") if p)
+        detail = getattr(exc, "stderr", b"") or b""
+        raise RuntimeError(
+            f"cannot export commit {rev} of this checkout with git archive: {exc} {detail.decode(errors='replace')}"
+        ) from exc
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(staging, filter="data")
+    (staging / ".bench-ready").write_text(rev + "\n")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target
 
 
-def _django_paths(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
+def _tree_paths(root: Path) -> list[str]:
+    return sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and ".git" not in p.parts and p.name != ".bench-ready"
+    )
 
 
 def symbols_in(path: str, text: str) -> list[str]:
@@ -100,8 +130,8 @@ def symbols_in(path: str, text: str) -> list[str]:
 def load_repo(name: str) -> Repo:
     """A real repository by name: `live-memory` (this checkout) or `django` (the 5.1.4 sdist)."""
     if name == "live-memory":
-        root = CHECKOUT
-        paths = _own_paths(root)
+        root = own_repo()
+        paths = _tree_paths(root)
 
         def eligible(p: str) -> bool:
             return p.endswith((".py", ".md"))
@@ -112,7 +142,7 @@ def load_repo(name: str) -> Repo:
             root = django_repo()
         except Exception as exc:
             raise RuntimeError(f"the Django 5.1.4 sdist could not be prepared under bench/.cache: {exc!r}") from exc
-        paths = _django_paths(root)
+        paths = _tree_paths(root)
 
         def eligible(p: str) -> bool:
             return p.startswith("django/") and p.endswith(".py")

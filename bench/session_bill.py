@@ -57,6 +57,7 @@ import asyncio
 import logging
 import multiprocessing
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -83,8 +84,8 @@ from bench.bill_memory import (
     ServerCommand,
     ServerProcess,
     classify_memory,
+    copy_workspace,
     fake_provider,
-    workspace_copy,
 )
 from bench.bill_workload import (
     DECOY_WEIGHTS,
@@ -103,6 +104,7 @@ from bench.bill_workload import (
 )
 
 NAME = "session_bill"
+RUNS_DIR = Path(__file__).parent / ".cache" / "session-bill-runs"  # beside the Django copy: hard links work
 SEED = 20_260_301
 MODES = ("strict", "trusting")
 PLUGIN_TOOL_TOKENS = 300  # the ask tool's schema in every main-agent request
@@ -306,70 +308,94 @@ def run_subagent(repo: Repo, tasks: Sequence[Task]) -> ArmRun:
     )
 
 
-def run_memory(repo: Repo, tasks: Sequence[Task], mode: str, command: ServerCommand, options: dict[str, str]) -> ArmRun:
+def run_memory(
+    repo: Repo, loads: Sequence[Workload], mode: str, command: ServerCommand, options: dict[str, str], seed: int
+) -> dict[str, ArmRun]:
+    """Arm B for several workloads against one server process: each workload in its own copy of the
+    repository (so its own workspace memory), with its own virtual clock, scripted model and a cold cache."""
+    out: dict[str, ArmRun] = {}
+    RUNS_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"bill-{repo.name}-{mode}-", dir=RUNS_DIR) as name:
+        tmp = Path(name).resolve()
+        with (
+            fake_provider(VirtualClock()) as fake,
+            ServerProcess(command, fake.base_url, tmp, {**SERVER_OPTIONS, **options}) as server,
+        ):
+            for load in loads:
+                tasks = build_tasks(repo, load, seed)
+                out[load.name] = _memory_workload(
+                    repo, tasks, mode, fake, server, copy_workspace(repo, tmp / load.name)
+                )
+    return out
+
+
+def _memory_workload(
+    repo: Repo, tasks: Sequence[Task], mode: str, fake: Any, server: ServerProcess, repo_dir: Path
+) -> ArmRun:
     clock = VirtualClock()
+    fake.clock = clock
+    fake.reset_cache()
+    model = MemoryModel(repo_dir, repo, tasks, mode, clock)
+    fake.responder = model
+    start = len(fake.requests)
     ledger, lm_ledger = Ledger("main"), Ledger("memory")
-    with workspace_copy(repo) as (tmp, repo_dir), fake_provider(clock) as fake:
-        model = MemoryModel(repo_dir, repo, tasks, mode, clock)
-        fake.responder = model
-        files = Files(dict(repo.files))
-        root = str(repo_dir) + "/"
-        with ServerProcess(command, fake.base_url, tmp, {**SERVER_OPTIONS, **options}) as server:
-            marks: list[tuple[int, int]] = []
-            final_stats: dict[str, Any] = {}
+    files = Files(dict(repo.files), disk=repo_dir)
+    root = str(repo_dir) + "/"
+    marks: list[tuple[int, int]] = []
+    final_stats: dict[str, Any] = {}
 
-            async def play() -> tuple[MainAgent, MemoryExplorer]:
-                # One MCP session for the whole run (a new Claude Code session would open its own; that
-                # costs no model tokens), so the run does not wait on session set-up.
-                async with (
-                    httpx.AsyncClient(base_url=server.url, timeout=120) as http,
-                    McpAsker(server.mcp_url) as asker,
-                ):
-                    explorer = MemoryExplorer(asker, http, str(repo_dir))
-                    agent = MainAgent(
-                        "B",
-                        files,
-                        CacheSim(clock, "sonnet"),
-                        ledger,
-                        clock,
-                        explorer,
-                        prefix_for=lambda s: claude_code_prefix(PLUGIN_TOOL_TOKENS, PLUGIN_CONTEXT_TOKENS, s),
-                        root=root,
-                    )
-                    for task in tasks:
-                        explorer.session_id = f"bench-session-{task.session}"
-                        first = len(fake.requests)
-                        await agent.run_task(task, explorer.tee)
-                        marks.append((first, len(fake.requests)))
-                    final_stats.update((await http.get("/stats", params={"cwd": str(repo_dir)})).json())
-                return agent, explorer
+    async def play() -> tuple[MainAgent, MemoryExplorer]:
+        # One MCP session for the whole run (a new Claude Code session would open its own; that costs no
+        # model tokens), so the run does not wait on session set-up.
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as http, McpAsker(server.mcp_url) as asker:
+            explorer = MemoryExplorer(asker, http, str(repo_dir))
+            agent = MainAgent(
+                "B",
+                files,
+                CacheSim(clock, "sonnet"),
+                ledger,
+                clock,
+                explorer,
+                prefix_for=lambda s: claude_code_prefix(PLUGIN_TOOL_TOKENS, PLUGIN_CONTEXT_TOKENS, s),
+                root=root,
+            )
+            for task in tasks:
+                explorer.session_id = f"bench-session-{task.session}"
+                first = len(fake.requests)
+                await agent.run_task(task, explorer.tee)
+                marks.append((first, len(fake.requests)))
+            final_stats.update((await http.get("/stats", params={"cwd": str(repo_dir)})).json())
+        return agent, explorer
 
-            agent, explorer = asyncio.run(play())
-        classify = classify_memory(model.questions, root)
-        reads = rereads = 0
-        seen: dict[tuple[str, str], int] = {}
-        mirror = dict(repo.files)
-        for task, (lo, hi) in zip(tasks, marks, strict=True):
-            for record in fake.requests[lo:hi]:
-                if record.usage is None:
-                    continue
-                asked = tuple(
-                    str(c.input.get("file_path", ""))
-                    for c in (record.reply.calls if record.reply else ())
-                    if c.name == "Read"
-                )
-                lm_ledger.add(
-                    recorded_call("memory", task.index, record.body, record.usage, "claude-haiku-4-5", classify, asked)
-                )
-                for path in asked:
-                    if path in mirror:
-                        key = (path, version(mirror[path]))
-                        reads += 1
-                        rereads += int(seen.setdefault(key, task.index) < task.index)
-            if task.edit is not None:
-                mirror[task.edit.path] = apply_edit(mirror[task.edit.path], task.edit)
-        failed = sum(1 for r in fake.requests if r.usage is None)
-        workspace = final_stats.get("workspace") or {}
+    agent, explorer = asyncio.run(play())
+    for path, text in files.texts.items():  # the edits reached the disk the server reads
+        if (repo_dir / path).read_text(encoding="utf-8") != text:
+            raise RuntimeError(f"{path} on disk differs from the arm's view of it")
+    classify = classify_memory(model.questions, root)
+    reads = rereads = 0
+    seen: dict[tuple[str, str], int] = {}
+    mirror = dict(repo.files)
+    for task, (lo, hi) in zip(tasks, marks, strict=True):
+        for record in fake.requests[lo:hi]:
+            if record.usage is None:
+                continue
+            asked = tuple(
+                str(c.input.get("file_path", ""))
+                for c in (record.reply.calls if record.reply else ())
+                if c.name == "Read"
+            )
+            lm_ledger.add(
+                recorded_call("memory", task.index, record.body, record.usage, "claude-haiku-4-5", classify, asked)
+            )
+            for path in asked:
+                if path in mirror:
+                    key = (path, version(mirror[path]))
+                    reads += 1
+                    rereads += int(seen.setdefault(key, task.index) < task.index)
+        if task.edit is not None:
+            mirror[task.edit.path] = apply_edit(mirror[task.edit.path], task.edit)
+    failed = sum(1 for r in fake.requests[start:] if r.usage is None)
+    workspace = final_stats.get("workspace") or {}
     return ArmRun(
         f"B-{mode}",
         tasks,
@@ -397,26 +423,31 @@ def run_memory(repo: Repo, tasks: Sequence[Task], mode: str, command: ServerComm
 # -- one workload ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Job:
-    """One piece of a workload: the simulated arms ("sim": A and C) or one memory model of arm B."""
+    """A piece of the run: the simulated arms A and C of one workload ("sim"), or arm B with one memory model
+    over several workloads (one server process)."""
 
     repo: str
-    load: Workload
+    loads: tuple[Workload, ...]
     part: str
     command: ServerCommand
     options: tuple[tuple[str, str], ...]
     seed: int
 
 
-def run_job(job: Job) -> tuple[Job, dict[str, Any], float]:
+def run_job(job: Job) -> tuple[Job, dict[str, dict[str, Any]], float]:
+    """{workload name: {arm: figures}} and the seconds it took."""
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
     repo = load_repo(job.repo)
-    tasks = build_tasks(repo, job.load, job.seed)
+    out: dict[str, dict[str, Any]] = {}
     if job.part == "sim":
-        arms = {"A": run_no_memory(repo, tasks).figures(), "C": run_subagent(repo, tasks).figures()}
+        for load in job.loads:
+            tasks = build_tasks(repo, load, job.seed)
+            out[load.name] = {"A": run_no_memory(repo, tasks).figures(), "C": run_subagent(repo, tasks).figures()}
     else:
-        arms = {f"B-{job.part}": run_memory(repo, tasks, job.part, job.command, dict(job.options)).figures()}
-    return job, arms, time.perf_counter() - started
+        runs = run_memory(repo, job.loads, job.part, job.command, dict(job.options), job.seed)
+        out = {name: {f"B-{job.part}": arm.figures()} for name, arm in runs.items()}
+    return job, out, time.perf_counter() - started
 
 
 def describe(repo: Repo, load: Workload, tasks: Sequence[Task]) -> dict[str, Any]:
@@ -487,7 +518,9 @@ def run(
     for name in repos:
         load_repo(name)  # fail early (and download once) before the workers start
     opts = tuple(sorted((options or {}).items()))
-    todo = [Job(r, w, part, command, opts, seed) for r in repos for w in loads for part in ("sim", *modes)]
+    todo = [Job(r, (w,), "sim", command, opts, seed) for r in repos for w in loads]
+    todo += [Job(r, tuple(loads), mode, command, opts, seed) for r in repos for mode in modes]
+    todo.sort(key=lambda j: (j.part == "sim", j.repo != "django"))  # the long jobs first
     started = time.perf_counter()
     if jobs <= 1:
         done = [run_job(job) for job in todo]
@@ -496,13 +529,17 @@ def run(
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             done = list(pool.map(run_job, todo))
     runs: dict[str, dict[str, Any]] = {}
-    for job, arms, seconds in done:
-        key = f"{job.repo}/{job.load.name}"
-        if key not in runs:
-            repo = load_repo(job.repo)
-            runs[key] = {**describe(repo, job.load, build_tasks(repo, job.load, seed)), "arms": {}, "seconds": 0.0}
-        runs[key]["arms"].update(arms)
-        runs[key]["seconds"] = round(runs[key]["seconds"] + seconds, 1)
+    for r in repos:
+        repo = load_repo(r)
+        for w in loads:
+            runs[f"{r}/{w.name}"] = {**describe(repo, w, build_tasks(repo, w, seed)), "arms": {}}
+    seconds: dict[str, float] = {}
+    for job, figures, took in done:
+        seconds[f"{job.repo}:{job.part}:{','.join(w.name for w in job.loads) if job.part == 'sim' else 'all'}"] = round(
+            took, 1
+        )
+        for name, arms in figures.items():
+            runs[f"{job.repo}/{name}"]["arms"].update(arms)
     for run_ in runs.values():
         run_["arms"] = {name: run_["arms"][name] for name in ("A", "C", *(f"B-{m}" for m in modes))}
         run_["compare"] = compare(run_["arms"])
@@ -535,6 +572,7 @@ def run(
             "locality_zipf": LOCALITY_ZIPF,
         },
         "runs": runs,
+        "job_seconds": seconds,
         "headline": headline(results),
         "seconds": round(time.perf_counter() - started, 1),
     }
@@ -606,10 +644,7 @@ def print_run(r: dict[str, Any]) -> None:
             "total Opus",
         ],
         rows,
-        title=(
-            f"{r['repo']} / {r['workload']}: {r['tasks']} tasks, {r['questions']} questions, {r['edits']} edits "
-            f"({r['seconds']} s)"
-        ),
+        title=(f"{r['repo']} / {r['workload']}: {r['tasks']} tasks, {r['questions']} questions, {r['edits']} edits"),
     )
     for mode, f in r["compare"].items():
         if mode.startswith("decile"):
