@@ -71,7 +71,13 @@ class ServerCommand:
     extra_env: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> str:
-        return f"{self.python} -m live_memory serve (PYTHONPATH={self.src})"
+        """The command without this machine's paths (the checkout's own `server/` is named so)."""
+        src = self.src.resolve()
+        try:
+            shown = src.relative_to(HERE.parent.resolve()).as_posix() + "/"
+        except ValueError:
+            shown = f"another checkout's {src.name}/"
+        return f"python -m live_memory serve (PYTHONPATH={shown})"
 
 
 class ServerProcess:

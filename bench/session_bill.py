@@ -481,6 +481,7 @@ def compare(arms: dict[str, Any]) -> dict[str, Any]:
                 b["memory"]["usd_per_question"], c["subagent"]["usd_per_question"]
             ),
             "memory_cache_read_share": b["memory"]["cache_read_share"],
+            "memory_decile_last_over_first": _first_last(b["memory"]["deciles_per_question_usd"]),
         }
         for model in ("sonnet", "opus"):
             figures[f"b_over_a_{model}"] = _ratio(b[f"total_usd_{model}"], a[f"total_usd_{model}"])
@@ -492,6 +493,12 @@ def compare(arms: dict[str, Any]) -> dict[str, Any]:
         first, last = arm["deciles_per_task_usd_sonnet"][0], arm["deciles_per_task_usd_sonnet"][-1]
         out.setdefault("decile_last_over_first_sonnet", {})[name] = _ratio(last, first)
     return out
+
+
+def _first_last(deciles: Sequence[float | None]) -> float | None:
+    """Last decile's mean over the first's (deciles without a question are skipped)."""
+    known = [v for v in deciles if v is not None]
+    return _ratio(known[-1], known[0]) if known else None
 
 
 def _ratio(a: Any, b: Any) -> float | None:

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from bench import session_bill
+from bench import report, session_bill
 from bench.bill_workload import build_tasks, load_repo, workload
 
 LOAD = workload("medium", "natural", (5, 5))
@@ -87,3 +87,19 @@ def test_a_workload_is_deterministic_and_names_files_only_in_answers() -> None:
         assert all(path in task.answer for path in task.files)
         assert 0 <= len(task.files) <= 4
     assert next(t.think_s for t in first if t.session == 1) == 3600.0
+
+
+def test_the_report_section_shows_every_arm_and_splices_into_an_existing_document(quick: dict[str, Any]) -> None:
+    lines = report.render_session_bill(quick, {})
+    text = "\n".join(lines)
+    for name in report.SESSION_ARM_NAMES.values():
+        assert name in text
+    assert "### live-memory" in text and LOAD.name in text
+    document = report.render_document({})  # every section "not run yet"
+    spliced = report.splice_sections(document, {"session_bill": quick}, ["session_bill"])
+    assert "Session bill: a Claude Code user's whole bill](#session-bill-a-claude-code-users-whole-bill)\n" in spliced
+    assert LOAD.name in spliced
+    untouched = document.split("## Cost: Live Memory vs no memory", 1)[1]
+    assert spliced.endswith(untouched)  # the other sections are kept as they were
+    with pytest.raises(ValueError, match="unknown benchmark section"):
+        report.splice_sections(document, {}, ["no_such_benchmark"])
