@@ -831,6 +831,8 @@ def _session_waste(data: Mapping[str, Any], repo: str) -> list[str]:
             helper = _helper(mapping_at(arms, a))
             who = helper if a != "A" else main
             cells.append(f"{num(who.get('rereads'))}/{num(who.get('reads'))}")
+        cells.append(_slash(f"{num(dig(arms, f'B-{m}', 'server_compactions'))}" for m in MODES))
+        cells.append(_slash(f"{num(dig(arms, f'B-{m}', 'summarizer_requests'))}" for m in MODES))
         for a in SESSION_ARMS[1:]:
             helper = _helper(mapping_at(arms, a))
             written = _number(helper.get("cache_write_tokens"))
@@ -840,12 +842,15 @@ def _session_waste(data: Mapping[str, Any], repo: str) -> list[str]:
         rows.append(cells)
     return [
         "Re-reads (Reads of a file version already read for an earlier task, over all Reads: the main agent's in "
-        "A, the helper's in B and C) and cache-written tokens that no later request read (share of all written):",
+        "A, the helper's in B and C), the memory's compactions and summarizer calls (strict / trusting), and "
+        "cache-written tokens that no later request read (share of all written):",
         "",
         table(
             [
                 "workload",
                 *[f"re-reads {a}" for a in SESSION_ARMS],
+                "memory compactions",
+                "summarizer calls",
                 *[f"never-read writes {a}" for a in SESSION_ARMS[1:]],
             ],
             rows,
