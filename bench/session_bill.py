@@ -235,7 +235,6 @@ class ArmRun:
             total = [a + b for a, b in zip(per_task, helper_usd, strict=True)]
             out[f"total_usd_{model}"] = round(sum(total), 6)
             out[f"per_task_usd_{model}"] = [round(v, 6) for v in total]
-            out[f"cumulative_usd_{model}"] = cumulative(total)
             out[f"deciles_per_task_usd_{model}"] = deciles(total)
         main["by_kind_sonnet"] = _kinds(self.main, PRICES["sonnet"])
         out["main"] = main
@@ -486,8 +485,9 @@ def compare(arms: dict[str, Any]) -> dict[str, Any]:
         for model in ("sonnet", "opus"):
             figures[f"b_over_a_{model}"] = _ratio(b[f"total_usd_{model}"], a[f"total_usd_{model}"])
             figures[f"b_over_c_{model}"] = _ratio(b[f"total_usd_{model}"], c[f"total_usd_{model}"])
-            figures[f"break_even_vs_a_{model}"] = break_even(b[f"cumulative_usd_{model}"], a[f"cumulative_usd_{model}"])
-            figures[f"break_even_vs_c_{model}"] = break_even(b[f"cumulative_usd_{model}"], c[f"cumulative_usd_{model}"])
+            ours = cumulative(b[f"per_task_usd_{model}"])
+            figures[f"break_even_vs_a_{model}"] = break_even(ours, cumulative(a[f"per_task_usd_{model}"]))
+            figures[f"break_even_vs_c_{model}"] = break_even(ours, cumulative(c[f"per_task_usd_{model}"]))
         out[mode] = figures
     for name, arm in arms.items():
         first, last = arm["deciles_per_task_usd_sonnet"][0], arm["deciles_per_task_usd_sonnet"][-1]
