@@ -589,6 +589,9 @@ def render_session_bill(data: Mapping[str, Any], charts: Charts) -> list[str]:
         "time 30/120/600 s, 1 h between sessions). Full method: `bench/session_bill.py`; "
         f"server under test: `{config.get('server', MISSING)}`.",
         "",
+        "Rerun: `python -m bench.session_bill` (a few minutes; deterministic for a given server), against another "
+        "checkout's server with `--server-src OTHER/server`, then `python -m bench.report --only session_bill`.",
+        "",
     ]
     if not repos:
         return [*lines, "_No runs in the result file._", ""]
