@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ MEMORY_STEP_S = 3.0  # virtual seconds per memory-model request
 SERVER_START_TIMEOUT_S = 60.0
 SERVER_STOP_TIMEOUT_S = 20.0
 LEDGER_CAP_CHARS = 6000
-MAX_TOOL_TURNS = 4
+MAX_TOOL_CALLS = 24  # per question: a safety stop, far above what the script ever asks for
 
 _FENCE = re.compile(r"^### (\S+)\n```\n.*?\n```", re.S | re.M)
 _NUMBERED = re.compile(r"^\s*\d+\t(.*)$", re.M)
@@ -278,7 +278,7 @@ class MemoryModel:
             self.unknown += 1
             return Reply.text("(no scripted question found)")
         tail = segs[at + 1 :]
-        if sum(1 for s in tail if s.kind == "tool_use") >= MAX_TOOL_TURNS * 6:
+        if sum(1 for s in tail if s.kind == "tool_use") >= MAX_TOOL_CALLS:
             return Reply.text(task.answer)
         missing = [p for p in task.files if not self.held(p, segs, tail)]
         if self.mode == "trusting":
@@ -411,7 +411,6 @@ class MemoryExplorer:
     errors: int = 0
     notify_accepted: int = 0
     notify_ignored: int = 0
-    answers: list[str] = field(default_factory=list)
 
     async def explore(self, agent: MainAgent, task: Task) -> None:
         call = tool_use(
@@ -423,7 +422,6 @@ class MemoryExplorer:
         text, is_error = await self.asker.ask(task.question, self.cwd)
         if is_error:
             self.errors += 1
-        self.answers.append(text)
         agent.context.add(tool_result(text, "memory answers"))
         agent.known.update(task.files)
 
