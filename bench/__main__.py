@@ -14,6 +14,7 @@ BENCHMARKS = [
     "bench.notify_bench",
     "bench.load",
     "bench.savings",
+    "bench.session_bill",
 ]
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -534,6 +534,334 @@ def render_workspaces(data: Mapping[str, Any], charts: Charts) -> list[str]:
     return lines
 
 
+# -- session bill ----------------------------------------------------------------------------------------
+SESSION_ARMS = ("A", "C", "B-strict", "B-trusting")
+SESSION_ARM_NAMES = {
+    "A": "A no memory",
+    "C": "C Explore subagent",
+    "B-strict": "B Live Memory (strict)",
+    "B-trusting": "B Live Memory (trusting)",
+}
+MODES = ("strict", "trusting")
+SESSION_KINDS_MEMORY = (
+    "system+tree",
+    "frozen block / ledger",
+    "held file copies",
+    "history Q&A",
+    "own Read results",
+    "other tool results",
+    "tool calls",
+    "per-question tail",
+    "ledger upkeep (summarizer)",
+    "output",
+)
+
+
+def _runs_of(data: Mapping[str, Any], repo: str) -> list[Mapping[str, Any]]:
+    return [r for r in mapping_at(data, "runs").values() if isinstance(r, Mapping) and r.get("repo") == repo]
+
+
+def _run(data: Mapping[str, Any], repo: str, name: str) -> Mapping[str, Any]:
+    return mapping_at(data, "runs", f"{repo}/{name}")
+
+
+def _helper(arm: Mapping[str, Any]) -> Mapping[str, Any]:
+    return mapping_at(arm, "memory") or mapping_at(arm, "subagent")
+
+
+def _money(value: Any) -> str:
+    number = _number(value)
+    return MISSING if number is None else f"${number:.4f}" if abs(number) < 1 else f"${number:,.2f}"
+
+
+def render_session_bill(data: Mapping[str, Any], charts: Charts) -> list[str]:
+    config = mapping_at(data, "config")
+    repos = list(mapping_at(config, "repos"))
+    lines = [
+        "Method: the same task sequence replayed through three arms of a Claude Code session: **A** no memory "
+        "(the main agent greps and reads; results stay in its context until compaction), **B** Live Memory (one "
+        "`ask_live_memory` per exploration task to the real server in its own process, its model scripted as "
+        "*strict* — re-reads any file not held verbatim — or *trusting* — answers from an earlier answer or "
+        "ledger fact naming the file until a change notice; the hooks' tees go to `/notify`), **C** Explore "
+        "subagent (a fresh Haiku context per question that greps, reads and reports). Every edit task Reads the "
+        "file unless held, then Edits it. The main agent is priced at Sonnet 4.5 (and Opus 4.5), the memory and "
+        "the subagent at Haiku 4.5; every client's cache follows the Anthropic rules on a virtual clock (think "
+        "time 30/120/600 s, 1 h between sessions). Full method: `bench/session_bill.py`; "
+        f"server under test: `{config.get('server', MISSING)}`.",
+        "",
+        "Rerun: `python -m bench.session_bill` (a few minutes; deterministic for a given server), against another "
+        "checkout's server with `--server-src OTHER/server`, then `python -m bench.report --only session_bill`.",
+        "",
+    ]
+    if not repos:
+        return [*lines, "_No runs in the result file._", ""]
+    lines += _session_goals(data, repos)
+    for repo in repos:
+        lines += _session_repo(data, repo)
+    limits = list_at(data, "limits")
+    if limits:
+        lines += ["Limits:", "", *[f"- {item}" for item in limits], ""]
+    return lines
+
+
+def _session_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
+    """The figures the product is judged on, per repository and memory model, from one run."""
+    rows = []
+    for repo in repos:
+        for mode in ("strict", "trusting"):
+            base = _run(data, repo, "medium-natural-60")
+            low = _run(data, repo, "low-natural-60")
+            small = _run(data, repo, "high-small-60")
+            long = _run(data, repo, "medium-natural-120")
+            if not dig(base, "arms", f"B-{mode}"):
+                continue
+            b120 = dig(long, "compare", "decile_last_over_first_sonnet", f"B-{mode}")
+            a120 = dig(long, "compare", "decile_last_over_first_sonnet", "A")
+            known = [v for v in list_at(long, "arms", f"B-{mode}", "memory", "deciles_per_question_usd") if v]
+            memory120 = known[-1] / known[0] if len(known) > 1 else None
+            rows.append(
+                (
+                    f"{repo}, {mode}",
+                    ratio(dig(base, "compare", mode, "memory_over_subagent_per_question")),
+                    f"{ratio(b120)} (A {ratio(a120)})",
+                    ratio(memory120),
+                    _slash(ratio(dig(base, "compare", mode, f"b_over_{x}_sonnet")) for x in "ca"),
+                    _slash(ratio(dig(low, "compare", mode, f"b_over_{x}_sonnet")) for x in "ca"),
+                    ratio(dig(small, "compare", mode, "b_over_a_sonnet")),
+                    pct(dig(base, "arms", f"B-{mode}", "memory", "cache_read_share"), 1),
+                )
+            )
+    if not rows:
+        return []
+    return [
+        "### The figures to beat",
+        "",
+        table(
+            [
+                "repository, memory model",
+                "memory $/question ÷ subagent's (60 tasks, medium)",
+                "whole bill $/task last ÷ first decile, 120 tasks (B; A)",
+                "memory $/question last ÷ first decile, 120 tasks",
+                "B÷C / B÷A, 60 tasks medium",
+                "B÷C / B÷A, 60 tasks low locality",
+                "B÷A, 60 tasks high locality small files",
+                "memory's cache-read share (60 medium)",
+            ],
+            rows,
+        ),
+        "",
+        "Totals are the whole bill (main agent at Sonnet 4.5 + memory or subagent at Haiku 4.5); below 1.00x "
+        "means B costs less. Every ratio comes from the same run.",
+        "",
+    ]
+
+
+def _session_repo(data: Mapping[str, Any], repo: str) -> list[str]:
+    info = mapping_at(data, "config", "repos", repo)
+    lines = [
+        f"### {repo}",
+        "",
+        f"{num(info.get('eligible'))} eligible files of {num(info.get('files'))} text files (digest "
+        f"`{info.get('digest', MISSING)}`).",
+        "",
+    ]
+    runs = _runs_of(data, repo)
+    rows = []
+    for r in runs:
+        arms = mapping_at(r, "arms")
+        cmp_ = mapping_at(r, "compare")
+        rows.append(
+            (
+                f"{r.get('workload')} ({num(r.get('questions'))} q, {num(r.get('edits'))} edits)",
+                *[_money(dig(arms, a, "total_usd_sonnet")) for a in SESSION_ARMS],
+                _slash(ratio(dig(cmp_, m, "b_over_a_sonnet")) for m in MODES),
+                _slash(ratio(dig(cmp_, m, "b_over_c_sonnet")) for m in MODES),
+                _slash(_even(dig(cmp_, m, "break_even_vs_a_sonnet")) for m in MODES),
+                _slash(_even(dig(cmp_, m, "break_even_vs_c_sonnet")) for m in MODES),
+            )
+        )
+    lines += [
+        "Whole bill at Sonnet 4.5 prices (strict / trusting where two figures are given; break-even: the task "
+        "count from which B's cumulative bill stays below the other arm's):",
+        "",
+        table(
+            [
+                "workload",
+                *[SESSION_ARM_NAMES[a] for a in SESSION_ARMS],
+                "B÷A",
+                "B÷C",
+                "break-even vs A",
+                "break-even vs C",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    rows = []
+    for r in runs:
+        arms = mapping_at(r, "arms")
+        rows.append(
+            (
+                str(r.get("workload")),
+                *[_money(dig(arms, a, "total_usd_opus")) for a in SESSION_ARMS],
+                _money(dig(arms, "C", "subagent", "usd_per_question")),
+                _money(dig(arms, "B-strict", "memory", "usd_per_question")),
+                _money(dig(arms, "B-trusting", "memory", "usd_per_question")),
+                _slash(pct(dig(arms, f"B-{m}", "memory", "cache_read_share"), 1) for m in MODES),
+            )
+        )
+    lines += [
+        "Whole bill at Opus 4.5 prices, and the helper's own spend per question (Haiku 4.5):",
+        "",
+        table(
+            [
+                "workload",
+                *[SESSION_ARM_NAMES[a] for a in SESSION_ARMS],
+                "subagent $/q",
+                "memory $/q strict",
+                "memory $/q trusting",
+                "memory cache-read share",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    lines += _session_kinds(data, repo)
+    lines += _session_deciles(data, repo)
+    lines += _session_waste(data, repo)
+    return lines
+
+
+def _slash(cells: Iterable[str]) -> str:
+    return " / ".join(cells)
+
+
+def _even(value: Any) -> str:
+    return "never" if value is None else num(value)
+
+
+def _session_kinds(data: Mapping[str, Any], repo: str) -> list[str]:
+    base = _run(data, repo, "medium-natural-60")
+    arms = mapping_at(base, "arms")
+    if not arms:
+        return []
+    memory = {m: mapping_at(arms, f"B-{m}", "memory", "by_kind") for m in ("strict", "trusting")}
+    kinds = [k for k in SESSION_KINDS_MEMORY if any(k in v for v in memory.values())]
+    kinds += sorted({k for v in memory.values() for k in v} - set(kinds))
+    rows = [
+        (
+            kind,
+            *[
+                f"{_money(dig(memory[m], kind, 'usd'))} ({pct(dig(memory[m], kind, 'share'), 1)})"
+                for m in ("strict", "trusting")
+            ],
+            *[num(dig(memory[m], kind, "prompt_tokens")) for m in ("strict", "trusting")],
+        )
+        for kind in kinds
+    ]
+    lines = [
+        "Where Live Memory's own money goes (60 tasks, medium locality), by prompt-block kind:",
+        "",
+        table(
+            [
+                "block kind",
+                "strict USD (share)",
+                "trusting USD (share)",
+                "strict prompt tokens",
+                "trusting prompt tokens",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    main_kinds = {a: mapping_at(arms, a, "main", "by_kind_sonnet") for a in SESSION_ARMS}
+    labels = sorted(
+        {k for v in main_kinds.values() for k in v},
+        key=lambda k: -max(_number(dig(v, k, "usd")) or 0 for v in main_kinds.values()),
+    )
+    rows = [
+        (
+            label,
+            *[
+                f"{_money(dig(main_kinds[a], label, 'usd'))} ({pct(dig(main_kinds[a], label, 'share'), 1)})"
+                for a in SESSION_ARMS
+            ],
+        )
+        for label in labels
+    ]
+    lines += [
+        "Where the main agent's money goes (Sonnet 4.5, same workload):",
+        "",
+        table(["block kind", *[SESSION_ARM_NAMES[a] for a in SESSION_ARMS]], rows),
+        "",
+    ]
+    return lines
+
+
+def _session_deciles(data: Mapping[str, Any], repo: str) -> list[str]:
+    long = _run(data, repo, "medium-natural-120")
+    arms = mapping_at(long, "arms")
+    if not arms:
+        return []
+    rows = []
+    for d in range(10):
+        row: list[str] = [f"{d * 10 + 1}-{d * 10 + 10}%"]
+        row += [_money(dig(arms, a, "deciles_per_task_usd_sonnet", d)) for a in SESSION_ARMS]
+        row += [_money(dig(_helper(mapping_at(arms, a)), "deciles_per_question_usd", d)) for a in SESSION_ARMS[1:]]
+        rows.append(row)
+    return [
+        "Cost per task by decile of a 120-task session (whole bill, Sonnet), and the helper's own cost per question:",
+        "",
+        table(
+            [
+                "decile",
+                *[f"{SESSION_ARM_NAMES[a]} $/task" for a in SESSION_ARMS],
+                *[f"{SESSION_ARM_NAMES[a].split(' ', 1)[1]} helper $/q" for a in SESSION_ARMS[1:]],
+            ],
+            rows,
+        ),
+        "",
+    ]
+
+
+def _session_waste(data: Mapping[str, Any], repo: str) -> list[str]:
+    rows = []
+    for r in _runs_of(data, repo):
+        arms = mapping_at(r, "arms")
+        cells: list[str] = [str(r.get("workload"))]
+        for a in SESSION_ARMS:
+            main = mapping_at(arms, a, "main")
+            helper = _helper(mapping_at(arms, a))
+            who = helper if a != "A" else main
+            cells.append(f"{num(who.get('rereads'))}/{num(who.get('reads'))}")
+        cells.append(_slash(f"{num(dig(arms, f'B-{m}', 'server_compactions'))}" for m in MODES))
+        cells.append(_slash(f"{num(dig(arms, f'B-{m}', 'summarizer_requests'))}" for m in MODES))
+        for a in SESSION_ARMS[1:]:
+            helper = _helper(mapping_at(arms, a))
+            written = _number(helper.get("cache_write_tokens"))
+            never = _number(helper.get("never_read_cache_write_tokens"))
+            share = never / written if never is not None and written else None
+            cells.append(f"{num(helper.get('never_read_cache_write_tokens'))} ({pct(share, 0)})")
+        rows.append(cells)
+    return [
+        "Re-reads (Reads of a file version already read for an earlier task, over all Reads: the main agent's in "
+        "A, the helper's in B and C), the memory's compactions and summarizer calls (strict / trusting), and "
+        "cache-written tokens that no later request read (share of all written):",
+        "",
+        table(
+            [
+                "workload",
+                *[f"re-reads {a}" for a in SESSION_ARMS],
+                "memory compactions",
+                "summarizer calls",
+                *[f"never-read writes {a}" for a in SESSION_ARMS[1:]],
+            ],
+            rows,
+        ),
+        "",
+    ]
+
+
 def _scalar(value: Any) -> str:
     if isinstance(value, Mapping):
         return ", ".join(f"{k}: {_scalar(v)}" for k, v in sorted(value.items())) or MISSING
@@ -554,6 +882,12 @@ class Section:
 
 
 SECTIONS: tuple[Section, ...] = (
+    Section(
+        "session_bill",
+        "Session bill: a Claude Code user's whole bill",
+        "bench.session_bill",
+        render_session_bill,
+    ),
     Section("savings", "Cost: Live Memory vs no memory", "bench.savings", render_savings),
     Section(
         "prefix_cache", "Prompt-cache effectiveness over a long session", "bench.prefix_cache", render_prefix_cache
@@ -610,6 +944,38 @@ def render_document(results: Mapping[str, Any], charts: Charts | None = None, no
     ]
     body = [render_section(s, results.get(s.key), charts) for s in sections]
     return "\n".join(head) + "\n" + "\n".join(body).rstrip("\n") + "\n"
+
+
+def splice_sections(
+    document: str, results: Mapping[str, Any], keys: Sequence[str], charts: Charts | None = None
+) -> str:
+    """`document` with only the sections of `keys` (and their contents lines) regenerated; every other section
+    is kept as it was (so one benchmark's figures can be refreshed without the other result files)."""
+    charts = charts or {}
+    order = [s.key for s in SECTIONS]
+    wanted = [s for s in SECTIONS if s.key in keys]
+    unknown = set(keys) - set(order)
+    if unknown:
+        raise ValueError(f"unknown benchmark section(s): {', '.join(sorted(unknown))}")
+    head, *chunks = document.split("\n## ")
+    sections = {chunk.split("\n", 1)[0]: "## " + chunk.rstrip("\n") for chunk in chunks}
+    titles = [chunk.split("\n", 1)[0] for chunk in chunks]
+    toc = head.rstrip("\n").split("\n")
+    for section in wanted:
+        text = render_section(section, results.get(section.key), charts).rstrip("\n")
+        line = f"- [{section.title}](#{_anchor(section.title)})" + ("" if section.key in results else " (not run yet)")
+        later = [s.title for s in SECTIONS[order.index(section.key) + 1 :] if s.title in sections]
+        if section.title not in sections:
+            titles.insert(titles.index(later[0]) if later else len(titles), section.title)
+        sections[section.title] = text
+        current = [i for i, t in enumerate(toc) if t.startswith(f"- [{section.title}](")]
+        if current:
+            toc[current[0]] = line
+        else:
+            after = [i for i, t in enumerate(toc) if later and t.startswith(f"- [{later[0]}](")]
+            entries = [i for i, t in enumerate(toc) if t.startswith("- [")]
+            toc.insert(after[0] if after else (entries[-1] + 1 if entries else len(toc)), line)
+    return "\n".join(toc) + "\n\n" + "\n\n".join(sections[t] for t in titles) + "\n"
 
 
 def _anchor(title: str) -> str:
@@ -832,8 +1198,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--doc", type=Path, default=DOC_PATH, help="markdown file to write")
     parser.add_argument("--img", type=Path, default=IMG_DIR, help="directory for the PNG charts")
     parser.add_argument("--dpi", type=int, default=100, help="chart resolution (dots per inch)")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated result names (e.g. session_bill): regenerate only these sections of the document",
+    )
     args = parser.parse_args(argv)
     results, notes = load_results(args.results)
+    if args.only:
+        keys = [k for k in args.only.split(",") if k]
+        existing = args.doc.read_text(encoding="utf-8") if args.doc.exists() else render_document({})
+        args.doc.parent.mkdir(parents=True, exist_ok=True)
+        args.doc.write_text(splice_sections(existing, results, keys), encoding="utf-8")
+        print(f"wrote {args.doc} (sections: {', '.join(keys)})")
+        return 0
     try:
         charts = write_charts(results, args.img, args.doc.parent, dpi=args.dpi)
     except ImportError:

@@ -1,0 +1,431 @@
+"""Simulated Claude Code contexts for the session bill: the main agent and the Explore subagent.
+
+A `Context` is one conversation of a client with its prompt blocks, its cache (the Anthropic rules on the
+virtual clock) and the ledger its requests are written to. `MainAgent.run_task` plays one task the way
+Claude Code would, with the arm's way of exploring:
+
+- A (`SelfExplorer`): Grep (when a needed file's location is unknown), then Read the decoys and every
+  needed file the context does not hold, in one parallel turn. Read results stay until compaction.
+- B (`MemoryExplorer`, bench/bill_memory.py): one ask_live_memory call per exploration task.
+- C (`SubagentExplorer`): one Agent call; a fresh subagent context (Grep, Read decoys and files, report).
+Then, for edit tasks, Read the file unless its current content is held, and Edit it; then the reply.
+
+Compaction (Claude Code in -p mode): when a request would exceed the context limit the API answers "prompt
+is too long" (not billed); a compaction request (the conversation that last fit + an instruction) returns a
+summary; the context restarts from the summary, the last file read (re-attached) and the task at hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from bench.bill_cache import Block, CacheSim, Ledger, VirtualClock, simulated_call
+from bench.bill_workload import EditOp, Task, apply_edit
+
+Tee = Callable[[list[dict[str, object]]], Awaitable[None]]
+
+CONTEXT_LIMIT_TOKENS = 200_000
+READ_MAX_LINES = 2000
+READ_MAX_LINE_CHARS = 2000
+READ_MAX_TOKENS = 25_000  # Claude Code refuses a larger Read; the agent then reads a window of this size
+MAIN_STEP_S = 6.0  # virtual seconds per main-agent request (generation + tool time)
+SUB_STEP_S = 3.0  # per subagent request
+SUMMARY_CHARS = 12_000  # ~3k-token compaction summary
+COMPACT_INSTRUCTION_CHARS = 2_400
+MAX_TURNS_PER_STAGE = 8
+PROJECT_ROOT = "/home/user/project/"  # how the simulated clients name files (absolute, as Claude Code does)
+
+READ_REMINDER = (
+    "\n\n<system-reminder>\nWhenever you read a file, you should consider whether it would be considered "
+    "malware. You CAN and SHOULD provide analysis of malware, what it is doing. But you MUST refuse to improve "
+    "or augment the code. You can still analyze existing code, write reports, or answer questions about the "
+    "code behavior.\n</system-reminder>\n"
+)
+ASK_TOOL = "mcp__plugin_live-memory_live-memory__ask_live_memory"
+
+
+def filler(seed: str, tokens: int) -> str:
+    """Deterministic stand-in text of `tokens` fake tokens (4 chars each)."""
+    rng = random.Random(seed)
+    words = ("tool", "agent", "file", "when", "use", "the", "must", "never", "always", "code", "user", "task")
+    out: list[str] = []
+    size = 0
+    while size < tokens * 4:
+        word = rng.choice(words)
+        out.append(word)
+        size += len(word) + 1
+    return " ".join(out)[: tokens * 4]
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """A client's fixed prompt head: tool definitions, system blocks (each a breakpoint), context message."""
+
+    tools: tuple[Block, ...]
+    system: tuple[Block, ...]
+    context: tuple[Block, ...] = ()
+
+    @property
+    def tokens(self) -> int:
+        return sum(b.tokens for b in (*self.tools, *self.system, *self.context))
+
+
+def claude_code_prefix(extra_tool_tokens: int = 0, extra_context_tokens: int = 0, session: int = 0) -> Prefix:
+    """~22k tokens of tools + system, as Claude Code sends on every main-agent request (plus a plugin's own)."""
+    label = "system+tools"
+    tools = [Block("tool", filler(f"cc-tool-{i}", 800), label) for i in range(18)]  # 14.4k
+    if extra_tool_tokens:
+        tools.append(Block("tool", filler("cc-plugin-tool", extra_tool_tokens), label))
+    system = (
+        Block("system:text", "You are Claude Code, Anthropic's official CLI for Claude.", label),
+        Block("system:text", filler("cc-system", 5_600), label),
+    )
+    context = [Block("user:text", filler(f"cc-context-{session}", 2_000), label)]
+    if extra_context_tokens:
+        context.append(Block("user:text", filler(f"cc-plugin-context-{session}", extra_context_tokens), label))
+    return Prefix(tuple(tools), system, tuple(context))
+
+
+def explore_prefix() -> Prefix:
+    """The Explore subagent's ~6.6k-token head (its tools and system prompt)."""
+    label = "system+tools"
+    tools = tuple(Block("tool", filler(f"ex-tool-{i}", 500), label) for i in range(5))  # 2.5k
+    return Prefix(tools, (Block("system:text", filler("ex-system", 4_100), label),))
+
+
+def version(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def read_result(text: str) -> str:
+    """Claude Code's Read output: `cat -n` numbering, long lines cut, at most 2000 lines or ~25k tokens."""
+    if not text:
+        return "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
+    out: list[str] = []
+    size = 0
+    for number, line in enumerate(text.splitlines()[:READ_MAX_LINES], 1):
+        shown = f"{number:>6}\t{line[:READ_MAX_LINE_CHARS]}"
+        if size + len(shown) + 1 > READ_MAX_TOKENS * 4:
+            break
+        out.append(shown)
+        size += len(shown) + 1
+    return "\n".join(out) + READ_REMINDER
+
+
+def tool_use(name: str, arguments: dict[str, object], label: str = "tool calls") -> Block:
+    return Block("assistant:tool_use", name + json.dumps(arguments, sort_keys=True, ensure_ascii=False), label)
+
+
+def tool_result(text: str, label: str) -> Block:
+    return Block("user:tool_result", text, label)
+
+
+@dataclass
+class ReadLog:
+    """Reads per actor: how many, and how many re-read a file version already read for an earlier task."""
+
+    reads: int = 0
+    rereads: int = 0
+    seen: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def note(self, path: str, text: str, task: int) -> None:
+        key = (path, version(text))
+        self.reads += 1
+        first = self.seen.setdefault(key, task)
+        self.rereads += int(first < task)
+
+
+class Context:
+    """One client conversation: prefix + messages, requests through a cache simulation into a ledger."""
+
+    def __init__(
+        self,
+        actor: str,
+        prefix: Prefix,
+        cache: CacheSim,
+        ledger: Ledger,
+        clock: VirtualClock,
+        step_s: float,
+        *,
+        limit_tokens: int = CONTEXT_LIMIT_TOKENS,
+    ) -> None:
+        self.actor = actor
+        self.prefix = prefix
+        self.cache = cache
+        self.ledger = ledger
+        self.clock = clock
+        self.step_s = step_s
+        self.limit_tokens = limit_tokens
+        self.messages: list[Block] = []
+        self.fit = 0  # blocks in the last request that fit
+        self.compactions = 0
+
+    def blocks(self) -> list[Block]:
+        return [*self.prefix.tools, *self.prefix.system, *self.prefix.context, *self.messages]
+
+    def breakpoints(self, blocks: Sequence[Block]) -> list[int]:
+        first = len(self.prefix.tools)
+        return [*range(first, first + len(self.prefix.system)), len(blocks) - 1]
+
+    def too_long(self) -> bool:
+        return sum(b.tokens for b in self.blocks()) > self.limit_tokens
+
+    def request(self, task: int, output: Sequence[Block], output_label: str = "output") -> None:
+        blocks = self.blocks()
+        read, write, keys = self.cache.run(blocks, self.breakpoints(blocks))
+        self.ledger.add(
+            simulated_call(self.actor, task, blocks, read, write, keys, sum(b.tokens for b in output), output_label)
+        )
+        self.fit = len(self.messages)
+        self.clock.advance(self.step_s)
+        self.messages.extend(output)
+
+    def add(self, *blocks: Block) -> None:
+        self.messages.extend(blocks)
+
+
+@dataclass
+class Files:
+    """The working tree as an arm sees it (edits change it; with `disk`, on disk too)."""
+
+    texts: dict[str, str]
+    disk: Path | None = None
+
+    def text(self, path: str) -> str:
+        return self.texts[path]
+
+    def write(self, path: str, text: str) -> None:
+        self.texts[path] = text
+        if self.disk is not None:
+            target = self.disk / path
+            partial = target.with_name(target.name + ".bench-tmp")
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, target)  # a new inode: a hard-linked pristine copy stays untouched
+
+
+class MainAgent:
+    """Claude Code's main agent over a session sequence; `explorer` is the arm's way to explore."""
+
+    def __init__(
+        self,
+        arm: str,
+        files: Files,
+        cache: CacheSim,
+        ledger: Ledger,
+        clock: VirtualClock,
+        explorer: Explorer,
+        *,
+        prefix_for: Callable[[int], Prefix],
+        root: str = PROJECT_ROOT,
+        limit_tokens: int = CONTEXT_LIMIT_TOKENS,
+    ) -> None:
+        self.arm = arm
+        self.files = files
+        self.cache = cache
+        self.ledger = ledger
+        self.clock = clock
+        self.explorer = explorer
+        self.prefix_for = prefix_for
+        self.root = root
+        self.limit_tokens = limit_tokens
+        self.reads = ReadLog()
+        self.compactions = 0
+        self.session = -1
+        self.context = self._new_context(0)
+        self.held: dict[str, str] = {}  # path -> version of the content this context holds
+        self.known: set[str] = set()  # files this session has read (it knows where they are)
+        self.last_read: str | None = None
+        self.task_block: Block | None = None
+
+    def _new_context(self, session: int) -> Context:
+        return Context(
+            "main",
+            self.prefix_for(session),
+            self.cache,
+            self.ledger,
+            self.clock,
+            MAIN_STEP_S,
+            limit_tokens=self.limit_tokens,
+        )
+
+    def abs(self, path: str) -> str:
+        return self.root + path
+
+    def holds(self, path: str) -> bool:
+        return self.held.get(path) == version(self.files.text(path))
+
+    # -- requests with compaction ------------------------------------------------------------------
+    def turn(self, task: Task, output: Sequence[Block], output_label: str = "output") -> bool:
+        """One main-agent request; False when it did not fit and the context was compacted instead."""
+        if self.context.too_long():
+            self._compact(task)
+            return False
+        self.context.request(task.index, output, output_label)
+        return True
+
+    def _compact(self, task: Task) -> None:
+        ctx = self.context
+        kept = ctx.messages[: ctx.fit]
+        instruction = Block("user:text", filler("compact-instruction", COMPACT_INSTRUCTION_CHARS // 4), "compaction")
+        summary = Block(
+            "user:text", filler(f"summary-{task.index}-{self.compactions}", SUMMARY_CHARS // 4), "compaction"
+        )
+        ctx.messages = [*kept, instruction]
+        ctx.request(task.index, [summary], "output: compaction summary")
+        ctx.messages = [summary]
+        self.held = {}
+        if self.last_read is not None:
+            text = self.files.text(self.last_read)
+            ctx.add(
+                Block(
+                    "user:text", f"Called the Read tool: {self.abs(self.last_read)}\n" + read_result(text), "file reads"
+                )
+            )
+            self.held[self.last_read] = version(text)
+        assert self.task_block is not None
+        ctx.add(self.task_block)
+        ctx.compactions += 1
+        self.compactions += 1
+
+    async def read_files(self, task: Task, paths: Sequence[str], tee: Tee | None = None) -> bool:
+        """One parallel Read turn; the results stay in context."""
+        calls = [tool_use("Read", {"file_path": self.abs(p)}) for p in paths]
+        if not self.turn(task, calls):
+            return False
+        for path in paths:
+            text = self.files.text(path)
+            self.context.add(tool_result(read_result(text), "file reads"))
+            self.held[path] = version(text)
+            self.known.add(path)
+            self.reads.note(path, text, task.index)
+            self.last_read = path
+        if tee is not None:
+            for path in paths:  # one PostToolUse hook per Read
+                await tee([{"path": self.abs(path), "kind": "read", "content": self.files.text(path)}])
+        return True
+
+    # -- a task ------------------------------------------------------------------------------------------
+    async def start_session(self, session: int) -> None:
+        self.session = session
+        self.context = self._new_context(session)
+        self.held, self.known, self.last_read = {}, set(), None
+
+    async def run_task(self, task: Task, tee: Tee | None = None) -> None:
+        if task.session != self.session:
+            await self.start_session(task.session)
+        self.clock.advance(task.think_s)
+        self.task_block = Block("user:text", task.text, "user & replies")
+        self.context.add(self.task_block)
+        if task.files:
+            await self.explorer.explore(self, task)
+        if task.edit is not None:
+            await self._edit(task, tee)
+        for _ in range(MAX_TURNS_PER_STAGE):
+            if self.turn(task, [Block("assistant:text", task.reply, "user & replies")], "output"):
+                break
+
+    async def _edit(self, task: Task, tee: Tee | None) -> None:
+        op = task.edit
+        assert op is not None
+        for _ in range(MAX_TURNS_PER_STAGE):
+            if not self.holds(op.path):
+                await self.read_files(task, [op.path], tee)
+                continue
+            call = tool_use(
+                "Edit", {"file_path": self.abs(op.path), "old_string": op.old, "new_string": op.new}, "edits"
+            )
+            if not self.turn(task, [call]):
+                continue
+            text = apply_edit(self.files.text(op.path), op)
+            self.files.write(op.path, text)
+            self.held[op.path] = version(text)
+            self.context.add(tool_result(edit_result(self.abs(op.path), text, op), "edits"))
+            if tee is not None:
+                await tee([{"path": self.abs(op.path), "kind": "write", "content": text}])  # PostToolUse Edit
+                await tee([{"path": self.abs(op.path), "kind": "change"}])  # FileChanged (the watcher)
+            return
+
+
+def edit_result(path: str, text: str, op: EditOp) -> str:
+    """Claude Code's Edit result: a confirmation and a numbered snippet around the change."""
+    lines = text.splitlines()
+    at = text[: text.find(op.new)].count("\n") if op.new in text else max(0, len(lines) - 1)
+    start = max(0, at - 4)
+    snippet = "\n".join(f"{n + 1:>6}\t{lines[n]}" for n in range(start, min(len(lines), at + 6)))
+    head = f"The file {path} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:"
+    return f"{head}\n{snippet}"
+
+
+class Explorer(Protocol):
+    """An arm's way of exploring (see the module docstring)."""
+
+    async def explore(self, agent: MainAgent, task: Task) -> None: ...
+
+
+class SelfExplorer:
+    """Arm A: the main agent greps and reads itself."""
+
+    async def explore(self, agent: MainAgent, task: Task) -> None:
+        grepped = decoys_open = False
+        for _ in range(MAX_TURNS_PER_STAGE):
+            missing = [p for p in task.files if not agent.holds(p)]
+            if not missing:
+                return
+            if not grepped and any(p not in agent.known for p in missing):
+                if agent.turn(task, [tool_use("Grep", {"pattern": task.pattern})]):
+                    agent.context.add(tool_result(grep_result(agent.root, task.grep_hits), "search"))
+                    grepped = True
+                continue
+            reads = [*([d for d in task.decoys if d not in missing] if grepped and not decoys_open else []), *missing]
+            if await agent.read_files(task, reads):
+                decoys_open = True
+
+
+def grep_result(root: str, hits: Sequence[str]) -> str:
+    """Claude Code's Grep in files_with_matches mode."""
+    if not hits:
+        return "No files found"
+    return f"Found {len(hits)} files\n" + "\n".join(root + h for h in hits[:100])
+
+
+class SubagentExplorer:
+    """Arm C: an Explore subagent per question (fresh context, cheap model), its report enters the main context."""
+
+    def __init__(self, files: Files, cache: CacheSim, ledger: Ledger, clock: VirtualClock) -> None:
+        self.files = files
+        self.cache = cache
+        self.ledger = ledger
+        self.clock = clock
+        self.prefix = explore_prefix()
+        self.reads = ReadLog()
+
+    async def explore(self, agent: MainAgent, task: Task) -> None:
+        prompt = f"{task.question}\nReport the relevant files with line ranges and what they do; be concise."
+        call = tool_use("Agent", {"description": "Explore the code", "prompt": prompt, "subagent_type": "Explore"})
+        for _ in range(MAX_TURNS_PER_STAGE):
+            if agent.turn(task, [call]):
+                break
+        report = self.run_subagent(task, prompt)
+        agent.context.add(tool_result(report, "subagent reports"))
+        agent.known.update(task.files)
+
+    def run_subagent(self, task: Task, prompt: str) -> str:
+        ctx = Context("subagent", self.prefix, self.cache, self.ledger, self.clock, SUB_STEP_S)
+        ctx.add(Block("user:text", prompt, "question"))
+        ctx.request(task.index, [tool_use("Grep", {"pattern": task.pattern})])
+        ctx.add(tool_result(grep_result(PROJECT_ROOT, task.grep_hits), "search"))
+        reads = [*task.decoys, *task.files]
+        ctx.request(task.index, [tool_use("Read", {"file_path": PROJECT_ROOT + p}) for p in reads])
+        for path in reads:
+            text = self.files.text(path)
+            ctx.add(tool_result(read_result(text), "file reads"))
+            self.reads.note(path, text, task.index)
+        ctx.request(task.index, [Block("assistant:text", task.answer, "report")], "output")
+        return task.answer

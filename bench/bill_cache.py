@@ -1,0 +1,274 @@
+"""Token and cache accounting for the session bill: prompts as labelled blocks, the Anthropic cache rules,
+prices, and the per-kind / never-read bookkeeping (see bench/session_bill.py).
+
+One simulator for every arm: the simulated requests (the main agent, the Explore subagent) go through the
+same rules as the fake provider that answers the real server (`tests.fakes.llm_server`: blocks counted at
+ceil(chars/4), breakpoints where the client marks them, 20-block lookback, 5-minute TTL refreshed on hit,
+the model's minimum cacheable prefix). The real server's recorded requests are re-read with the same block
+parser, so every arm's usage is split by block kind and cache state in one way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.fakes.llm_server import (
+    _anthropic_prompt,
+    _AnthropicCache,
+    _default_min_cacheable,
+    _Prompt,
+    count_tokens,
+)
+
+TTL_S = 300.0
+EPHEMERAL = {"type": "ephemeral"}
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    cache_write: float
+    cache_read: float
+    output: float
+
+    def cost(self, uncached: int, write: int, read: int, output: int) -> float:
+        return (uncached * self.input + write * self.cache_write + read * self.cache_read + output * self.output) / 1e6
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "input": self.input,
+            "cache_write": self.cache_write,
+            "cache_read": self.cache_read,
+            "output": self.output,
+        }
+
+
+PRICES = {
+    "sonnet": Price(3.0, 3.75, 0.30, 15.0),  # Sonnet 4.5
+    "opus": Price(5.0, 6.25, 0.50, 25.0),  # Opus 4.5
+    "haiku": Price(1.0, 1.25, 0.10, 5.0),  # Haiku 4.5
+}
+CACHE_MODEL = {"sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-5", "haiku": "claude-haiku-4-5"}
+
+
+class VirtualClock:
+    """The clock every cache sees: think time, generation time and session gaps advance it."""
+
+    def __init__(self, start: float = 1_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+# -- blocks ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Block:
+    """One prompt block: its wire kind (`role:type`), serialization (what the cache keys and counts) and the
+    kind of spend it is reported under."""
+
+    wire: str
+    text: str
+    label: str
+
+    @property
+    def tokens(self) -> int:
+        return count_tokens(self.text)
+
+
+@dataclass
+class Call:
+    """One model request, accounted: per-block labels and tokens, and the usage the cache rules gave."""
+
+    actor: str  # main | memory | subagent
+    task: int
+    labels: list[list[tuple[str, int]]]  # per block: (label, tokens) pieces summing to the block's tokens
+    tokens: list[int]
+    keys: list[bytes]
+    read: int
+    write: int
+    output: int
+    output_label: str = "output"
+    reads: tuple[str, ...] = ()  # files this request's reply asked to Read (memory arm)
+
+    @property
+    def prompt(self) -> int:
+        return sum(self.tokens)
+
+    @property
+    def uncached(self) -> int:
+        return self.prompt - self.read - self.write
+
+
+class CacheSim:
+    """The Anthropic cache rules of the fake provider, run in-process for one client's requests."""
+
+    def __init__(self, clock: VirtualClock, model: str) -> None:
+        self.clock = clock
+        self.model = CACHE_MODEL[model]
+        self.cache = _AnthropicCache()
+        self.seq = 0
+        self.min_tokens = _default_min_cacheable(self.model)
+
+    def run(self, blocks: Sequence[Block], breakpoints: Iterable[int]) -> tuple[int, int, list[bytes]]:
+        """(cache read, cache write, keys) of one request; breakpoints are block indexes."""
+        marks = set(breakpoints)
+        prompt = _Prompt()
+        for i, block in enumerate(blocks):
+            prompt.add(block.wire, block.text, EPHEMERAL if i in marks else None)
+        self.seq += 1
+        outcome = self.cache.process(
+            prompt, self.model, seq=self.seq, now=self.clock(), min_tokens=self.min_tokens, ttl_s=TTL_S
+        )
+        return outcome.read, outcome.creation, prompt.keys(self.model)
+
+
+def simulated_call(
+    actor: str,
+    task: int,
+    blocks: Sequence[Block],
+    read: int,
+    write: int,
+    keys: list[bytes],
+    output: int,
+    output_label: str = "output",
+) -> Call:
+    return Call(
+        actor,
+        task,
+        [[(b.label, b.tokens)] for b in blocks],
+        [b.tokens for b in blocks],
+        keys,
+        read,
+        write,
+        output,
+        output_label,
+    )
+
+
+def recorded_call(
+    actor: str,
+    task: int,
+    body: dict[str, Any],
+    usage: Mapping[str, Any],
+    model: str,
+    classify: Callable[[dict[str, Any]], list[list[tuple[str, int]]]],
+    reads: tuple[str, ...] = (),
+) -> Call:
+    """A request the fake provider recorded (Anthropic shape); `classify` gives each block's kinds by chars."""
+    prompt, _ = _anthropic_prompt(body)
+    pieces = classify(body)  # per block: (kind, chars)
+    tokens = [b.tokens for b in prompt.blocks]
+    if len(pieces) != len(tokens):  # the classifier lost track of the layout: report it as one kind
+        pieces = [[("unclassified", 1)] for _ in tokens]
+    labels = [split_tokens(t, p) for t, p in zip(tokens, pieces, strict=True)]
+    return Call(
+        actor,
+        task,
+        labels,
+        tokens,
+        prompt.keys(model),
+        int(usage.get("cache_read_input_tokens") or 0),
+        int(usage.get("cache_creation_input_tokens") or 0),
+        int(usage.get("output_tokens") or 0),
+        reads=reads,
+    )
+
+
+def split_tokens(tokens: int, pieces: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Share a block's `tokens` among labels in proportion to their character counts (largest remainder)."""
+    total = sum(chars for _, chars in pieces)
+    if total <= 0:
+        return [(pieces[0][0] if pieces else "unclassified", tokens)]
+    shares = [(label, tokens * chars / total) for label, chars in pieces]
+    out = [(label, int(share)) for label, share in shares]
+    missing = tokens - sum(t for _, t in out)
+    order = sorted(range(len(shares)), key=lambda i: shares[i][1] - int(shares[i][1]), reverse=True)
+    for i in order[:missing]:
+        out[i] = (out[i][0], out[i][1] + 1)
+    return [(label, t) for label, t in out if t]
+
+
+# -- bookkeeping -------------------------------------------------------------------------------------------
+@dataclass
+class KindSpend:
+    uncached: int = 0
+    write: int = 0
+    read: int = 0
+    output: int = 0
+
+    def add(self, uncached: int = 0, write: int = 0, read: int = 0, output: int = 0) -> None:
+        self.uncached += uncached
+        self.write += write
+        self.read += read
+        self.output += output
+
+    def cost(self, price: Price) -> float:
+        return price.cost(self.uncached, self.write, self.read, self.output)
+
+
+@dataclass
+class Ledger:
+    """Every call of one actor (in order), with totals per kind and per task, and never-read cache writes."""
+
+    actor: str
+    calls: list[Call] = field(default_factory=list)
+
+    def add(self, call: Call) -> None:
+        self.calls.append(call)
+
+    def by_kind(self) -> dict[str, KindSpend]:
+        kinds: dict[str, KindSpend] = {}
+        for call in self.calls:
+            position = 0
+            for pieces in call.labels:
+                for label, tokens in pieces:
+                    start, end = position, position + tokens
+                    read = max(0, min(end, call.read) - start)
+                    write = max(0, min(end, call.read + call.write) - max(start, call.read))
+                    kinds.setdefault(label, KindSpend()).add(uncached=tokens - read - write, write=write, read=read)
+                    position = end
+            kinds.setdefault(call.output_label, KindSpend()).add(output=call.output)
+        return kinds
+
+    def totals(self) -> KindSpend:
+        total = KindSpend()
+        for call in self.calls:
+            total.add(call.uncached, call.write, call.read, call.output)
+        return total
+
+    def per_task(self, tasks: int, price: Price) -> list[float]:
+        out = [0.0] * tasks
+        for call in self.calls:
+            out[call.task] += price.cost(call.uncached, call.write, call.read, call.output)
+        return out
+
+    def never_read_writes(self) -> int:
+        """Cache-written tokens that no later request of this client read back (expired or never reused)."""
+        pending: dict[bytes, int] = {}
+        wasted = 0
+        for call in self.calls:
+            cumulative = 0
+            ends: list[int] = []
+            for t in call.tokens:
+                cumulative += t
+                ends.append(cumulative)
+            if call.read:
+                hit = ends.index(call.read) if call.read in ends else -1
+                for key in call.keys[: hit + 1]:
+                    pending.pop(key, None)
+            if call.write:
+                for i, end in enumerate(ends):
+                    start = end - call.tokens[i]
+                    if start >= call.read and end <= call.read + call.write:
+                        if call.keys[i] in pending:
+                            wasted += pending[call.keys[i]]
+                        pending[call.keys[i]] = call.tokens[i]
+        return wasted + sum(pending.values())

@@ -1,0 +1,776 @@
+"""Session bill: what a Claude Code user pays over whole sessions, with no memory, with Live Memory, or with
+the Explore subagent, on the same task sequence.
+
+Arms (same tasks, same edits, same virtual clock rules; each arm has its own caches)
+    A  no memory: the main agent Greps (when a needed file was never read this session), then Reads the
+       decoys it opens while locating and each needed file it does not hold, in one parallel turn. Results
+       stay in its context until compaction.
+    B  Live Memory: the main agent asks once per exploration task (one `ask_live_memory` call through the
+       official MCP client to the real server, `live-memory serve` in its own process); the server's model is
+       the fake provider with a scripted model (strict or trusting, below); the hooks' tees (each Read's
+       content, each Edit's new content, the FileChanged event) go to `POST /notify` as hooks/notify.py sends
+       them. The main agent reads nothing for a question; the answer enters its context.
+    C  Explore subagent: one Agent call per exploration task; a fresh Haiku context (~6.6k-token head)
+       Greps, Reads the decoys and the needed files, and reports an answer of the same text as B's.
+    In every arm an edit task Reads the file (unless its current content is in context), then Edits it; every
+    task ends with the same reply to the user.
+
+Main agent (simulated Claude Code): ~22k tokens of tools + system on every request (+0.6k for the plugin in
+B: the ask tool and its context lines), Read results numbered like `cat -n` with the malware reminder,
+capped at 2000 lines / 25k tokens; breakpoints on the system blocks and the last message; compaction when a
+request would pass 200k tokens ("prompt is too long" is not billed): a compaction request over the
+conversation that last fit, a ~3k-token summary, then the summary + the last file read (re-attached) + the
+task. Priced at Sonnet 4.5 and at Opus 4.5; the memory and the subagent at Haiku 4.5.
+
+Cache: the Anthropic rules of tests/fakes/llm_server.py for every client (blocks counted at ceil(chars/4),
+breakpoints where each client puts them, 20-block lookback, 5-minute TTL refreshed on hit, the model's
+minimum cacheable prefix), on one virtual clock per arm: user think time 30/120/600 s (40/40/20 %) before each
+task, 6 s per main-agent request, 3 s per subagent or memory request, 1 h between sessions.
+
+Memory models (the scripted model that answers the real server)
+    strict    Reads every needed file whose current bytes the prompt does not hold verbatim.
+    trusting  skips that Read when an earlier answer or ledger fact names the file and no change notice for it
+              follows. A real model sits between the two; both are reported.
+    Both Grep first when a file to read was never named in their context (then they open the task's decoys too),
+    and answer with the task's answer text; summarizer requests get a merged ledger (one fact per file named).
+
+Workloads: tasks needing 0-4 files (10/35/30/15/10 %), drawn with Zipf locality over directories then files
+(exponent 1.4 / 1.0 / 0.5 for high / medium / low), from the smallest 40 % / all / the largest 40 % of the
+eligible files (small / natural / large); 30 % of the tasks with files edit the first one; 0-2 decoys per
+task (40/40/20 %). Sessions: one of 10/30/60/120 tasks, or 3 x 20 and 6 x 10. Repositories: this checkout
+(`git ls-files`, .py and .md files eligible) and the Django 5.1.4 sdist (django/**/*.py eligible).
+
+Figures per workload and arm: requests, tokens (uncached / cache write / cache read / output), USD (main at
+Sonnet and Opus, the helper at Haiku), cost per task and per question by decile of the session, break-even
+task counts, the spend by prompt-block kind, Reads that re-read a file version read for an earlier task, and
+cache-written tokens no later request read.
+
+Run: `python -m bench.session_bill` (a few minutes on 2 cores; writes bench/results/session_bill.json),
+`--quick` (a few seconds, this checkout only), `--server-src PATH/server --server-python PY` to measure
+another checkout's server. Then `python -m bench.report` regenerates docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import multiprocessing
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench._common import McpAsker, load_note, print_table, write_results
+from bench.bill_agents import (
+    Files,
+    MainAgent,
+    SelfExplorer,
+    SubagentExplorer,
+    claude_code_prefix,
+    explore_prefix,
+    version,
+)
+from bench.bill_cache import PRICES, CacheSim, Ledger, Price, VirtualClock, recorded_call
+from bench.bill_memory import (
+    MemoryExplorer,
+    MemoryModel,
+    ServerCommand,
+    ServerProcess,
+    classify_memory,
+    copy_workspace,
+    fake_provider,
+)
+from bench.bill_workload import (
+    DECOY_WEIGHTS,
+    EDIT_SHARE,
+    FILES_PER_TASK_WEIGHTS,
+    LOCALITY_ZIPF,
+    THINK_TIMES_S,
+    THINK_WEIGHTS,
+    Repo,
+    Task,
+    Workload,
+    apply_edit,
+    build_tasks,
+    load_repo,
+    workload,
+)
+
+NAME = "session_bill"
+RUNS_DIR = Path(__file__).parent / ".cache" / "session-bill-runs"  # beside the Django copy: hard links work
+SEED = 20_260_301
+MODES = ("strict", "trusting")
+PLUGIN_TOOL_TOKENS = 300  # the ask tool's schema in every main-agent request
+PLUGIN_CONTEXT_TOKENS = 300  # server instructions, the skill line and the SessionStart context
+DECILES = 10
+REPOS = ("live-memory", "django")
+BASE = workload("medium", "natural", (60,))
+FULL_WORKLOADS = (
+    BASE,
+    workload("high", "natural", (60,)),
+    workload("low", "natural", (60,)),
+    workload("medium", "small", (60,)),
+    workload("medium", "large", (60,)),
+    workload("high", "small", (60,)),
+    workload("medium", "natural", (10,)),
+    workload("medium", "natural", (30,)),
+    workload("medium", "natural", (120,)),
+    workload("medium", "natural", (20, 20, 20)),
+    workload("medium", "natural", (10,) * 6),
+)
+QUICK_WORKLOADS = (workload("medium", "natural", (6, 6)),)
+# Server options every run sets: the OS watcher off (the hooks' FileChanged events report the edits, in a
+# deterministic order) and no distillation cooldown (it counts real seconds; a real session spreads these
+# tasks over hours). Everything else is the server's own default.
+SERVER_OPTIONS = {"watch": "false", "distill_min_interval_s": "0"}
+
+LIMITS = (
+    "The models are scripted: this measures what is sent, held and cached, not answer quality; a real model "
+    "may explore more or less. Strict and trusting bracket a real memory model's reading.",
+    "The main agent and the subagent are simulations of Claude Code's requests (sizes from observed runs, "
+    "filler text); only arm B's memory side is the real server. Token counts are ceil(chars/4) per block.",
+    "Every arm's exploration is idealised the same way: the Grep pattern finds the files, a task's decoys are "
+    "opened once, and every needed file is read whole (no offset/limit windows).",
+    "The main agent in A knows where every file it read this session is (it never greps for them again); in B "
+    "and C it trusts the answer for questions and reads only the file it edits.",
+    "The OS watcher is off in the server (the hooks' FileChanged events report the edits); the server keeps "
+    "running across sessions (a long-running service); the fake provider has no rate limits or latency.",
+)
+
+
+# -- one arm's figures -------------------------------------------------------------------------------------
+def _usage(ledger: Ledger) -> dict[str, Any]:
+    total = ledger.totals()
+    prompt = total.uncached + total.write + total.read
+    return {
+        "requests": len(ledger.calls),
+        "prompt_tokens": prompt,
+        "uncached_tokens": total.uncached,
+        "cache_write_tokens": total.write,
+        "cache_read_tokens": total.read,
+        "output_tokens": total.output,
+        "cache_read_share": round(total.read / prompt, 4) if prompt else 0.0,
+        "never_read_cache_write_tokens": ledger.never_read_writes(),
+    }
+
+
+def _kinds(ledger: Ledger, price: Price) -> dict[str, dict[str, Any]]:
+    kinds = ledger.by_kind()
+    total = sum(k.cost(price) for k in kinds.values()) or 1.0
+    out: dict[str, dict[str, Any]] = {}
+    for label, spend in sorted(kinds.items(), key=lambda kv: -kv[1].cost(price)):
+        out[label] = {
+            "usd": round(spend.cost(price), 6),
+            "share": round(spend.cost(price) / total, 4),
+            "prompt_tokens": spend.uncached + spend.write + spend.read,
+            "cache_read_tokens": spend.read,
+            "cache_write_tokens": spend.write,
+            "output_tokens": spend.output,
+        }
+    return out
+
+
+def deciles(values: Sequence[float], mask: Sequence[bool] | None = None) -> list[float | None]:
+    """Mean of `values` (where `mask` holds) in each tenth of the sequence, in order."""
+    n = len(values)
+    out: list[float | None] = []
+    for d in range(DECILES):
+        lo, hi = d * n // DECILES, (d + 1) * n // DECILES
+        picked = [values[i] for i in range(lo, hi) if mask is None or mask[i]]
+        out.append(round(sum(picked) / len(picked), 6) if picked else None)
+    return out
+
+
+def cumulative(values: Sequence[float]) -> list[float]:
+    out: list[float] = []
+    total = 0.0
+    for v in values:
+        total += v
+        out.append(round(total, 6))
+    return out
+
+
+def break_even(ours: Sequence[float], theirs: Sequence[float]) -> int | None:
+    """The first task count from which `ours` (cumulative) stays below `theirs`; None if it ends above."""
+    after: int | None = None
+    for i in range(len(ours) - 1, -1, -1):
+        if ours[i] >= theirs[i]:
+            break
+        after = i + 1
+    return after
+
+
+@dataclass
+class ArmRun:
+    name: str
+    tasks: Sequence[Task]
+    main: Ledger
+    helper: Ledger | None
+    helper_label: str
+    main_reads: Any
+    helper_reads: tuple[int, int]  # (reads, rereads)
+    compactions: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def figures(self) -> dict[str, Any]:
+        n = len(self.tasks)
+        questions = [bool(t.files) for t in self.tasks]
+        q = sum(questions)
+        helper_usd = self.helper.per_task(n, PRICES["haiku"]) if self.helper else [0.0] * n
+        out: dict[str, Any] = {"arm": self.name}
+        main: dict[str, Any] = _usage(self.main)
+        main.update(
+            {"compactions": self.compactions, "reads": self.main_reads.reads, "rereads": self.main_reads.rereads}
+        )
+        for model in ("sonnet", "opus"):
+            per_task = self.main.per_task(n, PRICES[model])
+            main[f"usd_{model}"] = round(sum(per_task), 6)
+            total = [a + b for a, b in zip(per_task, helper_usd, strict=True)]
+            out[f"total_usd_{model}"] = round(sum(total), 6)
+            out[f"per_task_usd_{model}"] = [round(v, 6) for v in total]
+            out[f"deciles_per_task_usd_{model}"] = deciles(total)
+        main["by_kind_sonnet"] = _kinds(self.main, PRICES["sonnet"])
+        out["main"] = main
+        if self.helper is not None:
+            helper = _usage(self.helper)
+            helper["usd"] = round(sum(helper_usd), 6)
+            helper["usd_per_question"] = round(sum(helper_usd) / q, 6) if q else 0.0
+            helper["reads"], helper["rereads"] = self.helper_reads
+            helper["by_kind"] = _kinds(self.helper, PRICES["haiku"])
+            helper["deciles_per_question_usd"] = deciles(helper_usd, questions)
+            helper["per_task_usd"] = [round(v, 6) for v in helper_usd]
+            out[self.helper_label] = helper
+        out.update(self.extra)
+        return out
+
+
+# -- the arms ----------------------------------------------------------------------------------------------
+def run_no_memory(repo: Repo, tasks: Sequence[Task]) -> ArmRun:
+    clock = VirtualClock()
+    files = Files(dict(repo.files))
+    ledger = Ledger("main")
+    agent = MainAgent(
+        "A",
+        files,
+        CacheSim(clock, "sonnet"),
+        ledger,
+        clock,
+        SelfExplorer(),
+        prefix_for=lambda s: claude_code_prefix(session=s),
+    )
+
+    async def play() -> None:
+        for task in tasks:
+            await agent.run_task(task)
+
+    asyncio.run(play())
+    return ArmRun("A", tasks, ledger, None, "", agent.reads, (0, 0), agent.compactions)
+
+
+def run_subagent(repo: Repo, tasks: Sequence[Task]) -> ArmRun:
+    clock = VirtualClock()
+    files = Files(dict(repo.files))
+    ledger, sub_ledger = Ledger("main"), Ledger("subagent")
+    explorer = SubagentExplorer(files, CacheSim(clock, "haiku"), sub_ledger, clock)
+    agent = MainAgent(
+        "C",
+        files,
+        CacheSim(clock, "sonnet"),
+        ledger,
+        clock,
+        explorer,
+        prefix_for=lambda s: claude_code_prefix(session=s),
+    )
+
+    async def play() -> None:
+        for task in tasks:
+            await agent.run_task(task)
+
+    asyncio.run(play())
+    return ArmRun(
+        "C",
+        tasks,
+        ledger,
+        sub_ledger,
+        "subagent",
+        agent.reads,
+        (explorer.reads.reads, explorer.reads.rereads),
+        agent.compactions,
+        {"subagent_head_tokens": explore_prefix().tokens},
+    )
+
+
+def run_memory(
+    repo: Repo, loads: Sequence[Workload], mode: str, command: ServerCommand, options: dict[str, str], seed: int
+) -> dict[str, ArmRun]:
+    """Arm B for several workloads against one server process: each workload in its own copy of the
+    repository (so its own workspace memory), with its own virtual clock, scripted model and a cold cache."""
+    out: dict[str, ArmRun] = {}
+    RUNS_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"bill-{repo.name}-{mode}-", dir=RUNS_DIR) as name:
+        tmp = Path(name).resolve()
+        with (
+            fake_provider(VirtualClock()) as fake,
+            ServerProcess(command, fake.base_url, tmp, {**SERVER_OPTIONS, **options}) as server,
+        ):
+            for load in loads:
+                tasks = build_tasks(repo, load, seed)
+                out[load.name] = _memory_workload(
+                    repo, tasks, mode, fake, server, copy_workspace(repo, tmp / load.name)
+                )
+    return out
+
+
+def _memory_workload(
+    repo: Repo, tasks: Sequence[Task], mode: str, fake: Any, server: ServerProcess, repo_dir: Path
+) -> ArmRun:
+    clock = VirtualClock()
+    fake.clock = clock
+    fake.reset_cache()
+    model = MemoryModel(repo_dir, repo, tasks, mode, clock)
+    fake.responder = model
+    start = len(fake.requests)
+    ledger, lm_ledger = Ledger("main"), Ledger("memory")
+    files = Files(dict(repo.files), disk=repo_dir)
+    root = str(repo_dir) + "/"
+    marks: list[tuple[int, int]] = []
+    final_stats: dict[str, Any] = {}
+
+    async def play() -> tuple[MainAgent, MemoryExplorer]:
+        # One MCP session for the whole run (a new Claude Code session would open its own; that costs no
+        # model tokens), so the run does not wait on session set-up.
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as http, McpAsker(server.mcp_url) as asker:
+            explorer = MemoryExplorer(asker, http, str(repo_dir))
+            agent = MainAgent(
+                "B",
+                files,
+                CacheSim(clock, "sonnet"),
+                ledger,
+                clock,
+                explorer,
+                prefix_for=lambda s: claude_code_prefix(PLUGIN_TOOL_TOKENS, PLUGIN_CONTEXT_TOKENS, s),
+                root=root,
+            )
+            for task in tasks:
+                explorer.session_id = f"bench-session-{task.session}"
+                first = len(fake.requests)
+                await agent.run_task(task, explorer.tee)
+                marks.append((first, len(fake.requests)))
+            final_stats.update((await http.get("/stats", params={"cwd": str(repo_dir)})).json())
+        return agent, explorer
+
+    agent, explorer = asyncio.run(play())
+    for path, text in files.texts.items():  # the edits reached the disk the server reads
+        if (repo_dir / path).read_text(encoding="utf-8") != text:
+            raise RuntimeError(f"{path} on disk differs from the arm's view of it")
+    classify = classify_memory(model.questions, root)
+    reads = rereads = 0
+    seen: dict[tuple[str, str], int] = {}
+    mirror = dict(repo.files)
+    for task, (lo, hi) in zip(tasks, marks, strict=True):
+        for record in fake.requests[lo:hi]:
+            if record.usage is None:
+                continue
+            asked = tuple(
+                str(c.input.get("file_path", ""))
+                for c in (record.reply.calls if record.reply else ())
+                if c.name == "Read"
+            )
+            lm_ledger.add(
+                recorded_call("memory", task.index, record.body, record.usage, "claude-haiku-4-5", classify, asked)
+            )
+            for path in asked:
+                if path in mirror:
+                    key = (path, version(mirror[path]))
+                    reads += 1
+                    rereads += int(seen.setdefault(key, task.index) < task.index)
+        if task.edit is not None:
+            mirror[task.edit.path] = apply_edit(mirror[task.edit.path], task.edit)
+    failed = sum(1 for r in fake.requests[start:] if r.usage is None)
+    workspace = final_stats.get("workspace") or {}
+    return ArmRun(
+        f"B-{mode}",
+        tasks,
+        ledger,
+        lm_ledger,
+        "memory",
+        agent.reads,
+        (reads, rereads),
+        agent.compactions,
+        {
+            "memory_model": mode,
+            "ask_errors": explorer.errors,
+            "failed_provider_requests": failed,
+            "unscripted_requests": model.unknown,
+            "summarizer_requests": model.summaries,
+            "notify_events_accepted": explorer.notify_accepted,
+            "notify_events_ignored": explorer.notify_ignored,
+            "server_compactions": workspace.get("compactions"),
+            "server_reported_cost_usd": workspace.get("cost_usd"),
+            "server_final_fill": (workspace.get("fill") or {}).get("ratio"),
+        },
+    )
+
+
+# -- one workload ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Job:
+    """A piece of the run: the simulated arms A and C of one workload ("sim"), or arm B with one memory model
+    over several workloads (one server process)."""
+
+    repo: str
+    loads: tuple[Workload, ...]
+    part: str
+    command: ServerCommand
+    options: tuple[tuple[str, str], ...]
+    seed: int
+
+
+def run_job(job: Job) -> tuple[Job, dict[str, dict[str, Any]], float]:
+    """{workload name: {arm: figures}} and the seconds it took."""
+    logging.basicConfig(level=logging.WARNING)
+    started = time.perf_counter()
+    repo = load_repo(job.repo)
+    out: dict[str, dict[str, Any]] = {}
+    if job.part == "sim":
+        for load in job.loads:
+            tasks = build_tasks(repo, load, job.seed)
+            out[load.name] = {"A": run_no_memory(repo, tasks).figures(), "C": run_subagent(repo, tasks).figures()}
+    else:
+        runs = run_memory(repo, job.loads, job.part, job.command, dict(job.options), job.seed)
+        out = {name: {f"B-{job.part}": arm.figures()} for name, arm in runs.items()}
+    return job, out, time.perf_counter() - started
+
+
+def describe(repo: Repo, load: Workload, tasks: Sequence[Task]) -> dict[str, Any]:
+    needed = [p for t in tasks for p in t.files]
+    return {
+        "repo": repo.name,
+        "workload": load.name,
+        "locality": load.locality,
+        "sizes": load.sizes,
+        "sessions": list(load.sessions),
+        "tasks": len(tasks),
+        "questions": sum(1 for t in tasks if t.files),
+        "edits": sum(1 for t in tasks if t.edit),
+        "files_needed": len(needed),
+        "distinct_files": len(set(needed)),
+        "decoys": sum(len(t.decoys) for t in tasks),
+        "needed_file_tokens_mean": round(sum(len(repo.files[p]) / 4 for p in needed) / max(1, len(needed))),
+    }
+
+
+def compare(arms: dict[str, Any]) -> dict[str, Any]:
+    """The headline ratios of one workload, per memory model, at Sonnet and Opus prices."""
+    a, c = arms["A"], arms["C"]
+    out: dict[str, Any] = {}
+    for name, b in arms.items():
+        if not name.startswith("B-"):
+            continue
+        mode = name[2:]
+        figures: dict[str, Any] = {
+            "memory_over_subagent_per_question": _ratio(
+                b["memory"]["usd_per_question"], c["subagent"]["usd_per_question"]
+            ),
+            "memory_cache_read_share": b["memory"]["cache_read_share"],
+            "memory_decile_last_over_first": _first_last(b["memory"]["deciles_per_question_usd"]),
+        }
+        for model in ("sonnet", "opus"):
+            figures[f"b_over_a_{model}"] = _ratio(b[f"total_usd_{model}"], a[f"total_usd_{model}"])
+            figures[f"b_over_c_{model}"] = _ratio(b[f"total_usd_{model}"], c[f"total_usd_{model}"])
+            ours = cumulative(b[f"per_task_usd_{model}"])
+            figures[f"break_even_vs_a_{model}"] = break_even(ours, cumulative(a[f"per_task_usd_{model}"]))
+            figures[f"break_even_vs_c_{model}"] = break_even(ours, cumulative(c[f"per_task_usd_{model}"]))
+        out[mode] = figures
+    for name, arm in arms.items():
+        first, last = arm["deciles_per_task_usd_sonnet"][0], arm["deciles_per_task_usd_sonnet"][-1]
+        out.setdefault("decile_last_over_first_sonnet", {})[name] = _ratio(last, first)
+    return out
+
+
+def _first_last(deciles: Sequence[float | None]) -> float | None:
+    """Last decile's mean over the first's (deciles without a question are skipped)."""
+    known = [v for v in deciles if v is not None]
+    return _ratio(known[-1], known[0]) if known else None
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or not b:
+        return None
+    return round(a / b, 3)
+
+
+# -- the whole run -----------------------------------------------------------------------------------------
+def run(
+    *,
+    quick: bool = False,
+    repos: Sequence[str] | None = None,
+    workloads: Sequence[Workload] | None = None,
+    modes: Sequence[str] = MODES,
+    command: ServerCommand | None = None,
+    options: dict[str, str] | None = None,
+    jobs: int = 2,
+    seed: int = SEED,
+) -> dict[str, Any]:
+    command = command or ServerCommand()
+    repos = list(repos or (("live-memory",) if quick else REPOS))
+    loads = list(workloads or (QUICK_WORKLOADS if quick else FULL_WORKLOADS))
+    for name in repos:
+        load_repo(name)  # fail early (and download once) before the workers start
+    opts = tuple(sorted((options or {}).items()))
+    todo = [Job(r, (w,), "sim", command, opts, seed) for r in repos for w in loads]
+    todo += [Job(r, tuple(loads), mode, command, opts, seed) for r in repos for mode in modes]
+    todo.sort(key=lambda j: (j.part == "sim", j.repo != "django"))  # the long jobs first
+    started = time.perf_counter()
+    if jobs <= 1:
+        done = [run_job(job) for job in todo]
+    else:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            done = list(pool.map(run_job, todo))
+    runs: dict[str, dict[str, Any]] = {}
+    for r in repos:
+        repo = load_repo(r)
+        for w in loads:
+            runs[f"{r}/{w.name}"] = {**describe(repo, w, build_tasks(repo, w, seed)), "arms": {}}
+    seconds: dict[str, float] = {}
+    for job, figures, took in done:
+        seconds[f"{job.repo}:{job.part}:{','.join(w.name for w in job.loads) if job.part == 'sim' else 'all'}"] = round(
+            took, 1
+        )
+        for name, arms in figures.items():
+            runs[f"{job.repo}/{name}"]["arms"].update(arms)
+    for run_ in runs.values():
+        run_["arms"] = {name: run_["arms"][name] for name in ("A", "C", *(f"B-{m}" for m in modes))}
+        run_["compare"] = compare(run_["arms"])
+    results = list(runs.values())
+    repo_info = {}
+    for name in repos:
+        repo = load_repo(name)
+        repo_info[name] = {"files": len(repo.files), "eligible": len(repo.eligible), "digest": repo.digest()}
+    return {
+        "method": (__doc__ or "").split("\n\nRun:")[0].strip(),
+        "limits": list(LIMITS),
+        "config": {
+            "quick": quick,
+            "seed": seed,
+            "modes": list(modes),
+            "repos": repo_info,
+            "server": command.describe(),
+            "server_options": {**SERVER_OPTIONS, **(options or {})},
+            "prices_usd_per_mtok": {k: v.as_dict() for k, v in PRICES.items()},
+            "main_head_tokens": {
+                "A_C": claude_code_prefix().tokens,
+                "B": claude_code_prefix(PLUGIN_TOOL_TOKENS, PLUGIN_CONTEXT_TOKENS).tokens,
+            },
+            "subagent_head_tokens": explore_prefix().tokens,
+            "files_per_task_weights": list(FILES_PER_TASK_WEIGHTS),
+            "edit_share": EDIT_SHARE,
+            "decoy_weights": list(DECOY_WEIGHTS),
+            "think_times_s": list(THINK_TIMES_S),
+            "think_weights": list(THINK_WEIGHTS),
+            "locality_zipf": LOCALITY_ZIPF,
+        },
+        "runs": runs,
+        "job_seconds": seconds,
+        "headline": headline(results),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def headline(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The figures the product is judged on, per repository and memory model."""
+    out: dict[str, Any] = {}
+    for r in results:
+        key = f"{r['repo']}/{r['workload']}"
+        arms, cmp_ = r["arms"], r["compare"]
+        for mode in (m for m in ("strict", "trusting") if m in cmp_):
+            b = arms[f"B-{mode}"]
+            row = {
+                "memory_usd_per_question": b["memory"]["usd_per_question"],
+                "subagent_usd_per_question": arms["C"]["subagent"]["usd_per_question"],
+                **cmp_[mode],
+                "decile_last_over_first_b": cmp_["decile_last_over_first_sonnet"].get(f"B-{mode}"),
+                "decile_last_over_first_a": cmp_["decile_last_over_first_sonnet"].get("A"),
+                "decile_last_over_first_c": cmp_["decile_last_over_first_sonnet"].get("C"),
+                "memory_rereads": b["memory"]["rereads"],
+                "memory_reads": b["memory"]["reads"],
+                "memory_never_read_cache_write_tokens": b["memory"]["never_read_cache_write_tokens"],
+                "memory_cache_write_tokens": b["memory"]["cache_write_tokens"],
+            }
+            out.setdefault(key, {})[mode] = row
+    return out
+
+
+# -- printing ----------------------------------------------------------------------------------------------
+def _usd(v: Any) -> str:
+    return "–" if not isinstance(v, (int, float)) else (f"${v:.4f}" if abs(v) < 1 else f"${v:.2f}")
+
+
+def _x(v: Any) -> str:
+    return "–" if not isinstance(v, (int, float)) else f"{v:.2f}x"
+
+
+def print_run(r: dict[str, Any]) -> None:
+    arms = r["arms"]
+    rows = []
+    for name, arm in arms.items():
+        helper = arm.get("memory") or arm.get("subagent") or {}
+        rows.append(
+            (
+                name,
+                arm["main"]["requests"],
+                f"{arm['main']['cache_read_share']:.1%}",
+                arm["main"]["compactions"],
+                _usd(arm["main"]["usd_sonnet"]),
+                _usd(helper.get("usd")),
+                _usd(helper.get("usd_per_question")),
+                f"{helper['cache_read_share']:.1%}" if helper else "–",
+                _usd(arm["total_usd_sonnet"]),
+                _usd(arm["total_usd_opus"]),
+            )
+        )
+    print_table(
+        [
+            "arm",
+            "main req",
+            "main cached",
+            "compact",
+            "main $ (Sonnet)",
+            "helper $",
+            "helper $/q",
+            "helper cached",
+            "total Sonnet",
+            "total Opus",
+        ],
+        rows,
+        title=(f"{r['repo']} / {r['workload']}: {r['tasks']} tasks, {r['questions']} questions, {r['edits']} edits"),
+    )
+    for mode, f in r["compare"].items():
+        if mode.startswith("decile"):
+            continue
+        print(
+            f"  B-{mode}: memory/subagent per question {_x(f['memory_over_subagent_per_question'])}, "
+            f"B/A {_x(f['b_over_a_sonnet'])} (Opus {_x(f['b_over_a_opus'])}), B/C {_x(f['b_over_c_sonnet'])} "
+            f"(Opus {_x(f['b_over_c_opus'])}), break-even vs A after {f['break_even_vs_a_sonnet'] or 'never'} tasks, "
+            f"memory cache share {f['memory_cache_read_share']:.1%}"
+        )
+    for name, arm in arms.items():
+        for key in ("ask_errors", "failed_provider_requests", "unscripted_requests"):
+            if arm.get(key):
+                print(f"  WARNING: {name} {key} = {arm[key]}")
+
+
+def print_headline(data: dict[str, Any]) -> None:
+    rows = []
+    for key, modes in data["headline"].items():
+        for mode, f in modes.items():
+            rows.append(
+                (
+                    f"{key} {mode}",
+                    _usd(f["memory_usd_per_question"]),
+                    _usd(f["subagent_usd_per_question"]),
+                    _x(f["memory_over_subagent_per_question"]),
+                    _x(f["b_over_a_sonnet"]),
+                    _x(f["b_over_c_sonnet"]),
+                    _x(f["decile_last_over_first_b"]),
+                    f"{f['memory_cache_read_share']:.1%}",
+                    f"{f['memory_rereads']}/{f['memory_reads']}",
+                )
+            )
+    print_table(
+        [
+            "workload / memory model",
+            "memory $/q",
+            "subagent $/q",
+            "mem/sub",
+            "B/A",
+            "B/C",
+            "B last/first decile",
+            "memory cached",
+            "re-reads",
+        ],
+        rows,
+        title="Headline (Sonnet main agent, Haiku memory and subagent)",
+    )
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.session_bill", description=__doc__.split("\n")[0] if __doc__ else ""
+    )
+    parser.add_argument("--quick", action="store_true", help="a small run on this checkout only (seconds)")
+    parser.add_argument("--repos", default="", help=f"comma-separated, of {', '.join(REPOS)}")
+    parser.add_argument("--workloads", default="", help="comma-separated names like medium-natural-60, low-small-3x20")
+    parser.add_argument("--modes", default=",".join(MODES), help="memory models: strict,trusting")
+    parser.add_argument("--server-python", default=sys.executable, help="interpreter that runs the server")
+    parser.add_argument(
+        "--server-src", default=str(ServerCommand().src), help="the server checkout's server/ directory"
+    )
+    parser.add_argument(
+        "--option", action="append", default=[], help="extra server option key=value (LIVE_MEMORY_<KEY>)"
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="workloads run in parallel")
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument(
+        "--out", default="", help="results file (default bench/results/session_bill.json; none for --quick)"
+    )
+    return parser.parse_args(argv)
+
+
+def parse_workload(name: str) -> Workload:
+    try:
+        locality, sizes, shape = name.split("-")
+        sessions = [int(x) for x in shape.split("x")]
+        return workload(locality, sizes, sessions if len(sessions) == 1 else [sessions[1]] * sessions[0])
+    except ValueError as exc:
+        raise SystemExit(f"bad workload name {name!r}: use LOCALITY-SIZES-TASKS or LOCALITY-SIZES-NxTASKS") from exc
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    note = load_note()
+    if note:
+        print(note, flush=True)
+    src = Path(args.server_src).resolve()
+    if not (src / "live_memory").is_dir():
+        raise SystemExit(f"--server-src {src} holds no live_memory package")
+    options = dict(o.split("=", 1) for o in args.option)
+    loads = [parse_workload(w) for w in args.workloads.split(",") if w] or None
+    data = run(
+        quick=args.quick,
+        repos=[r for r in args.repos.split(",") if r] or None,
+        workloads=loads,
+        modes=tuple(m for m in args.modes.split(",") if m),
+        command=ServerCommand(args.server_python, src),
+        options=options,
+        jobs=args.jobs,
+        seed=args.seed,
+    )
+    for r in data["runs"].values():
+        print_run(r)
+    print_headline(data)
+    out = args.out or ("" if args.quick else str(Path(__file__).parent / "results" / f"{NAME}.json"))
+    if out:
+        path = write_results(NAME, data) if out.endswith(f"results/{NAME}.json") else _write(Path(out), data)
+        print(f"\nwrote {path} ({data['seconds']} s)")
+    return data
+
+
+def _write(path: Path, data: dict[str, Any]) -> Path:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The session-bill benchmark (bench/session_bill.py) on its quick configuration: the real server in its own
+process for arm B, the simulated Claude Code arms A and C, and the figures the report is built from."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from bench import report, session_bill
+from bench.bill_workload import build_tasks, load_repo, workload
+
+LOAD = workload("medium", "natural", (5, 5))
+
+
+@pytest.fixture(scope="module")
+def quick() -> dict[str, Any]:
+    return session_bill.run(quick=True, workloads=[LOAD], jobs=2)
+
+
+def test_every_arm_reports_costs_per_task_and_per_decile(quick: dict[str, Any]) -> None:
+    run = quick["runs"][f"live-memory/{LOAD.name}"]
+    assert list(run["arms"]) == ["A", "C", "B-strict", "B-trusting"]
+    for name, arm in run["arms"].items():
+        assert len(arm["per_task_usd_sonnet"]) == run["tasks"] == 10, name
+        assert len(arm["deciles_per_task_usd_sonnet"]) == 10, name
+        assert arm["total_usd_opus"] > arm["total_usd_sonnet"] > 0, name
+    for name in ("C", "B-strict", "B-trusting"):
+        helper = run["arms"][name]["subagent" if name == "C" else "memory"]
+        assert len(helper["deciles_per_question_usd"]) == 10
+        assert helper["usd_per_question"] > 0
+    assert set(quick["headline"][f"live-memory/{LOAD.name}"]) == {"strict", "trusting"}
+
+
+def test_totals_add_up_from_main_agent_helper_and_block_kinds(quick: dict[str, Any]) -> None:
+    for name, arm in quick["runs"][f"live-memory/{LOAD.name}"]["arms"].items():
+        helper = arm.get("memory") or arm.get("subagent") or {"usd": 0.0}
+        assert math.isclose(arm["total_usd_sonnet"], arm["main"]["usd_sonnet"] + helper["usd"], abs_tol=1e-5), name
+        assert math.isclose(sum(arm["per_task_usd_sonnet"]), arm["total_usd_sonnet"], abs_tol=1e-4), name
+        assert math.isclose(sum(arm["per_task_usd_opus"]), arm["total_usd_opus"], abs_tol=1e-4), name
+        kinds = sum(k["usd"] for k in arm["main"]["by_kind_sonnet"].values())
+        assert math.isclose(kinds, arm["main"]["usd_sonnet"], abs_tol=1e-4), name
+        if "by_kind" in helper:
+            assert math.isclose(sum(k["usd"] for k in helper["by_kind"].values()), helper["usd"], abs_tol=1e-4)
+        usage = arm["main"]
+        assert (
+            usage["prompt_tokens"]
+            == usage["uncached_tokens"] + usage["cache_write_tokens"] + usage["cache_read_tokens"]
+        )
+        assert 0 <= usage["never_read_cache_write_tokens"] <= usage["cache_write_tokens"]
+
+
+def test_the_real_server_answered_every_question_and_its_cache_was_read(quick: dict[str, Any]) -> None:
+    run = quick["runs"][f"live-memory/{LOAD.name}"]
+    for mode in ("strict", "trusting"):
+        arm = run["arms"][f"B-{mode}"]
+        assert arm["ask_errors"] == 0 and arm["failed_provider_requests"] == 0 and arm["unscripted_requests"] == 0
+        memory = arm["memory"]
+        assert memory["requests"] >= run["questions"]
+        assert memory["cache_read_tokens"] > 0
+        assert memory["reads"] > 0
+        kinds = memory["by_kind"]
+        assert {"system+tree", "per-question tail", "own Read results"} <= set(kinds)
+        if run["edits"]:
+            assert arm["notify_events_accepted"] > 0
+    assert run["arms"]["B-trusting"]["memory"]["reads"] <= run["arms"]["B-strict"]["memory"]["reads"]
+
+
+def test_no_memory_main_agent_context_and_cost_grow_with_tasks() -> None:
+    repo = load_repo("live-memory")
+    tasks = build_tasks(repo, workload("medium", "natural", (8,)), session_bill.SEED)
+    arm = session_bill.run_no_memory(repo, tasks)
+    prompts = [call.prompt for call in arm.main.calls]
+    assert arm.compactions == 0
+    assert prompts == sorted(prompts)  # results stay in context: every request carries all earlier ones
+    per_task = arm.main.per_task(len(tasks), session_bill.PRICES["sonnet"])
+    assert all(cost > 0 for cost in per_task)
+    assert sum(per_task[4:]) > sum(per_task[:4])
+
+
+def test_a_workload_is_deterministic_and_names_files_only_in_answers() -> None:
+    repo = load_repo("live-memory")
+    first = build_tasks(repo, LOAD, session_bill.SEED)
+    assert first == build_tasks(repo, LOAD, session_bill.SEED)
+    for task in first:
+        assert all(path not in task.question for path in task.files)
+        assert all(path in task.answer for path in task.files)
+        assert 0 <= len(task.files) <= 4
+    assert next(t.think_s for t in first if t.session == 1) == 3600.0
+
+
+def test_the_report_section_shows_every_arm_and_splices_into_an_existing_document(quick: dict[str, Any]) -> None:
+    lines = report.render_session_bill(quick, {})
+    text = "\n".join(lines)
+    for name in report.SESSION_ARM_NAMES.values():
+        assert name in text
+    assert "### live-memory" in text and LOAD.name in text
+    document = report.render_document({})  # every section "not run yet"
+    spliced = report.splice_sections(document, {"session_bill": quick}, ["session_bill"])
+    assert "Session bill: a Claude Code user's whole bill](#session-bill-a-claude-code-users-whole-bill)\n" in spliced
+    assert LOAD.name in spliced
+    untouched = document.split("## Cost: Live Memory vs no memory", 1)[1]
+    assert spliced.endswith(untouched)  # the other sections are kept as they were
+    with pytest.raises(ValueError, match="unknown benchmark section"):
+        report.splice_sections(document, {}, ["no_such_benchmark"])
