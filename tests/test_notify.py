@@ -29,7 +29,8 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def server(fake: FakeLLM, tmp_path: Path) -> Iterator[LiveServer]:
     fake.responder = lambda request: Reply.text("ok")
-    with live_server(settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)) as running:
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0, hold_files="all")
+    with live_server(settings) as running:
         yield running
 
 
@@ -136,7 +137,7 @@ async def test_after_a_restart_stats_and_held_files_come_back_before_any_questio
     fake: FakeLLM, tmp_path: Path, workspace: Path
 ) -> None:
     fake.responder = lambda request: Reply.text("ok")
-    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0, hold_files="all")
     tees = [
         {"path": "src/app.py", "kind": "read", "content": (workspace / "src/app.py").read_text()},
         {"path": "src/db.py", "kind": "read", "content": (workspace / "src/db.py").read_text()},
@@ -245,3 +246,20 @@ async def test_concurrent_clients_lose_and_duplicate_nothing(
     async with httpx.AsyncClient(base_url=server.url) as client:
         stats = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
     assert stats["file_contexts"] == len(files)  # every file known exactly once
+
+
+async def test_by_default_a_teed_file_is_named_not_copied(fake: FakeLLM, tmp_path: Path, workspace: Path) -> None:
+    """The default holding policy keeps knowledge, not bytes: the next prompt names the file the agent read,
+    and says to Read it, without carrying a copy (measured cheaper by bench/session_bill.py)."""
+    fake.responder = lambda request: Reply.text("ok")
+    with live_server(settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)) as running:
+        event = {"path": "src/app.py", "kind": "read", "content": (workspace / "src/app.py").read_text()}
+        await post(running, "/notify", {"cwd": str(workspace), "events": [event]})
+        await ask(running, workspace, "where is main?")
+        edited = {"path": "src/app.py", "kind": "write", "content": "def main():\n    return 'v2'\n"}
+        (workspace / "src/app.py").write_text(edited["content"])
+        await post(running, "/notify", {"cwd": str(workspace), "events": [edited]})
+        await ask(running, workspace, "and now?")
+    first, last = (str(r.body) for r in (fake.requests[0], fake.requests[-1]))
+    assert "src/app.py" in first and "return 'v1'" not in first
+    assert "return 'v2'" not in last and "src/app.py: EDITED by an agent" in last

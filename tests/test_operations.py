@@ -80,7 +80,12 @@ async def test_background_work_stops_before_questions_do(fake: FakeLLM, workspac
     fake.responder = summarizing
     data = tmp_path / "data"
     settings = settings_for(
-        fake.base_url, data, max_context_tokens=3000, distill_min_interval_s=0, force_explore_when_cold=0
+        fake.base_url,
+        data,
+        max_context_tokens=3000,
+        distill_min_interval_s=0,
+        force_explore_when_cold=0,
+        hold_files="all",
     )
     content = "x = 1  # padding\n" * 120
     with live_server(settings) as server:
@@ -134,7 +139,12 @@ async def test_stats_metrics_and_the_status_page_agree(fake: FakeLLM, workspace:
 async def test_ledger_can_be_read_and_corrected(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
     fake.responder = summarizing
     settings = settings_for(
-        fake.base_url, tmp_path / "data", max_context_tokens=2500, distill_min_interval_s=0, force_explore_when_cold=0
+        fake.base_url,
+        tmp_path / "data",
+        max_context_tokens=2500,
+        distill_min_interval_s=0,
+        force_explore_when_cold=0,
+        hold_files="all",
     )
     with live_server(settings) as server:
         await ask_via_mcp(server.mcp_url, {"question": "warm up", "cwd": str(workspace)})

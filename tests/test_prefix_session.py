@@ -84,7 +84,12 @@ async def test_thirty_questions_keep_the_prefix_append_only_between_compactions(
     with FakeLLM(cache_rules=rules, min_cacheable_tokens=256) as fake:  # type: ignore[arg-type]
         fake.responder = scripted
         settings = settings_for(
-            fake.base_url, tmp_path / "data", protocol=protocol, max_context_tokens=3000, distill_min_interval_s=0
+            fake.base_url,
+            tmp_path / "data",
+            protocol=protocol,
+            max_context_tokens=3000,
+            distill_min_interval_s=0,
+            hold_files="all",
         )
         with live_server(settings) as server:
             await run_session(server, workspace)
@@ -105,7 +110,9 @@ async def test_thirty_questions_keep_the_prefix_append_only_between_compactions(
 async def test_prompt_too_long_compacts_and_retries(workspace: Path, tmp_path: Path) -> None:
     with FakeLLM(min_cacheable_tokens=256) as fake:
         fake.responder = scripted
-        settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0, distill_min_interval_s=0)
+        settings = settings_for(
+            fake.base_url, tmp_path / "data", force_explore_when_cold=0, distill_min_interval_s=0, history_max_tokens=0
+        )
         with live_server(settings) as server:
             for index in range(8):
                 await ask_via_mcp(server.mcp_url, {"question": f"recall {index} " + "x" * 3000, "cwd": str(workspace)})
@@ -126,6 +133,7 @@ async def test_a_changed_source_demotes_its_ledger_facts_end_to_end(workspace: P
             tmp_path / "data",
             max_context_tokens=3500,
             distill_min_interval_s=0,
+            hold_files="all",
             force_explore_when_cold=0,
         )
         with live_server(settings) as server:

@@ -31,6 +31,7 @@ from live_memory.providers.base import (
     Part,
     TextPart,
     ToolResultPart,
+    ToolUsePart,
 )
 from live_memory.records import Usage
 
@@ -208,7 +209,13 @@ class QuestionLoop:
             window.record_read(path, digest[0], digest[1])
 
     def _messages(self, window: ContextWindow, transcript: list[Message]) -> ChatRequest:
-        system, messages = build_prompt(window, transcript, hint=self.hint, first_of_question=len(transcript) == 1)
+        system, messages = build_prompt(
+            window,
+            transcript,
+            hint=self.hint,
+            first_of_question=len(transcript) == 1,
+            lag_tail=_answer_likely_next(transcript),
+        )
         return ChatRequest(
             system=system,
             messages=messages,
@@ -306,6 +313,15 @@ class QuestionLoop:
                     f"No complete answer within the time budget ({self.limits.timeout_s:.0f}s); "
                     f"the model did not finish in time.{explored} Ask again, or narrow the question."
                 )
+
+
+def _answer_likely_next(transcript: Sequence[Message]) -> bool:
+    """After a round of only Reads the model usually answers, so nothing later reads those results from
+    the cache; after searches and listings it usually reads next (see `build_prompt(lag_tail=)`)."""
+    if len(transcript) < 2 or not any(isinstance(p, ToolResultPart) for p in transcript[-1].parts):
+        return False
+    calls = [p for p in transcript[-2].parts if isinstance(p, ToolUsePart)]
+    return bool(calls) and all(c.name == "Read" for c in calls)
 
 
 def _part_text(part: Part) -> str:

@@ -210,4 +210,5 @@ class Answerer:
             rebuild_tree=self.service.directory_tree_builder(state),
             on_report=record,
             distill_allowed=lambda: settings.background and spend.background_allowed(state.id, caps_of(runtime)),
+            history_max_tokens=settings.history_max_tokens,
         )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from live_memory.admission import DistillGate
 from live_memory.constants import COMPACTION_KEEP_RECENT_PAIRS
-from live_memory.context_window import ContextWindow, FileContext, Turn, file_block, message_text
+from live_memory.context_window import EXCHANGE_KINDS, ContextWindow, FileContext, Turn, file_block, message_text
 from live_memory.errors import ProviderError
 from live_memory.records import Usage
 from live_memory.summarizer import Summarizer
@@ -58,8 +58,10 @@ class Compactor:
         rebuild_tree: Callable[[], Awaitable[str]] | None = None,
         on_report: Callable[[CompactionReport], Awaitable[None]] | None = None,
         distill_allowed: Callable[[], bool] = lambda: True,
+        history_max_tokens: int = 0,
     ) -> None:
         self.summarizer = summarizer
+        self.history_max_tokens = history_max_tokens  # 0: only the window budget triggers compaction
         self.gate = gate
         self.threshold = threshold
         self.floor = floor
@@ -69,7 +71,11 @@ class Compactor:
         self.distill_allowed = distill_allowed  # False near a spend cap or with background calls off
 
     def needed(self, window: ContextWindow) -> bool:
-        return window.prompt_tokens() > self.threshold * window.budget_tokens
+        over_budget = window.prompt_tokens() > self.threshold * window.budget_tokens
+        return over_budget or self._history_over(window, self.history_max_tokens)
+
+    def _history_over(self, window: ContextWindow, limit: float) -> bool:
+        return bool(self.history_max_tokens) and history_tokens(window) > limit
 
     async def __call__(self, window: ContextWindow, overflow_limit: int | None = None) -> CompactionReport | None:
         """Compact if over the threshold, or always after a provider overflow (`overflow_limit`
@@ -160,17 +166,23 @@ class Compactor:
 
     # --- tier 2 --------------------------------------------------------------------------------
     async def _tier2_history(self, window: ContextWindow, target: int, report: CompactionReport) -> None:
-        projected = window.projected_tokens()
-        if projected <= target or self.summarizer is None or not self.gate.qa_retry_allowed():
+        # Shrink to the window's floor, and the Q&A history to its own floor: every request re-reads
+        # the history, so a long one makes each later question dearer even when the window has room.
+        history_target = self.floor * self.history_max_tokens
+        excess = max(
+            window.projected_tokens() - target,
+            history_tokens(window) - history_target if self.history_max_tokens else 0,
+        )
+        if excess <= 0 or self.summarizer is None or not self.gate.qa_retry_allowed():
             return
         exchanges = _exchanges(window.history)
         candidates = exchanges[: max(len(exchanges) - self.keep_recent_pairs, 0)]
         chosen: list[list[Turn]] = []
         for exchange in candidates:
-            if projected <= target:
+            if excess <= 0:
                 break
             chosen.append(exchange)
-            projected -= sum(window.tokens(message_text(t.message)) for t in exchange)
+            excess -= sum(window.tokens(message_text(t.message)) for t in exchange)
         if not chosen:
             return
         material = "\n\n".join(_exchange_text(exchange) for exchange in chosen)
@@ -189,6 +201,11 @@ class Compactor:
         report.summaries += 1
         report.summarized_pairs = len(chosen)
         window.summarized_pairs += len(chosen)
+
+
+def history_tokens(window: ContextWindow) -> int:
+    """The Q&A part of the history (deltas fold into the frozen block at the next freeze)."""
+    return sum(window.tokens(message_text(t.message)) for t in window.history if t.kind in EXCHANGE_KINDS)
 
 
 def _exchanges(history: list[Turn]) -> list[list[Turn]]:

@@ -75,6 +75,12 @@ DISTILL_MIN_INTERVAL_S = 60.0
 COMPACTION_KEEP_RECENT_PAIRS = 2
 # The directory tree may take at most this share of the context budget.
 DIRECTORY_TREE_SHARE = 0.10
+# Q&A history kept verbatim before the oldest exchanges fold into the ledger (see options.history_max_tokens;
+# measured by bench/session_bill.py: a bounded history keeps the cost per question from rising).
+HISTORY_MAX_TOKENS = 6_000
+# The tree is re-read with every request: above this it shows directories with file counts and the
+# model lists the rest with Glob/find_paths when it needs to (measured by bench/session_bill.py).
+DIRECTORY_TREE_TOKENS = 2_000
 # Summaries (ledger) are capped so the ledger can never crowd out the window.
 SUMMARY_MAX_TOKENS = 2048
 MAX_TRANSCRIPT_CHARS = 400_000
@@ -93,6 +99,8 @@ TRANSCRIPT_KEEP_SHARE = 0.0
 
 # --- files and ingestion -----------------------------------------------------------------------
 PASSIVE_INGESTION = True
+# Which teed files keep their bytes (see options.hold_files); measured by bench/session_bill.py.
+HOLD_FILES = "none"
 PASSIVE_MAX_FILE_BYTES = 256 * 1024
 PRELOAD_MAX_TOTAL_BYTES = 2 * 1024 * 1024
 NOTIFY_MAX_BODY_BYTES = 8 * 1024 * 1024

@@ -18,6 +18,7 @@ Invariants this module owns:
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -74,7 +75,9 @@ class Delta:
     """A change queued for the next `sync_deltas()`."""
 
     content: dict[str, None] = field(default_factory=dict)  # ordered set of paths with new bytes
+    diffs: dict[str, str] = field(default_factory=dict)  # held path -> what changed (instead of a new copy)
     notices: dict[str, str] = field(default_factory=dict)  # path -> notice line
+    seen: dict[str, int] = field(default_factory=dict)  # path -> size: read by the agents, bytes not held
 
 
 class ContextWindow:
@@ -111,7 +114,9 @@ class ContextWindow:
         twin.history = list(self.history)
         twin.files = dict(self.files)
         twin.ledger = self.ledger.copy()
-        twin.pending = Delta(dict(self.pending.content), dict(self.pending.notices))
+        twin.pending = Delta(
+            dict(self.pending.content), dict(self.pending.diffs), dict(self.pending.notices), dict(self.pending.seen)
+        )
         twin.recently_modified = dict(self.recently_modified)
         return twin
 
@@ -192,7 +197,8 @@ class ContextWindow:
         self.files[path] = FileContext(path, sha256, size, last_used=self._touch())
 
     def observe(self, path: str, content: str, sha256: str, *, preloaded: bool = False) -> bool:
-        """Hold a file's current bytes (a tee or a preload); returns False when nothing changed."""
+        """Hold a file's current bytes (a tee or a preload); returns False when nothing changed. A new
+        version of a file already held arrives as what changed, when that is shorter than a copy."""
         known = self.files.get(path)
         if known is not None and known.sha256 == sha256 and known.content is not None and known.state == "current":
             keep_preloaded = known.preloaded and preloaded
@@ -202,9 +208,42 @@ class ContextWindow:
             path, sha256, len(content.encode()), content=content, preloaded=preloaded, last_used=self._touch()
         )
         self.pending.notices.pop(path, None)
-        self.pending.content[path] = None
+        self.pending.seen.pop(path, None)
         self.recently_modified.pop(path, None)
+        change = changed_lines(path, known.content, content) if known is not None and known.content else None
+        if change is not None and path not in self.pending.content:
+            self.pending.diffs[path] = change
+        else:
+            self.pending.diffs.pop(path, None)
+            self.pending.content[path] = None
         return True
+
+    def note_seen(self, path: str, sha256: str, size: int, *, edited: bool) -> bool:
+        """An agent read or edited a file whose bytes are not worth holding: keep a manifest entry and
+        say so in the next delta (one short line); if the memory knew an older version, say that its
+        earlier answers about the file may be out of date. Returns False when nothing changed."""
+        known = self.files.get(path)
+        if known is not None and known.sha256 == sha256 and known.state == "current":
+            self.files[path] = replace(known, last_used=self._touch())
+            return False
+        self.files[path] = FileContext(path, sha256, size, last_used=self._touch())
+        self.pending.content.pop(path, None)
+        self.pending.diffs.pop(path, None)
+        if known is None and not self.ledger.cites(path):
+            self.pending.seen[path] = size
+            return True
+        self.ledger.mark_stale(path)
+        how = "EDITED by an agent" if edited else "CHANGED"
+        self.pending.notices[path] = f"- {path}: {how} since you last saw it; re-read it before relying on it."
+        return True
+
+    def earned(self, path: str) -> bool:
+        """Whether a file has earned holding its bytes: it is held already, an answer cited it, or a
+        ledger fact was distilled from it."""
+        known = self.files.get(path)
+        if known is not None and known.content is not None:
+            return True
+        return self.ledger.cites(path) or any(path in t.cites for t in self.history if t.kind == "answer")
 
     def invalidate(self, path: str) -> bool:
         """A known file changed on disk: mark it stale (lazy re-read), demote facts, queue a notice."""
@@ -215,7 +254,7 @@ class ContextWindow:
         if known.state == "changed" and known.content is None:
             return True  # already known to be stale (a hook and the watcher both reported one edit)
         self.files[path] = replace(known, state="changed", content=None)
-        self.pending.content.pop(path, None)
+        self._unqueue(path)
         self.pending.notices[path] = f"- {path}: CHANGED since you read it; re-read before relying on it."
         return True
 
@@ -225,12 +264,18 @@ class ContextWindow:
         if known is None:
             return demoted > 0
         self.files[path] = replace(known, state="deleted", content=None)
-        self.pending.content.pop(path, None)
+        self._unqueue(path)
         self.pending.notices[path] = (
             f"- {path}: DELETED or moved/renamed; it no longer exists at this path "
             "(relocate it with Glob/Grep/find_paths, or report it gone)."
         )
         return True
+
+    def _unqueue(self, path: str) -> None:
+        """Drop queued content for a file whose bytes are no longer current or held."""
+        self.pending.content.pop(path, None)
+        self.pending.diffs.pop(path, None)
+        self.pending.seen.pop(path, None)
 
     def forget_facts(self, substring: str) -> int:
         """A person retracted facts: drop them now and tell the model through the delta stream
@@ -249,7 +294,7 @@ class ContextWindow:
         known = self.files.get(path)
         if known is not None and known.content is not None:
             self.files[path] = replace(known, content=None, preloaded=False)
-            self.pending.content.pop(path, None)
+            self._unqueue(path)
 
     def note_modified(self, path: str) -> None:
         """An agent edited a known file and sent no bytes: hint it on the next question only."""
@@ -270,6 +315,18 @@ class ContextWindow:
             if held is None or held.content is None:
                 continue
             self._append_observation(f"[observation] Current content of {path}:\n\n{file_block(held)}")
+            added += 1
+        for path, change in self.pending.diffs.items():
+            held = self.files.get(path)
+            if held is None or held.content is None:
+                continue
+            self._append_observation(f"[observation] {path} was edited; what changed (unified diff):\n\n{change}")
+            added += 1
+        if self.pending.seen:
+            listed = ", ".join(f"{p} ({size} bytes)" for p, size in self.pending.seen.items())
+            self._append_observation(
+                f"[observation] Files the agents read or edited (content not shown; Read what you need): {listed}"
+            )
             added += 1
         if self.pending.notices:
             lines = list(self.pending.notices.values())
@@ -343,6 +400,12 @@ class ContextWindow:
                 changed += 1
         demoted = self.ledger.revalidate(hashes)
         return {"dropped": dropped, "changed": changed, "demoted": demoted}
+
+
+def changed_lines(path: str, old: str, new: str) -> str | None:
+    """A unified diff of `old` -> `new`, or None when a fresh copy would be as short."""
+    diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}", n=2))
+    return diff if diff and len(diff) < 0.6 * len(new) else None
 
 
 def file_block(f: FileContext) -> str:

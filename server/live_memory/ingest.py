@@ -27,6 +27,7 @@ from pathlib import Path
 
 from live_memory.config import Settings
 from live_memory.constants import ECHO_GRACE_S
+from live_memory.context_window import ContextWindow
 from live_memory.errors import JailRefusal
 from live_memory.records import EventKind, FileEvent, IngestResult
 from live_memory.tools.jail import Jail
@@ -36,6 +37,7 @@ from live_memory.workspace import WorkspaceState
 @dataclass(frozen=True)
 class IngestPolicy:
     passive_ingestion: bool
+    hold_files: str  # "earned" | "all" | "none": whose teed bytes are held (see options)
     max_file_bytes: int
     file_globs: tuple[str, ...]
     secret_globs: tuple[str, ...]
@@ -45,6 +47,7 @@ class IngestPolicy:
     def of(cls, settings: Settings) -> IngestPolicy:
         return cls(
             passive_ingestion=settings.passive_ingestion,
+            hold_files=settings.hold_files,
             max_file_bytes=settings.passive_max_file_bytes,
             file_globs=settings.file_globs,
             secret_globs=settings.secret_globs,
@@ -139,8 +142,11 @@ class Ingestor:
                 state.apply(lambda w: w.record_read(rel, sha, size))
                 result.accepted += 1
                 return
-            content, sha = event.content, event.sha256
-            state.apply(lambda w: w.observe(rel, content, sha))
+            content, sha, size, edited = event.content, event.sha256, event.size, event.kind == "write"
+            if self._hold(window, rel):
+                state.apply(lambda w: w.observe(rel, content, sha))
+            else:
+                state.apply(lambda w: w.note_seen(rel, sha, size, edited=edited))
             state.remember_tee(rel, self.clock(), sha, self.policy.echo_grace_s)
             result.accepted += 1
             return
@@ -164,6 +170,15 @@ class Ingestor:
             result.accepted += 1
         else:
             result.ignore(rel, "not in memory")
+
+    def _hold(self, window: ContextWindow, rel: str) -> bool:
+        hold = self.policy.hold_files
+        if hold == "all":
+            return True
+        known = window.files.get(rel)
+        if known is not None and known.content is not None:
+            return True  # one current copy: a held file (a preload, an earned one) stays current
+        return hold == "earned" and window.earned(rel)
 
     def _is_echo(self, state: WorkspaceState, rel: str, disk_sha: str | None) -> bool:
         teed = state.tees.get(rel)

@@ -85,6 +85,10 @@ class Ledger:
         self.facts = [LedgerFact(text, attribute(text, manifest)) for text in split_facts(summary)]
         self.legacy_text = ""
 
+    def cites(self, path: str) -> bool:
+        """Whether a fact was distilled from `path`."""
+        return any(path in f.sources for f in self.facts)
+
     def mark_stale(self, path: str) -> int:
         """Demote every fact citing `path`; returns how many were newly demoted."""
         demoted = 0

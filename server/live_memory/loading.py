@@ -71,7 +71,8 @@ async def _restore(state: WorkspaceState, store: SnapshotStore, settings: Settin
 
 async def directory_tree(state: WorkspaceState, settings: Settings) -> str:
     window = state.window
-    budget_chars = int(window.budget_tokens * C.DIRECTORY_TREE_SHARE * window.chars_per_token)
+    tokens = min(window.budget_tokens * C.DIRECTORY_TREE_SHARE, settings.directory_tree_tokens)
+    budget_chars = int(tokens * window.chars_per_token)
     return await build_directory_tree(state.tree_root, budget_chars=budget_chars, secret_globs=settings.secret_globs)
 
 

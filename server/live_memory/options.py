@@ -139,6 +139,12 @@ class Options:
         low=0.05,
         high=0.99,
     )
+    history_max_tokens: int = option(
+        C.HISTORY_MAX_TOKENS,
+        "Q&A history above this many tokens is summarized into the ledger (down to the floor's share of it): "
+        "every request re-reads the history. 0: only the window budget triggers compaction.",
+        low=0,
+    )
     distill_min_interval_s: float = option(
         C.DISTILL_MIN_INTERVAL_S,
         "Cooldown between summarizer calls that distill observed files (else their bytes are shed).",
@@ -147,6 +153,11 @@ class Options:
     # --- files and ingestion
     passive_ingestion: bool = option(
         C.PASSIVE_INGESTION, "Hold the bytes of files the agents read or edit (teed by the hooks) in the window."
+    )
+    hold_files: Literal["earned", "all", "none"] = option(
+        C.HOLD_FILES,
+        "Which teed files keep their bytes in the window: `earned` (ones an answer cited or a fact came from; "
+        "others are listed by name), `all`, or `none`.",
     )
     passive_max_file_bytes: int = option(
         C.PASSIVE_MAX_FILE_BYTES,
@@ -167,6 +178,12 @@ class Options:
     )
     watch: bool = option(
         C.WATCH_ENABLED, "Watch each loaded workspace for edits made outside the agents' hooks (OS file events)."
+    )
+    directory_tree_tokens: int = option(
+        C.DIRECTORY_TREE_TOKENS,
+        "Most tokens the directory tree may take (it also stays within 10% of the window); larger trees "
+        "show directories with file counts.",
+        low=200,
     )
     secret_globs: tuple[str, ...] = option(
         C.DEFAULT_SECRET_GLOBS,

@@ -29,6 +29,7 @@ def build_prompt(
     hint: str = "",
     first_of_question: bool = False,
     mark_tail: bool = True,
+    lag_tail: bool = False,
 ) -> Prompt:
     """System parts and messages for the next request, breakpoints marked.
 
@@ -38,6 +39,8 @@ def build_prompt(
     block (moving with the tool loop, so each iteration, and the next question, read it back).
     On a question's first request, if many history blocks were added since the last cached
     request (a provider looks back only ~20 blocks), bp4's slot marks that older position instead.
+    `lag_tail` puts bp4 one message earlier: the newest tool results are sent but not written to the
+    cache, for when no later request is likely to read them (they would cost a quarter more to write).
     """
     if window.frozen_volatile is None:
         window.freeze()
@@ -52,10 +55,11 @@ def build_prompt(
         messages[anchor - 1] = with_breakpoint(messages[anchor - 1])
     rest = list(tail)
     if rest:
-        last = with_breakpoint(rest[-1]) if mark_tail and not anchored else rest[-1]
+        if mark_tail and not anchored:
+            at = len(rest) - 2 if lag_tail and len(rest) > 1 else len(rest) - 1
+            rest[at] = with_breakpoint(rest[at])
         if hint:
-            last = Message(last.role, (*last.parts, TextPart(hint)))
-        rest[-1] = last
+            rest[-1] = Message(rest[-1].role, (*rest[-1].parts, TextPart(hint)))
     return system, (*messages, *rest)
 
 
