@@ -219,6 +219,8 @@ class QuestionLoop:
 
     def _fit_transcript(self, window: ContextWindow, transcript: list[Message]) -> None:
         """Shorten the oldest tool results of this question when they crowd the hard context."""
+        if not any(_shrinkable(m) for m in transcript[:-1]):
+            return  # nothing could be shortened: skip sizing the whole prompt (O(history))
         allowance = int(self.hard_limit * 0.95) - window.prompt_tokens() - self.limits.answer_tokens
         allowance = max(allowance, int(self.hard_limit * 0.1))
         sizes = [sum(window.tokens(_part_text(p)) for p in m.parts) for m in transcript]
@@ -226,7 +228,7 @@ class QuestionLoop:
         for index, message in enumerate(transcript):
             if total <= allowance or index >= len(transcript) - 1:  # the newest result stays whole
                 break
-            if message.role != "user" or not any(isinstance(p, ToolResultPart) for p in message.parts):
+            if not _shrinkable(message):
                 continue
             shrunk = tuple(
                 replace(p, content=prompts.SHRUNK_TOOL_RESULT) if isinstance(p, ToolResultPart) else p
@@ -306,6 +308,11 @@ class QuestionLoop:
                     f"No complete answer within the time budget ({self.limits.timeout_s:.0f}s); "
                     f"the model did not finish in time.{explored} Ask again, or narrow the question."
                 )
+
+
+def _shrinkable(message: Message) -> bool:
+    """A user turn carrying tool results (what `_fit_transcript` may shorten)."""
+    return message.role == "user" and any(isinstance(p, ToolResultPart) for p in message.parts)
 
 
 def _part_text(part: Part) -> str:
