@@ -178,49 +178,29 @@ class ChildServer:
 
 
 @contextlib.contextmanager
-def server_process(
-    fake_base_url: str, data_dir: Path, *, protocol: str = "anthropic", tcp_nodelay: bool = False, **options: Any
-) -> Iterator[ChildServer]:
-    """Serve Live Memory (settings as `settings_for`) in a spawned child process; yields its URL and pid.
+def child_process(target: Any, spec: dict[str, Any], name: str) -> Iterator[tuple[str, int]]:
+    """Run `target(spec, conn, stop)` in a spawned child; yields (the value it sends once ready, its pid).
 
-    The listening socket is made like `tests.fakes.live_server.LiveServer` (and `live_memory.cli.bind_socket`)
-    make it: without TCP_NODELAY, so asyncio leaves Nagle on for accepted connections. `tcp_nodelay=True`
-    sets it on the listener, to measure what the server does without the delayed-ACK stalls.
-
-    On exit the child is asked to stop (a clean uvicorn shutdown, which flushes snapshots) and joined;
-    it is terminated only if it does not stop in time.
+    The target sends ("ok", value) when it serves (or ("error", repr) when it cannot) and then waits on
+    `stop`. On exit the child is asked to stop (a clean shutdown) and joined; it is terminated only if
+    it does not stop in time.
     """
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
     stop = ctx.Event()
-    process = ctx.Process(
-        target=_serve,
-        args=(
-            {
-                "fake_base_url": fake_base_url,
-                "data_dir": str(data_dir),
-                "protocol": protocol,
-                "tcp_nodelay": tcp_nodelay,
-                "options": options,
-            },
-            child,
-            stop,
-        ),
-        name="live-memory-bench-server",
-        daemon=True,
-    )
+    process = ctx.Process(target=target, args=(spec, child, stop), name=name, daemon=True)
     process.start()
     try:
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
         while not parent.poll(0.1):
             if not process.is_alive():
-                raise RuntimeError(f"the Live Memory server process exited (code {process.exitcode})")
+                raise RuntimeError(f"the {name} process exited (code {process.exitcode})")
             if time.monotonic() > deadline:
-                raise RuntimeError("the Live Memory server process did not start in time")
+                raise RuntimeError(f"the {name} process did not start in time")
         status, value = parent.recv()
         if status != "ok":
-            raise RuntimeError(f"the Live Memory server process failed to start: {value}")
-        yield ChildServer(str(value), int(process.pid or 0))
+            raise RuntimeError(f"the {name} process failed to start: {value}")
+        yield str(value), int(process.pid or 0)
     finally:
         stop.set()
         process.join(SERVER_STOP_TIMEOUT_S)
@@ -229,6 +209,27 @@ def server_process(
             process.join(5)
         parent.close()
         child.close()
+
+
+@contextlib.contextmanager
+def server_process(
+    fake_base_url: str, data_dir: Path, *, protocol: str = "anthropic", tcp_nodelay: bool = False, **options: Any
+) -> Iterator[ChildServer]:
+    """Serve Live Memory (settings as `settings_for`) in a spawned child process; yields its URL and pid.
+
+    The listening socket is made like `tests.fakes.live_server.LiveServer` (and `live_memory.cli.bind_socket`)
+    make it: with IPPROTO_TCP, so asyncio sets TCP_NODELAY on accepted connections. `tcp_nodelay=True`
+    also sets it on the listener (no difference on Linux since that fix; kept for comparisons).
+    """
+    spec = {
+        "fake_base_url": fake_base_url,
+        "data_dir": str(data_dir),
+        "protocol": protocol,
+        "tcp_nodelay": tcp_nodelay,
+        "options": options,
+    }
+    with child_process(_serve, spec, "live-memory-bench-server") as (url, pid):
+        yield ChildServer(url, pid)
 
 
 # The fake summarizer both scripted sessions use.

@@ -347,7 +347,8 @@ def render_notify(data: Mapping[str, Any], charts: Charts) -> list[str]:
         f"{num(dig(first, 'notify', 'events_per_request'))} `read` events carrying "
         f"{num(dig(first, 'notify', 'content_bytes'))} bytes each to the real server in its own process; "
         "the baseline is the same clients calling `GET /health`. The watcher figure is the time from a file "
-        "write to `/stats` reporting it stale.",
+        "write to `/stats` reporting it stale. `GET /health during /notify` is one more client probing every "
+        "10 ms while the load runs (`python -m bench.notify_bench`; goals: 5,000 events/s, that p99 under 50 ms).",
         "",
     ]
     rows = []
@@ -364,6 +365,18 @@ def render_notify(data: Mapping[str, Any], charts: Charts) -> list[str]:
                 num(dig(n, "notify_latency", "p99_ms"), 1),
             )
         )
+        if isinstance(n.get("health_during_notify_latency"), Mapping):
+            rows.append(
+                (
+                    f"GET /health during /notify ({label})",
+                    MISSING,
+                    MISSING,
+                    MISSING,
+                    num(dig(n, "health_during_notify_latency", "p50_ms"), 1),
+                    num(dig(n, "health_during_notify_latency", "p95_ms"), 1),
+                    num(dig(n, "health_during_notify_latency", "p99_ms"), 1),
+                )
+            )
         rows.append(
             (
                 f"GET /health ({label})",
@@ -440,20 +453,24 @@ def _against(value: Any, goal: float) -> str:
 
 def render_overhead(data: Mapping[str, Any], charts: Charts) -> list[str]:
     rows = [
-        ("through the server (MCP)", num(data.get("server_p50_ms")), num(data.get("server_p95_ms"))),
-        (
-            "provider called directly (SDK)",
-            num(data.get("direct_provider_p50_ms")),
-            num(data.get("direct_provider_p95_ms")),
-        ),
+        (label, num(dig(data, key, "p50_ms")), num(dig(data, key, "p95_ms")), num(dig(data, key, "p99_ms")))
+        for label, key in (
+            ("(a) question through Live Memory (MCP client)", "question"),
+            ("(b) MCP SDK echo tool, same client and transport", "echo"),
+            (f"(c) one direct {data.get('protocol', 'provider')} SDK call", "provider"),
+        )
     ]
+    spread = ", ".join(ratio(r) for r in list_at(data, "ratio_per_repetition"))
     return [
-        f"Method: {num(data.get('questions'))} questions through the real MCP client with an instant fake "
-        "provider, against the same provider calls made directly with the SDK.",
+        f"Method: {num(data.get('repetitions'))} x {num(data.get('calls_per_repetition'))} interleaved calls of "
+        "each path, servers in their own processes, a fake provider answering instantly. The floor is "
+        "p50(b) + p50(c); the ratio is p50(a) over it (`python -m bench.overhead`).",
         "",
-        table(["path", "p50 ms", "p95 ms"], rows),
+        table(["path", "p50 ms", "p95 ms", "p99 ms"], rows),
         "",
-        f"Overhead at p50: {num(data.get('overhead_p50_ms'))} ms ({ratio(data.get('ratio_p50'))} the direct call).",
+        f"Floor {num(data.get('floor_p50_ms'))} ms; overhead at p50 {num(data.get('overhead_p50_ms'))} ms; "
+        f"ratio to the floor {_against(data.get('ratio_p50'), _number(data.get('goal_ratio')) or 1.3)}"
+        + (f" (per repetition: {spread})." if spread else "."),
         "",
     ]
 

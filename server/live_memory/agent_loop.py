@@ -226,6 +226,8 @@ class QuestionLoop:
 
     def _fit_transcript(self, window: ContextWindow, transcript: list[Message]) -> None:
         """Shorten the oldest tool results of this question when they crowd the hard context."""
+        if not any(_shrinkable(m) for m in transcript[:-1]):
+            return  # nothing could be shortened: skip sizing the whole prompt (O(history))
         allowance = int(self.hard_limit * 0.95) - window.prompt_tokens() - self.limits.answer_tokens
         allowance = max(allowance, int(self.hard_limit * 0.1))
         sizes = [sum(window.tokens(_part_text(p)) for p in m.parts) for m in transcript]
@@ -233,7 +235,7 @@ class QuestionLoop:
         for index, message in enumerate(transcript):
             if total <= allowance or index >= len(transcript) - 1:  # the newest result stays whole
                 break
-            if message.role != "user" or not any(isinstance(p, ToolResultPart) for p in message.parts):
+            if not _shrinkable(message):
                 continue
             shrunk = tuple(
                 replace(p, content=prompts.SHRUNK_TOOL_RESULT) if isinstance(p, ToolResultPart) else p
@@ -322,6 +324,11 @@ def _answer_likely_next(transcript: Sequence[Message]) -> bool:
         return False
     calls = [p for p in transcript[-2].parts if isinstance(p, ToolUsePart)]
     return bool(calls) and all(c.name == "Read" for c in calls)
+
+
+def _shrinkable(message: Message) -> bool:
+    """A user turn carrying tool results (what `_fit_transcript` may shorten)."""
+    return message.role == "user" and any(isinstance(p, ToolResultPart) for p in message.parts)
 
 
 def _part_text(part: Part) -> str:

@@ -179,14 +179,16 @@ class Answerer:
             C.CALIBRATION_MAX_RATIO,
         )
         state.commit(fork_id, window)
-        cost = await self.service.spend.charge(state, runtime, out.model, out.usage, background=False)
+        spend = self.service.spend
+        cost = spend.count(state, runtime, out.model, out.usage, background=False)
         read_chars = sum(window.files[p].size for p in out.files_read if p in window.files)
         saved = int(read_chars / window.chars_per_token) - out.usage.output_tokens
         state.stats.tokens_saved += max(saved, 0)
         state.stats.questions += 1
         state.stats.last_question_at = self.wall_clock()
         state.last_prompt_at = self.clock()
-        await self.service.persist(state)
+        # Both files are written before the answer returns; side by side, not one after the other.
+        await asyncio.gather(spend.save_after(cost), self.service.persist(state))
         return cost
 
     def _compactor(self, state: WorkspaceState, runtime: Runtime) -> Compactor:

@@ -49,6 +49,8 @@ FORCE_EXPLORE_WHEN_COLD = True
 DEFAULT_PROVIDER = "anthropic"
 # Per-request HTTP timeout for one provider call (the soft deadline bounds the whole question).
 PROVIDER_REQUEST_TIMEOUT_S = 120.0
+# Encoded history messages each provider keeps (the history repeats in every request); LRU beyond this.
+WIRE_CACHE_MAX_BYTES = 32 * 1024 * 1024
 PROVIDER_CONNECT_TIMEOUT_S = 10.0
 # Retries inside the soft deadline for 429/529/5xx/connection errors (issue: security & faults).
 PROVIDER_MAX_RETRIES = 2

@@ -87,6 +87,14 @@ class SpendTracker:
         self, state: WorkspaceState, runtime: Runtime, model: str, usage: Usage, *, background: bool
     ) -> float | None:
         """Price one model call, count it on the workspace and today's tally, and save the tally."""
+        cost = self.count(state, runtime, model, usage, background=background)
+        await self.save_after(cost)
+        return cost
+
+    def count(
+        self, state: WorkspaceState, runtime: Runtime, model: str, usage: Usage, *, background: bool
+    ) -> float | None:
+        """Price one model call and count it on the workspace and today's tally (no I/O)."""
         cost = call_cost(runtime, model, usage)
         stats = state.stats
         if background:
@@ -96,12 +104,15 @@ class SpendTracker:
             stats.usage = stats.usage + usage
             stats.cost_usd += cost or 0.0
         self.record(state.id, cost or 0.0, background=background)
+        return cost
+
+    async def save_after(self, cost: float | None) -> None:
+        """Save the tally after a charge that cost something (the tally is advisory: errors are logged)."""
         if cost:
             try:
                 await self.save()
-            except OSError as exc:  # the tally is advisory; the answer must not fail for it
+            except OSError as exc:  # the answer must not fail for it
                 logger.warning("could not save today's spend to %s: %s", self.path, exc)
-        return cost
 
     def _read(self) -> DaySpend:
         day = utc_day(self.clock())

@@ -26,11 +26,15 @@ from live_memory.providers.base import (
     ProviderInfo,
     TextPart,
     ToolUsePart,
+    WireCache,
+    wire_body,
+    wire_json,
 )
 from live_memory.providers.failures import from_status
 from live_memory.records import ToolCall, Usage
 
 _CACHE = {"type": "ephemeral"}
+MESSAGES_PATH = "/v1/messages"
 
 
 def _part_to_wire(part: Part) -> dict[str, Any]:
@@ -52,17 +56,30 @@ def _message_to_wire(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": [_part_to_wire(p) for p in message.parts]}
 
 
-def request_body(request: ChatRequest, model: str) -> dict[str, Any]:
-    """The exact JSON body sent; separate so the layout can be tested without a server."""
+def _head(request: ChatRequest, model: str) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": request.model or model,
         "max_tokens": request.max_tokens,
         "system": [_part_to_wire(p) for p in request.system],
-        "messages": [_message_to_wire(m) for m in request.messages],
     }
     if request.tools:
         body["tools"] = [dict(t) for t in request.tools]
     return body
+
+
+def request_body(request: ChatRequest, model: str) -> dict[str, Any]:
+    """The exact JSON body sent; separate so the layout can be tested without a server."""
+    return {**_head(request, model), "messages": [_message_to_wire(m) for m in request.messages]}
+
+
+def _encode_message(message: Message) -> bytes:
+    return wire_json(_message_to_wire(message))
+
+
+def encode_request(request: ChatRequest, model: str, cache: WireCache) -> bytes:
+    """`request_body` encoded, each message's bytes taken from `cache` when it was sent before."""
+    messages = cache.encode_all(request.messages, _encode_message)
+    return wire_body(_head(request, model), "messages", messages)
 
 
 def _usage(raw: Any) -> Usage:
@@ -89,6 +106,7 @@ class AnthropicProvider:
         if not api_key and not auth_token and credentials is None:
             raise NoCredentialError("no Anthropic credential configured")
         self.info = info
+        self._wire = WireCache()
         timeout = anthropic.Timeout(PROVIDER_REQUEST_TIMEOUT_S, connect=PROVIDER_CONNECT_TIMEOUT_S)
         headers = {"anthropic-version": ANTHROPIC_API_VERSION, **(extra_headers or {})}
         self._client = anthropic.AsyncAnthropic(
@@ -102,9 +120,9 @@ class AnthropicProvider:
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        body = request_body(request, self.info.model)
+        content = encode_request(request, self.info.model, self._wire)
         try:
-            response = await self._client.messages.create(**body)
+            response = await self._client.post(MESSAGES_PATH, cast_to=anthropic.types.Message, content=content)
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc) from None
         except anthropic.APITimeoutError:
@@ -126,7 +144,7 @@ class AnthropicProvider:
             tool_calls=tuple(calls),
             stop_reason=str(response.stop_reason or ""),
             usage=_usage(response.usage),
-            model=response.model or body["model"],
+            model=response.model or request.model or self.info.model,
         )
 
     def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:

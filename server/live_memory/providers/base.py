@@ -7,10 +7,13 @@ which is harmless because the engine keeps the same byte order for every provide
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from live_memory.constants import WIRE_CACHE_MAX_BYTES
 from live_memory.records import ToolCall, Usage
 
 
@@ -98,3 +101,64 @@ class ChatProvider(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+_WIRE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def wire_json(body: Any) -> bytes:
+    """A request body as the SDKs would encode it (compact UTF-8 JSON).
+
+    The adapters send these bytes as the raw request content: the SDKs' `create()` methods first walk
+    and copy the whole body (type transforms, file detection) and that walk costs more CPU than the
+    call itself on a long prompt, for a body that is already plain JSON-ready data.
+    """
+    return _WIRE_JSON.encode(body).encode()
+
+
+def wire_body(head: Mapping[str, Any], key: str, items: Iterable[bytes]) -> bytes:
+    """`wire_json(head)` with `key` added: a JSON array of already encoded items (empty ones skipped)."""
+    array = b"[" + b",".join(item for item in items if item) + b"]"
+    member = json.dumps(key).encode() + b":" + array
+    if not head:
+        return b"{" + member + b"}"
+    return wire_json(head)[:-1] + b"," + member + b"}"
+
+
+class WireCache:
+    """Encoded messages by identity. A workspace's history messages are the same objects in every
+    request until a compaction replaces them, so each is encoded once, not once per call.
+
+    Entries hold their message, so an id is never reused while its entry lives; least recently used
+    entries go once the encoded bytes pass `max_bytes`. Per-request copies (a breakpoint flag, the
+    hint on the last message) are encoded each time and never kept.
+    """
+
+    def __init__(self, max_bytes: int = WIRE_CACHE_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[int, tuple[Message, bytes]] = OrderedDict()
+        self._bytes = 0
+
+    def encode_all(self, messages: Sequence[Message], encode: Callable[[Message], bytes]) -> Iterator[bytes]:
+        last = len(messages) - 1
+        for index, message in enumerate(messages):
+            if index == last or any(p.cache for p in message.parts):
+                yield encode(message)
+            else:
+                yield self.encoded(message, encode)
+
+    def encoded(self, message: Message, encode: Callable[[Message], bytes]) -> bytes:
+        key = id(message)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is message:
+            self._entries.move_to_end(key)
+            return entry[1]
+        data = encode(message)
+        if entry is not None:
+            self._bytes -= len(entry[1])
+        self._entries[key] = (message, data)
+        self._bytes += len(data)
+        while self._bytes > self.max_bytes and self._entries:
+            _, (_, dropped) = self._entries.popitem(last=False)
+            self._bytes -= len(dropped)
+        return data

@@ -8,11 +8,13 @@ Cached tokens are read from `prompt_tokens_details.cached_tokens` (OpenAI, Gemin
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from live_memory.constants import PROVIDER_CONNECT_TIMEOUT_S, PROVIDER_REQUEST_TIMEOUT_S
 from live_memory.errors import ProviderError, ProviderTimeoutError
@@ -24,11 +26,15 @@ from live_memory.providers.base import (
     TextPart,
     ToolResultPart,
     ToolUsePart,
+    WireCache,
+    wire_body,
+    wire_json,
 )
 from live_memory.providers.failures import from_status
 from live_memory.records import ToolCall, Usage
 
 SYSTEM_JOINER = "\n\n"
+COMPLETIONS_PATH = "/chat/completions"
 
 
 def tool_to_openai(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -73,21 +79,34 @@ def _message_to_wire(message: Message) -> list[dict[str, Any]]:
     return out
 
 
-def request_body(request: ChatRequest, model: str) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = []
-    system = SYSTEM_JOINER.join(p.text for p in request.system if p.text)
-    if system:
-        messages.append({"role": "system", "content": system})
-    for message in request.messages:
-        messages.extend(_message_to_wire(message))
-    body: dict[str, Any] = {
-        "model": request.model or model,
-        "max_tokens": request.max_tokens,
-        "messages": messages,
-    }
+def _head(request: ChatRequest, model: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": request.model or model, "max_tokens": request.max_tokens}
     if request.tools:
         body["tools"] = [tool_to_openai(t) for t in request.tools]
     return body
+
+
+def _system_messages(request: ChatRequest) -> list[dict[str, Any]]:
+    system = SYSTEM_JOINER.join(p.text for p in request.system if p.text)
+    return [{"role": "system", "content": system}] if system else []
+
+
+def request_body(request: ChatRequest, model: str) -> dict[str, Any]:
+    messages = _system_messages(request)
+    for message in request.messages:
+        messages.extend(_message_to_wire(message))
+    return {**_head(request, model), "messages": messages}
+
+
+def _encode_message(message: Message) -> bytes:
+    return wire_json(_message_to_wire(message))[1:-1]  # the wire messages, comma-joined (one may become several)
+
+
+def encode_request(request: ChatRequest, model: str, cache: WireCache, extra: Mapping[str, Any]) -> bytes:
+    """`request_body` (plus `extra` fields) encoded, each message's bytes from `cache` when sent before."""
+    system = [wire_json(m) for m in _system_messages(request)]
+    messages = cache.encode_all(request.messages, _encode_message)
+    return wire_body({**_head(request, model), **extra}, "messages", itertools.chain(system, messages))
 
 
 def _usage(raw: Any) -> Usage:
@@ -113,6 +132,7 @@ class OpenAICompatProvider:
 
     def __init__(self, info: ProviderInfo, *, api_key: str) -> None:
         self.info = info
+        self._wire = WireCache()
         self._client = openai.AsyncOpenAI(
             api_key=api_key or "not-needed",
             base_url=info.base_url,
@@ -121,12 +141,15 @@ class OpenAICompatProvider:
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
-        body = request_body(request, self.info.model)
-        extra: dict[str, Any] = {}
-        if request.cache_key and self.info.routes_by_cache_key:
-            extra["prompt_cache_key"] = request.cache_key
+        extra = {"prompt_cache_key": request.cache_key} if request.cache_key and self.info.routes_by_cache_key else {}
+        content = encode_request(request, self.info.model, self._wire, extra)
         try:
-            response = await self._client.chat.completions.create(**body, extra_body=extra or None)
+            response = await self._client.post(
+                COMPLETIONS_PATH,
+                cast_to=ChatCompletion,
+                content=content,
+                options={"security": {"bearer_auth": True}},  # what `chat.completions.create` asks for
+            )
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
         except openai.APITimeoutError:
@@ -153,7 +176,7 @@ class OpenAICompatProvider:
             tool_calls=tuple(calls),
             stop_reason=str(choice.finish_reason or ""),
             usage=_usage(response.usage),
-            model=response.model or body["model"],
+            model=response.model or request.model or self.info.model,
         )
 
     def _status_error(self, exc: openai.APIStatusError) -> ProviderError:

@@ -18,6 +18,7 @@ or raise anything but JailRefusal for a policy refusal (OS errors such as "not f
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -120,6 +121,13 @@ class SecretMatcher:
         return out
 
 
+@functools.lru_cache(maxsize=32)
+def secret_matcher(globs: tuple[str, ...]) -> SecretMatcher:
+    """One shared matcher per glob list: compiling the globs costs more than a Jail's whole check of a
+    path, and a Jail is built per batch of file events."""
+    return SecretMatcher(globs)
+
+
 def _union(sources: list[str]) -> re.Pattern[str] | None:
     if not sources:
         return None
@@ -138,7 +146,7 @@ class Jail:
         # The caller's spelling of the root is accepted too (it may run through a symlink, e.g. /tmp).
         spelled = os.path.normpath(str(root))
         self._accepted_roots = tuple(dict.fromkeys((self._root_str, spelled)))
-        self.secrets = SecretMatcher(secret_globs)
+        self.secrets = secret_matcher(tuple(secret_globs))
 
     # -- lexical checks ---------------------------------------------------------------------------------
     def normalize(self, path: str) -> str:
@@ -206,6 +214,11 @@ class Jail:
         Blocking (a few lstat calls): async callers run it in a thread.
         """
         rel = self.normalize(path)
+        plain, is_dir = self._walk(rel)
+        if plain is not None:  # no symbolic link on the way: the real path is the path as written
+            if not allow_dir and is_dir:
+                raise JailRefusal(f"'{show_path(path)}' is a directory, not a file; use Glob or find_paths to list it")
+            return Path(plain)
         shown = show_path(path)
         try:
             real = os.path.realpath(os.path.join(self._root_str, rel) if rel else self._root_str)
@@ -219,6 +232,26 @@ class Jail:
         if not allow_dir and os.path.isdir(real):
             raise JailRefusal(f"'{shown}' is a directory, not a file; use Glob or find_paths to list it")
         return Path(real)
+
+    def _walk(self, rel: str) -> tuple[str | None, bool]:
+        """(the joined path, whether it is a directory) when no component of root/`rel` is a symbolic
+        link, else (None, False): the lstat walk realpath() makes, without its bookkeeping or the
+        extra stat of isdir(). A missing component ends the walk as realpath() treats it (the rest
+        is kept as written, and it is no directory)."""
+        if not rel:
+            return None, False
+        full = os.path.join(self._root_str, rel)
+        current = ""
+        mode = 0
+        for part in full.split("/")[1:]:
+            current = f"{current}/{part}"
+            try:
+                mode = os.lstat(current).st_mode
+            except (OSError, ValueError):
+                return full, False
+            if stat.S_ISLNK(mode):
+                return None, False
+        return full, stat.S_ISDIR(mode)
 
     def relative(self, path: Path) -> str:
         """The POSIX workspace-relative form of a real path inside the root ("." for the root)."""
