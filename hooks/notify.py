@@ -3,11 +3,15 @@
 
 One script for every feed hook; it dispatches on the payload's `hook_event_name`:
   - PostToolUse Read                               -> {"kind": "read",  "content": <current bytes on disk>}
-  - PostToolUse Write|Edit|MultiEdit|NotebookEdit  -> {"kind": "write", "content": <current bytes on disk>}
+  - PostToolUse Write|Edit|NotebookEdit            -> {"kind": "write", "content": <current bytes on disk>}
   - FileChanged change|add|unlink                  -> {"kind": <event>} (no content; ignored paths dropped)
   - SessionStart                                   -> prints watchPaths=[project dir] (so FileChanged fires
-                                                      for the whole tree) and, when the server answers, one
-                                                      line of context saying Live Memory is available.
+                                                      for the whole tree) and one line of context: Live
+                                                      Memory is available, or (server down) it is not, so
+                                                      the agent uses its normal tools this session.
+
+Every tee runs synchronously (Claude Code waits for it before the next model request), so a question
+asked right after an edit sees the new text; the deadline below bounds what that wait can cost.
 
 Contract with Claude Code: stdlib only, python3 >= 3.8, never imports the server package, always exits 0,
 prints nothing except the SessionStart JSON, and finishes within ~1 s even when the server is down or hangs.
@@ -39,7 +43,8 @@ MAX_SESSION_ID_CHARS = 256
 GIT_CHECK_IGNORE_TIMEOUT_S = 0.3
 TOOL_NAME = "mcp__plugin_live-memory_live-memory__ask_live_memory"
 READ_TOOLS = ("Read",)
-WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+# The file-writing tools of Claude Code (there is no MultiEdit tool; a test checks these against the CLI).
+WRITE_TOOLS = ("Write", "Edit", "NotebookEdit")
 FILE_EVENTS = ("change", "add", "unlink")
 # Directories whose churn never teaches the memory anything (VCS internals, dependencies, caches, envs).
 IGNORED_DIRS = frozenset(
@@ -110,6 +115,15 @@ def context_line(root: str) -> str:
     return (
         "Live Memory (a persistent memory of this repo) is available: before exploring unfamiliar code or "
         f're-reading files, ask {TOOL_NAME} with cwd="{root}".'
+    )
+
+
+def unavailable_line() -> str:
+    """The context line when the service does not answer: the skill would otherwise keep telling the model to
+    ask a tool that is not there (Claude Code connects once, at session start)."""
+    return (
+        "Live Memory is unavailable this session (its service is not running): do not call "
+        f"{TOOL_NAME}; explore with your normal tools."
     )
 
 
@@ -294,6 +308,8 @@ def on_session_start(payload: dict[str, Any], root: str) -> str:
     status, health = _client.request("GET", "/health", timeout=HEALTH_TIMEOUT_S)
     if status == 200 and health is not None and health.get("status") == "ok":
         output["additionalContext"] = context_line(root)
+    else:
+        output["additionalContext"] = unavailable_line()
     return json.dumps({"hookSpecificOutput": output})
 
 
