@@ -37,6 +37,9 @@ import _client
 
 # The hook returns at the latest after this long, whatever the server does.
 HOOK_DEADLINE_S = 1.0
+# Why 0.5 s: the tees are synchronous (Claude Code waits for them on every Read and edit); a healthy local
+# service answers /notify in tens of milliseconds, and a missed tee is repaired by FileChanged or a re-read.
+TEE_TIMEOUT_S = 0.5
 HEALTH_TIMEOUT_S = 0.5
 BINARY_SNIFF_BYTES = 8192
 MAX_SESSION_ID_CHARS = 256
@@ -230,7 +233,7 @@ def post_events(payload: dict[str, Any], root: str, events: list[dict[str, Any]]
     session_id = payload.get("session_id")
     if isinstance(session_id, str) and session_id:
         body["session_id"] = session_id[:MAX_SESSION_ID_CHARS]
-    _client.request("POST", "/notify", body)
+    _client.request("POST", "/notify", body, timeout=TEE_TIMEOUT_S)
 
 
 def on_tool_use(payload: dict[str, Any], root: str) -> None:

@@ -186,3 +186,55 @@ def test_claude_plugin_validate_strict_passes(claude: str, tmp_path: Path, targe
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Validation passed" in done.stdout
+
+
+# --- what an install copies ----------------------------------------------------------------------------------------
+
+BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-plugin.sh"
+PLUGIN_BUDGET_BYTES = 512 * 1024  # the plugin is a few stdlib scripts and manifests
+
+
+def folder_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def build_plugin(dest: Path) -> Path:
+    done = subprocess.run([str(BUILD_SCRIPT), str(dest)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return dest
+
+
+def test_plugin_build_holds_the_plugin_and_nothing_else(tmp_path: Path) -> None:
+    plugin = build_plugin(tmp_path / "plugin")
+    files = {str(p.relative_to(plugin)) for p in plugin.rglob("*") if p.is_file()}
+    assert {".claude-plugin/plugin.json", ".claude-plugin/marketplace.json", ".mcp.json", "LICENSE"} <= files
+    assert {f"commands/{c}.md" for c in COMMANDS} | {"skills/live-memory/SKILL.md", "hooks/hooks.json"} <= files
+    for handler in (h for groups in load(HOOKS_JSON)["hooks"].values() for g in groups for h in g["hooks"]):
+        script = re.search(r"(hooks/[a-z_]+\.py)", handler["command"])
+        assert script and script.group(1) in files
+    assert not any(f.startswith(("server/", "tests/", ".venv/", ".tools/")) for f in files)
+    assert folder_bytes(plugin) < PLUGIN_BUDGET_BYTES
+
+
+def test_plugin_build_never_removes_a_folder_it_did_not_make(tmp_path: Path) -> None:
+    precious = tmp_path / "notes"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("mine")
+    done = subprocess.run([str(BUILD_SCRIPT), str(precious)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "not an earlier plugin build" in done.stderr
+    assert (precious / "keep.txt").read_text() == "mine"
+
+
+def test_installing_the_built_plugin_copies_only_the_plugin_into_claude_codes_cache(
+    claude: str, tmp_path: Path
+) -> None:
+    plugin = build_plugin(tmp_path / "plugin")
+    home = tmp_path / "home"
+    env = cli_env(home)
+    for argv in (["plugin", "marketplace", "add", str(plugin)], ["plugin", "install", "live-memory@shofer"]):
+        done = subprocess.run([claude, *argv], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    cache = home / ".claude" / "plugins" / "cache" / "shofer" / "live-memory"
+    (installed,) = list(cache.iterdir())  # one version
+    assert (installed / "hooks" / "notify.py").is_file()
+    assert folder_bytes(installed) < PLUGIN_BUDGET_BYTES
