@@ -2,25 +2,36 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-dev
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
 CLAUDE_CLI := .tools/claude-cli/node_modules/.bin/claude
 
-.PHONY: run test check bench install clean fake-provider claude-cli docs
+.PHONY: run demo test check bench install clean fake-provider claude-cli docs plugin
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+# What serving needs, nothing more (no test or lint tools).
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
+
+# The dev extra = the test extra + the linters.
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(DEV_STAMP) $(RUN_STAMP)
 
-install: $(STAMP)
+install: $(DEV_STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/live-memory serve
 
-check: $(STAMP)
+# A scripted provider on loopback, a throwaway server, two questions about this checkout; no key, no network.
+demo: $(RUN_STAMP)
+	$(BIN)/live-memory demo
+
+check: $(DEV_STAMP)
 	$(BIN)/ruff check server tests bench hooks
 	$(BIN)/ruff format --check server tests bench hooks
 	$(BIN)/mypy
@@ -30,19 +41,24 @@ test: check
 		echo "NOTICE: Claude Code CLI not found: plugin validate + end-to-end tests are skipped (make claude-cli)"
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.report
 
-docs: $(STAMP)
+docs: $(DEV_STAMP)
 	$(BIN)/python -m live_memory.config_docs > docs/configuration.md
 
-fake-provider: $(STAMP)
+fake-provider: $(DEV_STAMP)
 	$(BIN)/python -m tests.fakes.llm_server --port 8089
 
 claude-cli:
 	scripts/install-claude-cli.sh
 
+# The plugin alone (manifests, hooks, commands, skill) in dist/plugin: a small folder to install from,
+# since Claude Code copies a local plugin folder whole into its cache (docs/claude-code.md).
+plugin:
+	scripts/build-plugin.sh dist/plugin
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist/plugin

@@ -3,11 +3,15 @@
 
 One script for every feed hook; it dispatches on the payload's `hook_event_name`:
   - PostToolUse Read                               -> {"kind": "read",  "content": <current bytes on disk>}
-  - PostToolUse Write|Edit|MultiEdit|NotebookEdit  -> {"kind": "write", "content": <current bytes on disk>}
+  - PostToolUse Write|Edit|NotebookEdit            -> {"kind": "write", "content": <current bytes on disk>}
   - FileChanged change|add|unlink                  -> {"kind": <event>} (no content; ignored paths dropped)
   - SessionStart                                   -> prints watchPaths=[project dir] (so FileChanged fires
-                                                      for the whole tree) and, when the server answers, one
-                                                      line of context saying Live Memory is available.
+                                                      for the whole tree) and one line of context: Live
+                                                      Memory is available, or (server down) it is not, so
+                                                      the agent uses its normal tools this session.
+
+Every tee runs synchronously (Claude Code waits for it before the next model request), so a question
+asked right after an edit sees the new text; the deadline below bounds what that wait can cost.
 
 Contract with Claude Code: stdlib only, python3 >= 3.8, never imports the server package, always exits 0,
 prints nothing except the SessionStart JSON, and finishes within ~1 s even when the server is down or hangs.
@@ -33,13 +37,17 @@ import _client
 
 # The hook returns at the latest after this long, whatever the server does.
 HOOK_DEADLINE_S = 1.0
+# Why 0.5 s: the tees are synchronous (Claude Code waits for them on every Read and edit); a healthy local
+# service answers /notify in tens of milliseconds, and a missed tee is repaired by FileChanged or a re-read.
+TEE_TIMEOUT_S = 0.5
 HEALTH_TIMEOUT_S = 0.5
 BINARY_SNIFF_BYTES = 8192
 MAX_SESSION_ID_CHARS = 256
 GIT_CHECK_IGNORE_TIMEOUT_S = 0.3
 TOOL_NAME = "mcp__plugin_live-memory_live-memory__ask_live_memory"
 READ_TOOLS = ("Read",)
-WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
+# The file-writing tools of Claude Code (there is no MultiEdit tool; a test checks these against the CLI).
+WRITE_TOOLS = ("Write", "Edit", "NotebookEdit")
 FILE_EVENTS = ("change", "add", "unlink")
 # Directories whose churn never teaches the memory anything (VCS internals, dependencies, caches, envs).
 IGNORED_DIRS = frozenset(
@@ -110,6 +118,15 @@ def context_line(root: str) -> str:
     return (
         "Live Memory (a persistent memory of this repo) is available: before exploring unfamiliar code or "
         f're-reading files, ask {TOOL_NAME} with cwd="{root}".'
+    )
+
+
+def unavailable_line() -> str:
+    """The context line when the service does not answer: the skill would otherwise keep telling the model to
+    ask a tool that is not there (Claude Code connects once, at session start)."""
+    return (
+        "Live Memory is unavailable this session (its service is not running): do not call "
+        f"{TOOL_NAME}; explore with your normal tools."
     )
 
 
@@ -216,7 +233,7 @@ def post_events(payload: dict[str, Any], root: str, events: list[dict[str, Any]]
     session_id = payload.get("session_id")
     if isinstance(session_id, str) and session_id:
         body["session_id"] = session_id[:MAX_SESSION_ID_CHARS]
-    _client.request("POST", "/notify", body)
+    _client.request("POST", "/notify", body, timeout=TEE_TIMEOUT_S)
 
 
 def on_tool_use(payload: dict[str, Any], root: str) -> None:
@@ -294,6 +311,8 @@ def on_session_start(payload: dict[str, Any], root: str) -> str:
     status, health = _client.request("GET", "/health", timeout=HEALTH_TIMEOUT_S)
     if status == 200 and health is not None and health.get("status") == "ok":
         output["additionalContext"] = context_line(root)
+    else:
+        output["additionalContext"] = unavailable_line()
     return json.dumps({"hookSpecificOutput": output})
 
 

@@ -39,7 +39,9 @@ HOOK_DEADLINE_S = 12.0
 BAR_WIDTH = 20
 CONFIG_FILE = "config.json"
 KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
-SECRET_HINTS = ("key", "token", "secret", "password")
+# The server options marked secret (Option.secret in live_memory/options.py): masked when shown. This
+# script cannot import the package, so it keeps the list; a test checks it against the options table.
+SECRET_KEYS = frozenset({"api_key", "auth_token"})
 
 
 # ----------------------------------------------------------------------------------------- formatting
@@ -202,7 +204,7 @@ def cmd_wipe(root: str, route: str) -> str:
 
 def masked(key: str, value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value)
-    if any(hint in key.lower() for hint in SECRET_HINTS) and text:
+    if key in SECRET_KEYS and text:
         return "****" + text[-4:] if len(text) > 8 else "****"
     return text
 

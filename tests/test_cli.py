@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -12,10 +14,13 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
+import httpx
 import pytest
 
+from live_memory.cli import build_parser
 from tests.fakes.llm_server import FakeLLM, Reply
 
+REPO = Path(__file__).resolve().parents[1]
 COMMAND = [sys.executable, "-m", "live_memory"]
 
 
@@ -33,8 +38,8 @@ def cli_env(tmp_path: Path, port: int, **extra: str) -> dict[str, str]:
 
 
 class ServeProcess:
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([*COMMAND, "serve"], env=env, stderr=subprocess.PIPE, text=True)
+    def __init__(self, env: dict[str, str], *args: str) -> None:
+        self.proc = subprocess.Popen([*COMMAND, "serve", *args], env=env, stderr=subprocess.PIPE, text=True)
         self.stderr: list[str] = []
         assert self.proc.stderr is not None
         for line in self.proc.stderr:  # the process announces itself once it serves
@@ -148,7 +153,9 @@ def test_ask_prints_the_answer_and_trailer(tmp_path: Path) -> None:
 
 def test_ask_without_a_server_says_how_to_start_one(tmp_path: Path) -> None:
     env = cli_env(tmp_path, free_port())
-    result = subprocess.run([*COMMAND, "ask", "q", "--cwd", str(tmp_path)], env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [*COMMAND, "ask", "q", "--cwd", str(tmp_path), "--wait", "0"], env=env, capture_output=True, text=True
+    )
     assert result.returncode == 1
     assert "live-memory serve" in result.stderr
 
@@ -201,3 +208,156 @@ def test_sigterm_mid_question_returns_a_best_effort_answer_and_flushes(tmp_path:
     assert "Live Memory is shutting down and cut this question short" in out and "timed_out=true" in out
     snapshots = list((tmp_path / "data" / "workspaces").glob("*.json"))
     assert len(snapshots) == 1 and "slow question" in snapshots[0].read_text()
+
+
+# --- client commands: waiting, stdin, formats, foreign programs, closed pipes ----------------------------------
+
+
+def run_into_closed_pipe(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    """Run with stdout a pipe whose reader is already gone (what `| head` leaves behind once it exits)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(argv, env=env, stdout=write_end, stderr=subprocess.PIPE, timeout=60)
+    finally:
+        os.close(write_end)
+
+
+def test_ask_waits_for_a_starting_server_and_reads_the_question_from_stdin(tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / ".git").mkdir(parents=True)
+    (workspace / "main.py").write_text("print('hi')\n")
+    with FakeLLM() as fake:
+        fake.script(Reply.tool_call("Read", {"file_path": "main.py"}), Reply.text("main.py prints hi."))
+        env = cli_env(tmp_path, free_port(), LIVE_MEMORY_BASE_URL=fake.base_url, LIVE_MEMORY_API_KEY="test")
+        asking = subprocess.Popen(
+            [*COMMAND, "ask", "-", "--cwd", str(workspace), "--wait", "120"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert asking.stdin is not None and asking.stderr is not None
+        asking.stdin.write("What does main.py do?\n")
+        asking.stdin.close()
+        asking.stdin = None  # sent and closed: communicate() below only collects the output
+        first_line = asking.stderr.readline()  # printed once nothing answers yet; the server starts only now
+        assert "waiting for the server to start" in first_line
+        server = ServeProcess(env)
+        try:
+            out, err = asking.communicate(timeout=120)
+            ledger = subprocess.run(
+                [*COMMAND, "ledger", "show", "--format", "json", "--cwd", str(workspace)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            piped = run_into_closed_pipe([*COMMAND, "stats"], env)
+        finally:
+            server.stop()
+    assert asking.returncode == 0, err
+    assert out.startswith("main.py prints hi.")
+    assert "waiting for the server to start" not in err  # said once, on the first line only
+    assert ledger.returncode == 0, ledger.stderr
+    assert json.loads(ledger.stdout) == []  # JSON, as asked, even when the ledger is empty
+    assert b"Traceback" not in piped.stderr and b"BrokenPipe" not in piped.stderr
+    assert piped.returncode == 128 + signal.SIGPIPE
+
+
+@pytest.fixture
+def foreign_port() -> Iterator[int]:
+    """Another HTTP program holding a port: it answers every request with a non-JSON page."""
+
+    class Page(BaseHTTPRequestHandler):
+        def _page(self) -> None:
+            body = b"<html>not live memory</html>"
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _page
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    foreign = HTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=foreign.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield foreign.server_address[1]
+    finally:
+        foreign.shutdown()
+        foreign.server_close()
+
+
+@pytest.mark.parametrize(
+    "command", [["stats"], ["ledger", "show"], ["ask", "q", "--wait", "0"]], ids=["stats", "ledger", "ask"]
+)
+def test_client_commands_say_another_program_holds_the_port(
+    tmp_path: Path, foreign_port: int, command: list[str]
+) -> None:
+    env = cli_env(tmp_path, foreign_port)
+    result = subprocess.run([*COMMAND, *command], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "not Live Memory" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    env = cli_env(tmp_path, 7799)
+    result = run_into_closed_pipe([*COMMAND, "config", "show"], env)
+    assert result.stderr == b""
+    assert result.returncode == 128 + signal.SIGPIPE
+
+
+def test_config_get_without_a_key_prints_usage(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*COMMAND, "config", "get"], env=cli_env(tmp_path, 7799), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: live-memory config get KEY")
+
+
+def test_serve_port_flag_wins_and_the_data_dir_is_private_so_doctor_passes(tmp_path: Path) -> None:
+    """The README setup: `live-memory serve` with a credential; then `live-memory doctor` finds nothing to fix."""
+    data_dir = tmp_path / "state" / "live-memory"
+    port = free_port()
+    with FakeLLM() as fake:
+        env = cli_env(
+            tmp_path,
+            port,
+            LIVE_MEMORY_BASE_URL=fake.base_url,
+            LIVE_MEMORY_API_KEY="test",
+            LIVE_MEMORY_DATA_DIR=str(data_dir),
+        )
+        server = ServeProcess({**env, "LIVE_MEMORY_PORT": "1"}, "--host", "127.0.0.1", "--port", str(port))
+        try:
+            health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json()
+            doctor = subprocess.run(
+                [*COMMAND, "doctor", "--plugin-dir", str(REPO)], env=env, capture_output=True, text=True, timeout=120
+            )
+        finally:
+            server.stop()
+    assert health["service"] == "live-memory"
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert doctor.returncode == 0, doctor.stdout
+    assert "[ok  ] data dir" in doctor.stdout
+
+
+def test_every_subcommand_help_says_what_it_does_and_what_it_reads(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert set(commands) >= {"serve", "ask", "stats", "ledger", "doctor", "install-service", "config", "demo"}
+    for name in commands:
+        with pytest.raises(SystemExit):
+            parser.parse_args([name, "--help"])
+        text = capsys.readouterr().out
+        description = text.split("\n\n")[1]
+        assert len(description) > 40, f"{name}: {description!r}"
+        assert "environment:" in text, name
+        if name != "demo":
+            assert "LIVE_MEMORY_" in text.split("environment:")[1], name

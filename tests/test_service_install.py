@@ -115,6 +115,7 @@ def user_install(tmp_path: Path, venv_bin: Path, **kwargs: Any) -> InstallReport
         unit_dir=home / ".config" / "systemd" / "user",
         env_file=home / ".config" / "live-memory" / "live-memory.env",
         environ={"HOME": str(home)},
+        force=True,  # the test's paths lie under /tmp; the refusal has its own test
         **kwargs,
     )
 
@@ -133,6 +134,7 @@ def test_user_install_writes_a_0644_unit_that_runs_the_given_executable_hardened
         data_dir=tmp_path / "data",
         enable=False,
         environ={"HOME": str(tmp_path / "home")},
+        force=True,
     )
     unit = tmp_path / "units" / UNIT_NAME
     assert report.plan.unit_path == unit
@@ -223,6 +225,7 @@ def test_system_install_runs_as_the_named_account_on_the_system_manager(tmp_path
         user=ME,
         systemctl=(str(systemctl),),
         environ={"HOME": str(tmp_path)},
+        force=True,
     )
     assert calls(log) == [["daemon-reload"], ["enable", "--now", UNIT_NAME]]
     values = unit_values((tmp_path / "etc-systemd" / UNIT_NAME).read_text())
@@ -272,6 +275,7 @@ def test_provider_variables_the_service_will_not_see_are_named_never_valued(tmp_
         env_file=tmp_path / "live-memory.env",
         enable=False,
         environ={"HOME": str(home), "ANTHROPIC_API_KEY": "sk-very-secret-value"},
+        force=True,
     )
     text = str(report)
     assert "ANTHROPIC_API_KEY" in text and "ANTHROPIC_BASE_URL" in text
@@ -526,3 +530,115 @@ def test_server_url_follows_env_then_config_json_then_default(tmp_path: Path) ->
     assert url({"LIVE_MEMORY_DATA_DIR": str(tmp_path)}) == "http://127.0.0.1:7801"
     assert url({"LIVE_MEMORY_DATA_DIR": str(tmp_path), "LIVE_MEMORY_PORT": "7802"}) == "http://127.0.0.1:7802"
     assert url({"LIVE_MEMORY_DATA_DIR": str(tmp_path)}, "http://h:1/") == "http://h:1"
+
+
+# --- what the sandbox would hide, and the unit's own guarantees --------------------------------------------------
+
+
+@pytest.fixture
+def tmp_checkout_venv() -> Iterator[Path]:
+    """A venv bin/ under /tmp, as a checkout cloned there would have: its `live-memory` runs this CLI."""
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="lm-venv-", dir="/tmp"))
+    bin_dir = root / "venv" / "bin"
+    make_executable(bin_dir / "live-memory", "import sys\nfrom live_memory.cli import main\nsys.exit(main())\n")
+    try:
+        yield bin_dir
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_install_from_under_tmp_is_refused_because_private_tmp_hides_it(tmp_checkout_venv: Path) -> None:
+    with pytest.raises(ConfigError, match=r"PrivateTmp=yes.*--force"):
+        plan_install(
+            "user",
+            executable=tmp_checkout_venv / "live-memory",
+            data_dir=Path.home() / "lm-data",
+            environ={"HOME": str(Path.home())},
+        )
+
+
+def test_install_service_cli_refuses_tmp_without_force_and_warns_with_it(tmp_checkout_venv: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "server"), str(REPO)])}
+    argv = [str(tmp_checkout_venv / "live-memory"), "install-service", "--print", "--data-dir", str(Path.home())]
+    refused = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30)
+    assert refused.returncode == 2
+    assert "PrivateTmp" in refused.stderr and "--force" in refused.stderr and "Traceback" not in refused.stderr
+    forced = subprocess.run([*argv, "--force"], capture_output=True, text=True, env=env, timeout=30)
+    assert forced.returncode == 0, forced.stderr
+    assert f"ExecStart={tmp_checkout_venv / 'live-memory'} serve" in forced.stdout
+    assert "warning (--force)" in forced.stderr
+
+
+@pytest.mark.parametrize("mode", ["user", "system"])
+def test_units_raise_the_open_file_limit_to_the_documented_value(tmp_path: Path, mode: str) -> None:
+    text = render_unit(
+        "user" if mode == "user" else "system",
+        Path("/opt/lm/bin/live-memory"),
+        Path("/etc/lm.env"),
+        data_dir=Path("/srv/lm-data"),
+        user=ME if mode == "system" else None,
+    )
+    assert unit_values(text)["LimitNOFILE"] == ["65536"]
+    assert "LimitNOFILE=65536" in (REPO / "docs" / "operations.md").read_text()
+
+
+def test_user_unit_creates_a_missing_data_dir_private_before_the_sandbox_needs_it(tmp_path: Path) -> None:
+    data = tmp_path / "share" / "live-memory"
+    text = render_unit("user", Path("/opt/lm/bin/live-memory"), Path("/etc/lm.env"), data_dir=data)
+    (pre,) = unit_values(text)["ExecStartPre"]
+    assert pre.startswith("+")  # outside the sandbox: ReadWritePaths= needs the directory to exist
+    subprocess.run(shlex.split(pre[1:]), check=True, timeout=30)
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+
+
+# --- packaging ---------------------------------------------------------------------------------------------------
+
+
+def _third_party_imports() -> set[str]:
+    import ast
+
+    names: set[str] = set()
+    for path in (REPO / "server" / "live_memory").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module.split(".")[0])
+    return {n for n in names if n not in sys.stdlib_module_names and n != "live_memory"}
+
+
+def test_every_directly_imported_package_is_declared() -> None:
+    from importlib.metadata import packages_distributions
+
+    def normal(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    declared = {
+        normal(re.split(r"[<>=!~\[ ;]", spec, maxsplit=1)[0])
+        for spec in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    }
+    owners = packages_distributions()
+    missing = {
+        module: owners.get(module, [module])
+        for module in _third_party_imports()
+        if not any(normal(dist) in declared for dist in owners.get(module, [module]))
+    }
+    assert not missing, f"imported but not declared in [project.dependencies]: {missing}"
+
+
+def test_project_metadata_has_a_license_file_urls_and_a_dev_extra_built_on_test() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT"
+    assert (REPO / "LICENSE").read_text().startswith("MIT License")
+    assert {"Homepage", "Repository", "Issues"} <= set(project["urls"])
+    assert "live-memory[test]" in project["optional-dependencies"]["dev"]
+    for spec in project["optional-dependencies"]["test"]:
+        assert spec not in project["optional-dependencies"]["dev"]  # reused, not copied
+
+
+def test_docs_point_only_at_files_that_exist() -> None:
+    docs = [REPO / "README.md", REPO / "CONTRIBUTING.md", *(REPO / "docs").glob("*.md")]
+    for doc in docs:
+        assert "DESIGN.md" not in doc.read_text(encoding="utf-8"), f"{doc.name} points at a DESIGN.md"

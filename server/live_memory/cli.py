@@ -1,7 +1,9 @@
-"""The `live-memory` command: serve (idempotent singleton), ask, stats, config.
+"""The `live-memory` command: serve (idempotent singleton), ask, stats, ledger, config, doctor, demo.
 
 `serve` binds first and only then starts the app, so a second start finds the port taken, asks
 /health who holds it, and exits 0 when it is already Live Memory (1 when it is another program).
+The client commands say so, without a traceback, when nothing answers, when another program holds the
+port, and when their reader goes away (`live-memory stats | head`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -114,6 +117,98 @@ def _exit_quietly(sig: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
+# How long `ask` waits for a server that is still starting (polling /health), and how often it looks.
+ASK_START_WAIT_S = 10.0
+ASK_START_POLL_S = 0.1
+CLIENT_TIMEOUT_S = 10.0
+STDIN_QUESTION = "-"
+# Exit status of a command whose reader went away (`live-memory stats | head`): 128 + SIGPIPE, as the shell shows.
+BROKEN_PIPE_EXIT = 128 + int(signal.SIGPIPE)
+
+
+class ClientError(Exception):
+    """A client command cannot go on; the message says why and what to do. The CLI prints it and exits 1."""
+
+
+def _auth_headers(settings: Settings) -> dict[str, str]:
+    return {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
+
+
+def who_answers(url: str) -> tuple[str, dict[str, Any] | None]:
+    """("ours", health) when Live Memory answers /health at `url`, ("foreign", None) when another program
+    holds the port, ("absent", None) when nothing listens."""
+    try:
+        response = httpx.get(f"{url}/health", timeout=HEALTH_PROBE_TIMEOUT_S)
+    except httpx.ConnectError:
+        return "absent", None
+    except httpx.HTTPError:  # it accepted the connection but spoke no usable HTTP in time
+        return "foreign", None
+    try:
+        data = response.json()
+    except ValueError:
+        return "foreign", None
+    if isinstance(data, dict) and data.get("service") == SERVER_NAME:
+        return "ours", data
+    return "foreign", None
+
+
+def _not_ours(url: str) -> str:
+    return (
+        f"the program answering at {url} is not Live Memory; stop it, or point the CLI at Live Memory's port "
+        "with LIVE_MEMORY_PORT (and LIVE_MEMORY_HOST)"
+    )
+
+
+def request_json(
+    settings: Settings,
+    method: str,
+    path: str,
+    *,
+    params: dict[str, str] | None = None,
+    body: dict[str, Any] | None = None,
+) -> tuple[int, dict[str, Any]]:
+    """One request to the running server: (status, JSON object). Raises ClientError when no server answers
+    or what answers is not Live Memory (a reply that is not a JSON object)."""
+    base = base_url(settings)
+    try:
+        response = httpx.request(
+            method, base + path, params=params, json=body, headers=_auth_headers(settings), timeout=CLIENT_TIMEOUT_S
+        )
+    except httpx.ConnectError:
+        raise ClientError(f"no server answers at {base}; start one with `live-memory serve`") from None
+    except httpx.HTTPError as exc:
+        raise ClientError(f"the server at {base} did not answer {path} ({type(exc).__name__})") from None
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise ClientError(_not_ours(base) + f" (it answered {path} with HTTP {response.status_code}, not JSON)")
+    return response.status_code, data
+
+
+def _error_of(status: int, data: dict[str, Any]) -> str:
+    return str(data.get("error") or f"the server answered HTTP {status}")
+
+
+def wait_for_server(url: str, wait_s: float) -> None:
+    """Return once Live Memory answers at `url`; wait up to `wait_s` for one that is still starting."""
+    deadline = time.monotonic() + max(0.0, wait_s)
+    announced = False
+    while True:
+        state, _ = who_answers(url)
+        if state == "ours":
+            return
+        if state == "foreign":
+            raise ClientError(_not_ours(url))
+        if time.monotonic() >= deadline:
+            raise ClientError(f"no server answers at {url}; start one with `live-memory serve`")
+        if not announced:
+            print("live-memory: waiting for the server to start…", file=sys.stderr, flush=True)
+            announced = True
+        time.sleep(ASK_START_POLL_S)  # polling a port that is not open yet: there is no event to wait on
+
+
 async def _ask(
     url: str, question: str, cwd: str, max_answer_tokens: int, timeout_s: float, headers: dict[str, str]
 ) -> tuple[str, bool]:
@@ -131,16 +226,24 @@ async def _ask(
     return text, bool(result.is_error)
 
 
+def read_question(raw: str) -> str:
+    if raw != STDIN_QUESTION:
+        return raw
+    return sys.stdin.read().strip()
+
+
 def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
+    question = read_question(args.question)
+    if not question.strip():
+        print("live-memory: the question is empty (`ask -` reads it from standard input)", file=sys.stderr)
+        return 2
     cwd = os.path.abspath(args.cwd)
     url = args.url or f"{base_url(settings)}{MCP_PATH}"
-    if probe_health(url.removesuffix(MCP_PATH)) is None:
-        print(f"live-memory: no server answers at {url}; start one with `live-memory serve`.", file=sys.stderr)
-        return 1
+    wait_for_server(url.removesuffix(MCP_PATH).rstrip("/"), args.wait)
     timeout_s = float(settings.default_timeout_s) + 60.0
     try:
         text, is_error = asyncio.run(
-            _ask(url, args.question, cwd, args.max_answer_tokens, timeout_s, _auth_headers(settings))
+            _ask(url, question, cwd, args.max_answer_tokens, timeout_s, _auth_headers(settings))
         )
     except Exception as exc:  # the MCP client raises several transport error types
         print(f"live-memory: the request failed: {exc}", file=sys.stderr)
@@ -151,13 +254,24 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
     params = {"cwd": os.path.abspath(args.cwd)} if args.cwd else None
-    try:
-        response = httpx.get(f"{base_url(settings)}/stats", params=params, headers=_auth_headers(settings), timeout=5.0)
-    except httpx.HTTPError as exc:
-        print(f"live-memory: no server at {base_url(settings)} ({exc})", file=sys.stderr)
+    status, data = request_json(settings, "GET", "/stats", params=params)
+    if status != 200:
+        print(f"live-memory: {_error_of(status, data)}", file=sys.stderr)
         return 1
-    print(json.dumps(response.json(), indent=2))
-    return 0 if response.status_code == 200 else 1
+    print(json.dumps(data, indent=2))
+    return 0
+
+
+def ensure_data_dir(path: Path) -> None:
+    """Create the data dir private (0700) if it does not exist yet; an existing one is left as it is."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:  # created meanwhile by someone else: theirs to set
+        return
+    path.chmod(0o700)  # exact, whatever the umask
 
 
 def cmd_config(settings: Settings, args: argparse.Namespace) -> int:
@@ -168,6 +282,9 @@ def cmd_config(settings: Settings, args: argparse.Namespace) -> int:
             print(f"{key:<{width}}  {value}  [{source}]")
         return 0
     if args.action == "get":
+        if not args.item:
+            print("usage: live-memory config get KEY   (`live-memory config show` lists the keys)", file=sys.stderr)
+            return 2
         for key, value, _ in settings.describe():
             if key == args.item:
                 print(value)
@@ -176,60 +293,46 @@ def cmd_config(settings: Settings, args: argparse.Namespace) -> int:
         return 2
     key, sep, raw = (args.item or "").partition("=")
     if not sep:
-        print("live-memory: use `config set key=value`", file=sys.stderr)
+        print("usage: live-memory config set KEY=VALUE", file=sys.stderr)
         return 2
+    ensure_data_dir(settings.data_dir)
     write_config_value(settings.data_dir, key.strip(), raw)
     print(f"live-memory: {key.strip()} saved to {settings.config_file}")
     try:
-        response = httpx.post(f"{base_url(settings)}/reload", json={}, headers=_auth_headers(settings), timeout=5.0)
-        if response.status_code == 200:
-            print("live-memory: the running server reloaded its configuration.")
-    except httpx.HTTPError:
+        status, data = request_json(settings, "POST", "/reload", body={})
+    except ClientError:
         print("live-memory: no running server to reload; the value applies at the next start.")
-    return 0
-
-
-def _auth_headers(settings: Settings) -> dict[str, str]:
-    return {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
+        return 0
+    if status == 200:
+        print("live-memory: the running server reloaded its configuration.")
+        return 0
+    print(f"live-memory: the running server refused the new value: {_error_of(status, data)}", file=sys.stderr)
+    return 1
 
 
 def cmd_ledger(settings: Settings, args: argparse.Namespace) -> int:
     cwd = os.path.abspath(args.cwd)
-    try:
-        if args.action == "forget":
-            if not args.text:
-                print('live-memory: use `ledger forget "<substring>"`', file=sys.stderr)
-                return 2
-            response = httpx.post(
-                f"{base_url(settings)}/ledger/forget",
-                json={"cwd": cwd, "substring": args.text},
-                headers=_auth_headers(settings),
-                timeout=10.0,
-            )
-        else:
-            response = httpx.get(
-                f"{base_url(settings)}/ledger", params={"cwd": cwd}, headers=_auth_headers(settings), timeout=10.0
-            )
-    except httpx.HTTPError as exc:
-        print(
-            f"live-memory: no server at {base_url(settings)} ({exc}); start one with `live-memory serve`",
-            file=sys.stderr,
-        )
-        return 1
-    data = response.json()
-    if response.status_code != 200:
-        print(f"live-memory: {data.get('error')}", file=sys.stderr)
+    if args.action == "forget":
+        if not args.text:
+            print('usage: live-memory ledger forget "<substring>"', file=sys.stderr)
+            return 2
+        status, data = request_json(settings, "POST", "/ledger/forget", body={"cwd": cwd, "substring": args.text})
+    else:
+        status, data = request_json(settings, "GET", "/ledger", params={"cwd": cwd})
+    if status != 200:
+        print(f"live-memory: {_error_of(status, data)}", file=sys.stderr)
         return 1
     if args.action == "forget":
-        print(f"live-memory: forgot {data['forgotten']} fact(s) in {data['workspace']}")
-    elif args.action == "export" and args.format == "json":
-        print(json.dumps(data["facts"], indent=2))
+        print(f"live-memory: forgot {data.get('forgotten', 0)} fact(s) in {data.get('workspace', cwd)}")
+    elif args.format == "json":
+        print(json.dumps(data.get("facts", []), indent=2))
     elif args.action == "export":
-        print(data["markdown"], end="")
+        print(data.get("markdown", ""), end="")
     else:
-        for fact in data["facts"]:
-            print(("(stale) " if fact["stale"] else "") + fact["text"])
-        if not data["facts"]:
+        facts = data.get("facts") or []
+        for fact in facts:
+            print(("(stale) " if fact.get("stale") else "") + str(fact.get("text", "")))
+        if not facts:
             print("(the ledger is empty: facts are distilled when the memory compacts)")
     return 0
 
@@ -256,34 +359,130 @@ def cmd_install_service(args: argparse.Namespace) -> int:
         "user": args.run_as,
     }
     if args.print_only:
-        print(plan_install(args.mode, **where).unit_text, end="")
+        plan = plan_install(args.mode, force=args.force, **where)
+        for warning in plan.warnings:
+            print(f"live-memory: warning (--force): {warning}", file=sys.stderr)
+        print(plan.unit_text, end="")
         return 0
-    report = install_service(args.mode, enable=not args.no_enable, **where)
+    report = install_service(args.mode, enable=not args.no_enable, force=args.force, **where)
     print(report)
     return 0 if report.ok else 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from live_memory.demo import run_demo
+
+    return run_demo(Path(args.repo) if args.repo else None)
+
+
+# The environment each command reads; shown in its --help.
+_CONNECT_ENV = (
+    "LIVE_MEMORY_HOST, LIVE_MEMORY_PORT   where the server listens (default 127.0.0.1:7711)\n"
+    "  LIVE_MEMORY_AUTH_TOKEN               the bearer token, if the server requires one\n"
+    "  LIVE_MEMORY_DATA_DIR                 the data dir whose config.json is read too "
+    "(default ~/.local/share/live-memory)"
+)
+_ALL_OPTIONS_ENV = (
+    "every option as LIVE_MEMORY_<KEY> (docs/configuration.md; `live-memory config show` lists them with\n"
+    "  their sources), LIVE_MEMORY_DATA_DIR (default ~/.local/share/live-memory, holds config.json), and the\n"
+    "  provider's own variables (ANTHROPIC_API_KEY, OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...)"
+)
+HELP: dict[str, tuple[str, str, str]] = {
+    # command: (one-line help, description, environment)
+    "serve": (
+        "run the server (exits 0 if one is already running)",
+        "Run the Live Memory service in the foreground: MCP at /mcp, plus /health, /stats, /notify and the\n"
+        "other routes. A second `serve` finds the running one and exits 0; a port held by another program\n"
+        "exits 1. SIGTERM lets running questions answer, flushes the snapshots and exits 0.",
+        _ALL_OPTIONS_ENV + "\n  (--host and --port override LIVE_MEMORY_HOST and LIVE_MEMORY_PORT)",
+    ),
+    "ask": (
+        "ask a running server a question",
+        "Ask the running server one question about a workspace and print the answer with its metadata\n"
+        "trailer. Waits up to --wait seconds for a server that is still starting. `ask -` reads the\n"
+        "question from standard input.",
+        _CONNECT_ENV
+        + "\n  LIVE_MEMORY_DEFAULT_TIMEOUT_S        the server's soft deadline; the client waits a minute longer",
+    ),
+    "stats": (
+        "print /stats of a running server",
+        "Print the running server's statistics as JSON: every loaded workspace, or one with --cwd.",
+        _CONNECT_ENV,
+    ),
+    "ledger": (
+        "show, export or edit what the memory believes",
+        "Show the knowledge ledger of a workspace (`show`), export it as Markdown or JSON (`export`), or\n"
+        'drop the facts containing a text (`forget "<text>"`).',
+        _CONNECT_ENV,
+    ),
+    "doctor": (
+        "check the setup and print fixes",
+        "Check Python, the configuration, the data dir, the server, the credential, a 1-token round trip to\n"
+        "the model and (with --plugin-dir) the plugin's URL; print a fix for each failure. Exits 1 if any fails.",
+        _ALL_OPTIONS_ENV,
+    ),
+    "install-service": (
+        "install the systemd unit and start it (docs/operations.md)",
+        "Render the systemd unit for this installation, write it (and a 0600 environment file if none\n"
+        "exists), create the data dir (0700), then run systemctl daemon-reload and enable --now.",
+        "LIVE_MEMORY_DATA_DIR (the data dir, unless --data-dir or the env file names one), HOME,\n"
+        "  XDG_CONFIG_HOME (where user units and the env file go), SUDO_USER (--system: the default account),\n"
+        "  and the provider variables, only to warn when the env file lacks them",
+    ),
+    "config": (
+        "show, get or set configuration",
+        "`show` prints every option's effective value and its source (secrets masked); `get KEY` prints one;\n"
+        "`set KEY=VALUE` stores it in the data dir's config.json and asks a running server to reload.",
+        _ALL_OPTIONS_ENV
+        + "\n  LIVE_MEMORY_HOST, LIVE_MEMORY_PORT, LIVE_MEMORY_AUTH_TOKEN   the server `set` asks to reload",
+    ),
+    "demo": (
+        "run a scripted demo: a fake model, a throwaway server, two questions",
+        "Start a scripted model on loopback, a throwaway server with a temporary data dir, ask two questions\n"
+        "about this checkout and print the answers, then stop everything. Needs no key and no network.",
+        "none: the demo ignores LIVE_MEMORY_* and provider variables and sets its own",
+    ),
+}
+
+
+def _subparser(sub: Any, name: str) -> argparse.ArgumentParser:
+    short, description, environment = HELP[name]
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=short,
+        description=description,
+        epilog="environment:\n  " + environment,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="live-memory", description="A persistent codebase memory for agents.")
     parser.add_argument("--version", action="version", version=f"live-memory {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("serve", help="run the server (exits 0 if one is already running)")
-    ask = sub.add_parser("ask", help="ask a running server a question")
-    ask.add_argument("question")
+    serve = _subparser(sub, "serve")
+    serve.add_argument("--host", default=None, help="address to bind (default: LIVE_MEMORY_HOST, else 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port to bind (default: LIVE_MEMORY_PORT, else 7711)")
+    ask = _subparser(sub, "ask")
+    ask.add_argument("question", help="the question; `-` reads it from standard input")
     ask.add_argument("--cwd", default=os.getcwd(), help="workspace directory (default: current)")
     ask.add_argument("--url", default="", help="MCP endpoint URL (default from host/port settings)")
     ask.add_argument("--max-answer-tokens", type=int, default=0)
-    stats = sub.add_parser("stats", help="print /stats of a running server")
+    ask.add_argument(
+        "--wait", type=float, default=ASK_START_WAIT_S, help="seconds to wait for a starting server (default: 10)"
+    )
+    stats = _subparser(sub, "stats")
     stats.add_argument("--cwd", default="", help="one workspace (default: all)")
-    ledger = sub.add_parser("ledger", help="show, export or edit what the memory believes")
+    ledger = _subparser(sub, "ledger")
     ledger.add_argument("action", choices=["show", "export", "forget"])
     ledger.add_argument("text", nargs="?", default="", help="forget: drop facts containing this text")
     ledger.add_argument("--cwd", default=os.getcwd(), help="workspace directory (default: current)")
-    ledger.add_argument("--format", choices=["md", "json"], default="md")
-    doctor = sub.add_parser("doctor", help="check the setup and print fixes")
+    ledger.add_argument("--format", choices=["md", "json"], default="md", help="show/export: text or JSON")
+    doctor = _subparser(sub, "doctor")
     doctor.add_argument("--plugin-dir", default="", help="the plugin's directory, to check its .mcp.json URL")
     doctor.add_argument("--offline", action="store_true", help="skip the 1-token round trip to the model")
-    svc = sub.add_parser("install-service", help="install the systemd unit and start it (docs/operations.md)")
+    svc = _subparser(sub, "install-service")
     scope = svc.add_mutually_exclusive_group()
     scope.add_argument("--user", dest="mode", action="store_const", const="user", help="a user unit (default)")
     scope.add_argument("--system", dest="mode", action="store_const", const="system", help="a system unit (root)")
@@ -294,22 +493,36 @@ def build_parser() -> argparse.ArgumentParser:
     svc.add_argument("--env-file", type=Path, default=None, help="the environment file (default: per mode)")
     svc.add_argument("--data-dir", type=Path, default=None, help="the data dir (default: env file's, else the CLI's)")
     svc.add_argument("--run-as", default=None, help="--system only: the account to run as (default: the sudo caller)")
-    config = sub.add_parser("config", help="show, get or set configuration")
+    svc.add_argument("--force", action="store_true", help="install even from a path the unit's sandbox hides (/tmp)")
+    config = _subparser(sub, "config")
     config.add_argument("action", choices=["show", "get", "set"])
     config.add_argument("item", nargs="?", default="", help="key (get) or key=value (set)")
+    demo = _subparser(sub, "demo")
+    demo.add_argument("--repo", default="", help="the checkout to ask about (default: the one holding this package)")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _apply_serve_overrides(args: argparse.Namespace) -> None:
+    """`serve --host/--port` win over the environment: set them there, so the settings load them as usual."""
+    if args.host:
+        os.environ["LIVE_MEMORY_HOST"] = args.host
+    if args.port is not None:
+        os.environ["LIVE_MEMORY_PORT"] = str(args.port)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "doctor":  # reports a broken configuration instead of refusing to start
         return cmd_doctor(args)
+    if args.command == "demo":  # its own settings, whatever the environment says
+        return cmd_demo(args)
     if args.command == "install-service":  # works even with a broken config.json
         try:
             return cmd_install_service(args)
         except ConfigError as exc:
             print(f"live-memory: {exc}", file=sys.stderr)
             return 2
+    if args.command == "serve":
+        _apply_serve_overrides(args)
     try:
         settings = load_settings()
     except ConfigError as exc:
@@ -318,6 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(str(settings.log_level), str(settings.log_file))
     try:
         if args.command == "serve":
+            ensure_data_dir(settings.data_dir)
             return cmd_serve(settings)
         if args.command == "ask":
             return cmd_ask(settings, args)
@@ -329,6 +543,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"live-memory: {exc}", file=sys.stderr)
         return 2
+    except ClientError as exc:
+        print(f"live-memory: {exc}", file=sys.stderr)
+        return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code = _run(args)
+        sys.stdout.flush()  # inside the guard: a reader that left shows up here at the latest
+    except BrokenPipeError:
+        # The reader went away (`live-memory stats | head`): stop quietly, like any Unix filter. Point stdout
+        # at /dev/null so the interpreter's final flush does not complain a second time.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return BROKEN_PIPE_EXIT
+    except KeyboardInterrupt:
+        return 130
+    return code
 
 
 if __name__ == "__main__":

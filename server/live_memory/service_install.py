@@ -8,7 +8,8 @@ writable path), then runs `systemctl [--user] daemon-reload` and `enable --now` 
 
 Never prints or copies a secret: it only names the provider variables the service will not see. Never edits an
 existing env file. Refuses paths systemd would split or mis-parse (whitespace, quotes, backslashes, `$`) rather
-than quoting them.
+than quoting them. Refuses (unless forced) an executable, interpreter or data dir under /tmp or /var/tmp: the unit's
+PrivateTmp=yes gives the service an empty /tmp of its own, so it could not start from there.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ LINGER_DIR = Path("/var/lib/systemd/linger")  # a file per user whose manager st
 USER_DATA_DIR_SPECIFIER = "%h/.local/share/live-memory"
 # `enable --now` waits for the start job, which includes the unit's readiness check (TimeoutStartSec=45).
 SYSTEMCTL_TIMEOUT_S = 90.0
+# PrivateTmp=yes mounts a fresh, empty /tmp and /var/tmp for the service: whatever lies there is hidden from it.
+PRIVATE_TMP_DIRS = (Path("/tmp"), Path("/var/tmp"))
 
 # The variables the supervisor must hand the server: our provider options plus every provider-native variable
 # a profile honours (ANTHROPIC_API_KEY, OPENAI_BASE_URL, OLLAMA_HOST, ...).
@@ -216,6 +219,18 @@ def default_unit_dir(mode: Mode, env: Mapping[str, str] | None = None) -> Path:
     return Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "systemd" / "user"
 
 
+def hidden_by_private_tmp(path: Path) -> bool:
+    """True when `path` (as written, or with symlinks resolved) lies under a directory PrivateTmp=yes replaces."""
+    for candidate in {Path(os.path.abspath(path)), path.resolve()}:
+        if any(candidate == tmp or tmp in candidate.parents for tmp in PRIVATE_TMP_DIRS):
+            return True
+    return False
+
+
+def _private_tmp_problems(named: Mapping[str, Path]) -> list[str]:
+    return [f"{what} {path}" for what, path in named.items() if hidden_by_private_tmp(path)]
+
+
 @dataclass(frozen=True)
 class InstallPlan:
     """What `install_service` would write, computed without writing anything (`--print` shows `unit_text`)."""
@@ -228,6 +243,7 @@ class InstallPlan:
     user: str  # the account the service runs as
     home: Path  # that account's home
     python: Path
+    warnings: tuple[str, ...] = ()  # accepted with force=True: what will not work as installed
 
 
 def plan_install(
@@ -239,9 +255,13 @@ def plan_install(
     data_dir: Path | None = None,
     user: str | None = None,
     environ: Mapping[str, str] | None = None,
+    force: bool = False,
 ) -> InstallPlan:
     """Resolve every path of an install. Data dir: `data_dir`, else LIVE_MEMORY_DATA_DIR in the env file, else
-    the default the `live-memory` CLI would use (user mode) or the run-as account's ~/.local/share/live-memory."""
+    the default the `live-memory` CLI would use (user mode) or the run-as account's ~/.local/share/live-memory.
+
+    Raises ConfigError when the executable, its python or the data dir lies under /tmp or /var/tmp, which the
+    unit's PrivateTmp=yes hides from the service; with `force` that becomes a warning in the plan."""
     env = os.environ if environ is None else environ
     if mode not in UNIT_TEMPLATES:
         raise ConfigError(f"mode must be 'user' or 'system', got {mode!r}")
@@ -268,6 +288,19 @@ def plan_install(
             data_dir = home / ".local" / "share" / "live-memory"
     data_dir = Path(os.path.abspath(data_dir))
     python = python_for(executable)
+    hidden = _private_tmp_problems({"the executable": executable, "its python": python, "the data dir": data_dir})
+    warnings: tuple[str, ...] = ()
+    if hidden:
+        problem = (
+            f"{'; '.join(hidden)} lies under /tmp or /var/tmp, which the unit's PrivateTmp=yes replaces with an "
+            "empty directory: the service would not start (or would lose its data)"
+        )
+        if not force:
+            raise ConfigError(
+                f"{problem}. Install the package into a venv outside /tmp (e.g. ~/.local/opt/live-memory) and run "
+                "install-service from there, or pass --force to install anyway"
+            )
+        warnings = (problem,)
     text = render_unit(
         mode,
         executable,
@@ -276,7 +309,7 @@ def plan_install(
         user=account.pw_name if mode == "system" else None,
         python=python,
     )
-    return InstallPlan(mode, unit_dir / UNIT_NAME, text, env_file, data_dir, account.pw_name, home, python)
+    return InstallPlan(mode, unit_dir / UNIT_NAME, text, env_file, data_dir, account.pw_name, home, python, warnings)
 
 
 @dataclass(frozen=True)
@@ -403,6 +436,7 @@ def install_service(
     data_dir: Path | None = None,
     user: str | None = None,
     environ: Mapping[str, str] | None = None,
+    force: bool = False,
 ) -> InstallReport:
     """Write the unit and (if absent) the env file, create the data dir, then reload and enable the unit.
 
@@ -412,7 +446,14 @@ def install_service(
     """
     env = os.environ if environ is None else environ
     plan = plan_install(
-        mode, executable=executable, unit_dir=unit_dir, env_file=env_file, data_dir=data_dir, user=user, environ=env
+        mode,
+        executable=executable,
+        unit_dir=unit_dir,
+        env_file=env_file,
+        data_dir=data_dir,
+        user=user,
+        environ=env,
+        force=force,
     )
     account = _account(mode, plan.user, env) if mode == "system" and os.geteuid() == 0 else None
     try:
@@ -428,7 +469,7 @@ def install_service(
     shown = [shlex.join(["systemctl", *step]) for step in steps]
     commands: list[CommandResult] = []
     todo: list[str] = []
-    notes: list[str] = []
+    notes: list[str] = [f"installed anyway (--force): {warning}" for warning in plan.warnings]
     binary = shutil.which(systemctl[0]) if systemctl else None
     if not enable:
         todo = shown

@@ -156,3 +156,41 @@ def test_stats_command_is_shown_to_the_user_and_never_sent_to_the_model(
     for body in sent:  # ...and no request to the model ever carried the stats
         assert "context   [" not in body and "Live Memory ·" not in body
         assert "compacted never" not in body
+
+
+def test_an_edit_reaches_the_memory_before_the_next_model_request_and_survives_the_run_ending(
+    claude: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    """The edit tee is synchronous: a question asked right after an Edit sees the new text, and a `-p` run
+    that ends right after the Edit does not cancel the tee."""
+    service.load(repo)
+    source = repo / "src" / "app.py"
+    read = Reply.tool_call("Read", {"file_path": str(source)})
+    edit = Reply.tool_call("Edit", {"file_path": str(source), "old_string": "return 42", "new_string": "return 43"})
+    teed_before_next_turn: list[bool] = []
+
+    def teed_edit() -> bool:
+        writes = [c.json()["events"][0] for c in service.notifies() if c.json()["events"][0]["kind"] == "write"]
+        return bool(writes) and "return 43" in str(writes[-1].get("content"))
+
+    def respond(request: RecordedRequest) -> Reply:
+        if not is_agent_turn(request):
+            return Reply.text("ok")
+        step = len(tool_results(request.body))
+        if step == 2:  # the model's first request after the Edit
+            teed_before_next_turn.append(teed_edit())
+        return [read, edit][step] if step < 2 else Reply.text("done")
+
+    with FakeLLM() as model:
+        model.responder = respond
+        run_claude(
+            claude,
+            ["Make answer() return 43.", "--permission-mode", "acceptEdits"],
+            project=repo,
+            home=tmp_path / "home",
+            base_url=model.base_url,
+            service=service,
+        )
+    assert source.read_text(encoding="utf-8").endswith("return 43\n")  # Claude Code really edited it
+    assert teed_before_next_turn == [True]
+    assert teed_edit()  # and nothing was cancelled when the run ended

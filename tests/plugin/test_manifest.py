@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from live_memory import constants as C
+from tests.fakes.llm_server import FakeLLM, Reply
 from tests.plugin.conftest import REPO_ROOT, TOOL_NAME, Service, cli_env
 
 PLUGIN_JSON = REPO_ROOT / ".claude-plugin" / "plugin.json"
@@ -90,12 +91,47 @@ def test_every_hook_runs_an_existing_script_with_a_short_timeout() -> None:
                 assert 1 <= handler["timeout"] <= 15
 
 
-def test_reads_are_teed_synchronously_and_edits_asynchronously() -> None:
+# What a synchronous tee may cost per tool call at most (seconds): notify.py's own deadline is 1 s.
+SYNC_TEE_TIMEOUT_S = 3
+FILE_TOOLS = {"Read", "Write", "Edit", "NotebookEdit"}  # Claude Code's file tools (2.1.332 has no MultiEdit)
+
+
+def test_reads_and_edits_are_teed_synchronously_with_a_tight_timeout() -> None:
+    """Synchronous: Claude Code sends its next model request only after the tee, so a question right after an
+    edit sees the new text, and a `-p` run that ends right after the edit does not cancel it."""
     by_matcher = {g["matcher"]: g["hooks"][0] for g in hook_groups("PostToolUse")}
-    assert not by_matcher["Read"].get("async", False)
-    assert by_matcher["Write|Edit|MultiEdit|NotebookEdit"]["async"] is True
+    assert set(by_matcher) == {"Read", "Write|Edit|NotebookEdit"}
+    for handler in by_matcher.values():
+        assert not handler.get("async", False) and not handler.get("asyncRewake", False)
+        assert handler["timeout"] <= SYNC_TEE_TIMEOUT_S
     assert "matcher" not in hook_groups("FileChanged")[0]  # watchPaths from SessionStart drive it
     assert hook_groups("SessionStart")[0]["hooks"][0]["command"].endswith('hooks/notify.py"')
+
+
+def test_tool_matchers_name_only_file_tools_the_hook_handles() -> None:
+    matched = {name for g in hook_groups("PostToolUse") for name in g["matcher"].split("|")}
+    assert matched == FILE_TOOLS
+    notify = (REPO_ROOT / "hooks" / "notify.py").read_text(encoding="utf-8")
+    assert "MultiEdit" not in re.sub(r"#.*", "", notify)  # no code path for a tool that does not exist
+
+
+def test_tool_matchers_name_tools_the_claude_cli_has(claude: str, tmp_path: Path) -> None:
+    """Against the real CLI's own tool list (its `system/init` event), so a renamed tool fails here."""
+    with FakeLLM() as model:
+        model.responder = lambda request: Reply.text("ok")
+        done = subprocess.run(
+            [claude, "-p", "hi", "--output-format", "stream-json", "--verbose"],
+            cwd=tmp_path,
+            env=cli_env(tmp_path / "home", model.base_url),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    tools = set(next(e for e in events if e.get("subtype") == "init")["tools"])
+    matched = {name for g in hook_groups("PostToolUse") for name in g["matcher"].split("|")}
+    assert matched <= tools, f"matchers name tools the CLI does not have: {sorted(matched - tools)}"
 
 
 def test_command_hook_matches_exactly_the_plugins_four_commands() -> None:
@@ -150,3 +186,55 @@ def test_claude_plugin_validate_strict_passes(claude: str, tmp_path: Path, targe
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Validation passed" in done.stdout
+
+
+# --- what an install copies ----------------------------------------------------------------------------------------
+
+BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-plugin.sh"
+PLUGIN_BUDGET_BYTES = 512 * 1024  # the plugin is a few stdlib scripts and manifests
+
+
+def folder_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def build_plugin(dest: Path) -> Path:
+    done = subprocess.run([str(BUILD_SCRIPT), str(dest)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return dest
+
+
+def test_plugin_build_holds_the_plugin_and_nothing_else(tmp_path: Path) -> None:
+    plugin = build_plugin(tmp_path / "plugin")
+    files = {str(p.relative_to(plugin)) for p in plugin.rglob("*") if p.is_file()}
+    assert {".claude-plugin/plugin.json", ".claude-plugin/marketplace.json", ".mcp.json", "LICENSE"} <= files
+    assert {f"commands/{c}.md" for c in COMMANDS} | {"skills/live-memory/SKILL.md", "hooks/hooks.json"} <= files
+    for handler in (h for groups in load(HOOKS_JSON)["hooks"].values() for g in groups for h in g["hooks"]):
+        script = re.search(r"(hooks/[a-z_]+\.py)", handler["command"])
+        assert script and script.group(1) in files
+    assert not any(f.startswith(("server/", "tests/", ".venv/", ".tools/")) for f in files)
+    assert folder_bytes(plugin) < PLUGIN_BUDGET_BYTES
+
+
+def test_plugin_build_never_removes_a_folder_it_did_not_make(tmp_path: Path) -> None:
+    precious = tmp_path / "notes"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("mine")
+    done = subprocess.run([str(BUILD_SCRIPT), str(precious)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "not an earlier plugin build" in done.stderr
+    assert (precious / "keep.txt").read_text() == "mine"
+
+
+def test_installing_the_built_plugin_copies_only_the_plugin_into_claude_codes_cache(
+    claude: str, tmp_path: Path
+) -> None:
+    plugin = build_plugin(tmp_path / "plugin")
+    home = tmp_path / "home"
+    env = cli_env(home)
+    for argv in (["plugin", "marketplace", "add", str(plugin)], ["plugin", "install", "live-memory@shofer"]):
+        done = subprocess.run([claude, *argv], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+    cache = home / ".claude" / "plugins" / "cache" / "shofer" / "live-memory"
+    (installed,) = list(cache.iterdir())  # one version
+    assert (installed / "hooks" / "notify.py").is_file()
+    assert folder_bytes(installed) < PLUGIN_BUDGET_BYTES

@@ -59,7 +59,7 @@ def test_read_tees_the_files_current_bytes_from_disk_not_the_payload(service: Se
     assert service.stats(repo).json()["workspace"]["file_contexts"] == 1
 
 
-@pytest.mark.parametrize("tool", ["Write", "Edit", "MultiEdit", "NotebookEdit"])
+@pytest.mark.parametrize("tool", ["Write", "Edit", "NotebookEdit"])
 def test_edits_tee_the_file_as_written_on_disk(service: Service, repo: Path, tool: str) -> None:
     service.load(repo)
     app = repo / "src" / "app.py"
@@ -68,8 +68,6 @@ def test_edits_tee_the_file_as_written_on_disk(service: Service, repo: Path, too
         payload = write_payload(repo, app, "whatever the model sent")
     elif tool == "Edit":
         payload = edit_payload(repo, app, "return 42", "return 43")
-    elif tool == "MultiEdit":
-        payload = tool_event(repo, "MultiEdit", {"file_path": str(app), "edits": []}, {"filePath": str(app)})
     else:  # NotebookEdit names its file notebook_path
         payload = tool_event(repo, "NotebookEdit", {"notebook_path": str(app), "new_source": "x"}, {})
     run = run_script("notify.py", payload, env=hook_env(service.url, repo))
@@ -224,10 +222,15 @@ def test_session_start_watches_the_project_and_announces_live_memory(
     assert len(line.replace(str(repo), "")) / 4 < 60  # under 60 tokens at ~4 chars per token
 
 
-def test_session_start_with_the_server_down_still_watches_but_claims_nothing(repo: Path) -> None:
+def test_session_start_with_the_server_down_says_live_memory_is_unavailable_this_session(repo: Path) -> None:
     run = run_script("notify.py", session_start_payload(repo), env=hook_env(f"http://127.0.0.1:{free_port()}", repo))
     assert run.returncode == 0 and run.seconds < DOWN_BOUND_S
-    assert run.json() == {"hookSpecificOutput": {"hookEventName": "SessionStart", "watchPaths": [str(repo)]}}
+    output = run.json()["hookSpecificOutput"]
+    assert output["watchPaths"] == [str(repo)]  # outside edits still reach the memory once it is back
+    line = output["additionalContext"]
+    assert "unavailable this session" in line and "normal tools" in line
+    assert "\n" not in line and len(line) / 4 < 60
+    assert "before exploring" not in line  # no invitation to call a tool that is not there
 
 
 def test_session_start_keeps_a_status_line_copy_in_the_plugin_data_dir(

@@ -119,6 +119,12 @@ def test_config_set_secret_is_masked_when_shown(service: Service, repo: Path) ->
     assert "sk-test-abcdef123456" not in shown and "****3456" in shown
 
 
+def test_config_show_masks_secrets_only_not_every_key_that_says_token(service: Service, repo: Path) -> None:
+    blocked_reason(service.url, repo, "config", "set max_answer_tokens=900")
+    shown = blocked_reason(service.url, repo, "config")
+    assert "max_answer_tokens = 900" in shown
+
+
 @pytest.mark.parametrize("args", ["set", "set =x", "set Key=1", "frobnicate"])
 def test_config_misuse_gets_a_usage_line(service: Service, repo: Path, args: str) -> None:
     reason = blocked_reason(service.url, repo, "config", args)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +60,53 @@ def test_copied_status_line_uses_the_saved_server_url(service: Service, repo: Pa
     run = run_script(copy / "statusline.py", status_input(repo), env={"LIVE_MEMORY_PORT": str(free_port())})
     assert run.stdout == "LM idle\n"
     assert service.recorder.find("/stats")
+
+
+def documented_command() -> str:
+    """The statusLine command docs/claude-code.md tells users to put in their settings."""
+    text = (HOOKS.parent / "docs" / "claude-code.md").read_text(encoding="utf-8")
+    snippet = text.split("<!-- statusline-command", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    command: str = json.loads(snippet)["statusLine"]["command"]
+    return command
+
+
+def run_documented(home: Path, project: Path, **env: str) -> str:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("LIVE_MEMORY_", "CLAUDE_"))}
+    full.update(HOME=str(home), **env)
+    done = subprocess.run(
+        ["bash", "-c", documented_command()],
+        input=json.dumps(status_input(project)),
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def install_copy(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    for name in ("statusline.py", "_client.py"):
+        (folder / name).write_bytes((HOOKS / name).read_bytes())
+
+
+def test_documented_status_line_works_before_the_first_session_start_made_its_copy(
+    service: Service, repo: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    assert run_documented(home, repo) == "LM ?\n"  # nothing installed: says so instead of staying blank
+    install_copy(home / ".claude" / "plugins" / "cache" / "shofer" / "live-memory" / "0.1.0" / "hooks")
+    assert run_documented(home, repo, LIVE_MEMORY_URL=service.url) == "LM idle\n"  # the installed plugin's script
+
+
+def test_documented_status_line_prefers_the_session_copy_and_its_saved_url(
+    service: Service, repo: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    install_copy(home / ".claude" / "plugins" / "cache" / "shofer" / "live-memory" / "0.1.0" / "hooks")
+    data = home / ".claude" / "plugins" / "data" / "live-memory-shofer"
+    install_copy(data)
+    (data / "client.json").write_text(json.dumps({"server_url": service.url}))
+    # The plugin's own copy would look at the default port, where nothing answers.
+    assert run_documented(home, repo, LIVE_MEMORY_PORT=str(free_port())) == "LM idle\n"

@@ -1,0 +1,65 @@
+"""`make demo` (`live-memory demo`) end to end: a scripted model, a throwaway server, two grounded answers."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from live_memory.demo import DEMO_FILE, PrefixCache, prompt_blocks
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_MODULE = REPO / "server" / "live_memory" / "demo.py"
+
+
+def test_demo_answers_first_by_reading_a_file_then_from_memory_and_stops_everything(tmp_path: Path) -> None:
+    # The caller's own settings must not leak into the demo's server.
+    env = {**os.environ, "LIVE_MEMORY_PORT": "1", "LIVE_MEMORY_API_KEY": "not-for-the-demo", "TMPDIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "live_memory", "demo"], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    first, second = re.findall(r"^\$ live-memory ask .*?(?=^\$ |^demo: the first)", out, flags=re.S | re.M)
+    assert "tool_calls=1" in first and "files_read=1" in first
+    assert re.search(rf"`DEFAULT_PORT = 7711` \({re.escape(DEMO_FILE)}:\d+\)", first)  # cites the file and line
+    assert "tool_calls=0" in second
+    cache_read = re.search(r"cache_read=(\d+)", second)
+    assert cache_read and int(cache_read.group(1)) > 0
+    assert '"127.0.0.1"' in second
+    assert "Traceback" not in done.stderr
+    # Everything stopped and cleaned up: the server's port is closed, the scratch dir is gone.
+    port = int(re.search(r"live-memory serve at http://127\.0\.0\.1:(\d+)", out).group(1))  # type: ignore[union-attr]
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
+    assert not list(tmp_path.glob("live-memory-demo-*"))
+
+
+def test_demo_needs_nothing_but_the_package_and_the_standard_library() -> None:
+    """A fresh clone with `pip install .` has no test dependencies: the demo must not import them."""
+    tree = ast.parse(DEMO_MODULE.read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported - {"live_memory", "__future__"} <= set(sys.stdlib_module_names)
+
+
+def test_demo_prompt_cache_reads_the_unchanged_prefix_up_to_a_breakpoint() -> None:
+    cache = PrefixCache()
+    system = [{"type": "text", "text": "s" * 400, "cache_control": {"type": "ephemeral"}}]
+    first = {"system": system, "messages": [{"role": "user", "content": "question one " * 20}]}
+    second = {"system": system, "messages": [{"role": "user", "content": "question two " * 20}]}
+    cold = cache.usage(prompt_blocks(first))
+    assert cold["cache_read_input_tokens"] == 0 and cold["cache_creation_input_tokens"] > 0
+    warm = cache.usage(prompt_blocks(second))
+    assert warm["cache_read_input_tokens"] == cold["cache_creation_input_tokens"]
+    assert warm["input_tokens"] > 0  # the new question itself is not cached
+    changed = {**second, "system": [{**system[0], "text": "t" * 400}]}
+    assert cache.usage(prompt_blocks(changed))["cache_read_input_tokens"] == 0
