@@ -176,6 +176,11 @@ MAX_PATH_CHARS = 4096
 MAX_PATH_COMPONENT_BYTES = 255
 # A file whose first bytes contain NUL is binary (same rule as git and ripgrep).
 BINARY_SNIFF_BYTES = 8192
+# Files are hashed by streaming this many bytes at a time, so memory stays flat for any file size.
+HASH_CHUNK_BYTES = 1024 * 1024
+# The tools fingerprint (SHA-256) a file they read only up to this size; a larger file is read but not
+# recorded as read (hashing a multi-gigabyte log on every paged Read would cost seconds of CPU).
+TOOL_HASH_MAX_BYTES = 256 * 1024 * 1024
 # Read: default window and per-line cap, as in Claude Code's Read.
 READ_DEFAULT_LINES = 2000
 READ_MAX_LINE_CHARS = 2000

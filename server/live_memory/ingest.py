@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from live_memory.errors import JailRefusal
+from live_memory.safe_files import sha256_file
 from live_memory.tools.jail import Jail
 from live_memory.workspace import WorkspaceState
 
@@ -80,10 +81,12 @@ def in_scope(rel: str, globs: Sequence[str]) -> bool:
 
 
 def _sha_of_file(path: Path) -> str | None:
+    """SHA-256 of a regular file, streamed (None: missing, unreadable, or a FIFO/device/directory)."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = sha256_file(path, follow_symlinks=True)
     except OSError:
         return None
+    return digest.sha256 if digest is not None else None
 
 
 class Ingestor:

@@ -10,16 +10,15 @@ never part of a snapshot (the window's own JSON excludes them).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from live_memory.safe_files import atomic_write, ensure_private_dir, sha256_file
 
 logger = logging.getLogger(__name__)
 
@@ -67,21 +66,9 @@ class SnapshotStore:
 
     def write_now(self, workspace_id: str, payload: Mapping[str, Any]) -> None:
         """Blocking atomic write (worker threads only)."""
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_private_dir(self.dir)
         data = json.dumps({"schema": SCHEMA_VERSION, "saved_at": self.clock(), **payload}, separators=(",", ":"))
-        fd, tmp = tempfile.mkstemp(prefix=f".{workspace_id}.", suffix=".tmp", dir=self.dir)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path_for(workspace_id))
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(self.dir)
+        atomic_write(self.path_for(workspace_id), data.encode("utf-8"), mode=0o600)
 
     async def delete(self, workspace_id: str) -> bool:
         """Remove the snapshot; under the lock, so a save already running finishes first."""
@@ -130,13 +117,15 @@ class SnapshotStore:
 
 
 def disk_hashes(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
-    """Current SHA-256 of each workspace-relative path (None: missing or unreadable). Blocking."""
+    """Current SHA-256 of each workspace-relative path (None: missing, unreadable, or not a regular
+    file: a FIFO or device is never opened for reading). Streamed: memory stays flat. Blocking."""
     hashes: dict[str, str | None] = {}
     for rel in paths:
         try:
-            hashes[rel] = hashlib.sha256((root / rel).read_bytes()).hexdigest()
+            digest = sha256_file(root / rel, follow_symlinks=True)
         except OSError:
-            hashes[rel] = None
+            digest = None
+        hashes[rel] = digest.sha256 if digest is not None else None
     return hashes
 
 
