@@ -69,11 +69,11 @@ class NotRegularFileError(OSError):
     `path` is the path (or, beneath a root, the leading components) concerned.
     """
 
-    def __init__(self, path: str, mode: int) -> None:
+    def __init__(self, path: str, mode: int, *, expected: str = "a regular file") -> None:
         self.path = path
         self.mode = mode
         self.kind = describe_mode(mode)
-        super().__init__(f"'{path}' is {self.kind}; only regular files are read")
+        super().__init__(f"'{path}' is {self.kind}, not {expected}")
 
     @property
     def is_link(self) -> bool:
@@ -98,7 +98,7 @@ def describe_mode(mode: int) -> str:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device file"
     if stat.S_ISLNK(mode):
-        return "a symbolic link, which is not followed"
+        return "a symbolic link (not followed)"
     return "not a regular file"
 
 
@@ -201,11 +201,11 @@ def _open_dir_component(name: str, dir_fd: int, shown: str) -> int:
             mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
         except OSError:
             raise exc from None
-        raise NotRegularFileError(shown, mode) from None
+        raise NotRegularFileError(shown, mode, expected="a directory") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISDIR(mode):  # O_DIRECTORY is missing on a few systems
         os.close(fd)
-        raise NotRegularFileError(shown, mode)
+        raise NotRegularFileError(shown, mode, expected="a directory")
     return fd
 
 
