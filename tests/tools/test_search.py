@@ -9,7 +9,7 @@ import pytest
 
 from live_memory.tools import Toolbox, ToolLimits
 from live_memory.tools.grep_engines import GrepHits
-from live_memory.tools.search import format_grep, withheld_filter
+from live_memory.tools.search import ShownCheck, format_grep, withheld_filter
 from tests.fakes.repo_builder import IGNORED_MARKER, SECRET_MARKER
 
 
@@ -281,3 +281,16 @@ def test_grep_output_drops_secret_and_git_paths_whatever_an_engine_returned(tool
     assert format_grep(hits, "content", 10, withheld) == "a.py:2:ok"
     assert format_grep(hits, "files_with_matches", 10, withheld) == "Found 1 file\na.py"
     assert format_grep(hits, "count", 10, withheld) == "a.py:1\nFound 1 matching line in 1 file."
+
+
+def test_entries_failing_the_last_check_are_dropped_and_the_next_ones_shown(toolbox: Toolbox) -> None:
+    hits = GrepHits(
+        lines=[("a.py", 1, "x"), ("b.py", 1, "y"), ("c.py", 1, "z")],
+        files=["a.py", "b.py", "c.py"],
+        counts=[("a.py", 2), ("b.py", 3), ("c.py", 4)],
+    ).sort()
+    withheld = withheld_filter(toolbox.context)
+    check = ShownCheck(lambda path: path != "b.py", lambda line: line[0] != "b.py")
+    assert format_grep(hits, "content", 2, withheld, check) == "a.py:1:x\nc.py:1:z"
+    assert format_grep(hits, "files_with_matches", 2, withheld, check) == "Found 2 files\na.py\nc.py"
+    assert format_grep(hits, "count", 2, withheld, check) == "a.py:2\nc.py:4\nFound 6 matching lines in 2 files."

@@ -16,7 +16,7 @@ import asyncio
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from live_memory.constants import (
     GLOB_DEFAULT_LIMIT,
@@ -34,7 +34,7 @@ from live_memory.tools.jail import show_path
 from live_memory.tools.listing import FileListing, list_files
 from live_memory.tools.recheck import Recheck
 
-__all__ = ["WITHHELD", "format_grep", "run_glob", "run_grep", "split_glob_pattern", "withheld_filter"]
+__all__ = ["WITHHELD", "ShownCheck", "format_grep", "run_glob", "run_grep", "split_glob_pattern", "withheld_filter"]
 
 WITHHELD = " [withheld: secret]"
 _MODES = ("files_with_matches", "content", "count")
@@ -127,14 +127,8 @@ def _render_grep(ctx: ToolContext, hits: GrepHits, mode: str, head_limit: int) -
     if not hits.walked:
         return format_grep(hits.sort(), mode, head_limit, withheld)
     with Recheck(str(ctx.root)) as recheck:
-
-        def hidden(path: str) -> bool:
-            return withheld(path) or not recheck.is_file(path)
-
-        def hidden_line(line: tuple[str, int, str]) -> bool:
-            return withheld(line[0]) or not recheck.line_matches(*line)
-
-        return format_grep(hits.sort(), mode, head_limit, hidden, hidden_line)
+        check = ShownCheck(recheck.is_file, lambda line: recheck.line_matches(*line))
+        return format_grep(hits.sort(), mode, head_limit, withheld, check)
 
 
 def withheld_filter(ctx: ToolContext) -> Callable[[str], bool]:
@@ -165,19 +159,23 @@ def _first(entries: Sequence[_T], head_limit: int, withheld: Callable[[_T], bool
     return shown, len(entries) - dropped
 
 
+class ShownCheck(NamedTuple):
+    """Last checks on entries about to be shown (re-checks of what ripgrep's walk reported)."""
+
+    file: Callable[[str], bool]  # the path is still a file reached without links
+    line: Callable[[tuple[str, int, str]], bool]  # that line is still on disk as reported
+
+
 def format_grep(
-    hits: GrepHits,
-    mode: str,
-    head_limit: int,
-    withheld: Callable[[str], bool],
-    line_withheld: Callable[[tuple[str, int, str]], bool] | None = None,
+    hits: GrepHits, mode: str, head_limit: int, withheld: Callable[[str], bool], shown: ShownCheck | None = None
 ) -> str:
-    """Render sorted hits for the model. `withheld(path)` hides a file (files and count modes, and
-    content lines unless `line_withheld` decides for each line); entries are tested lazily, only as
-    far as head_limit needs."""
+    """Render sorted hits for the model. `withheld(path)` hides secret and .git paths; `shown`, when
+    given, is asked about entries only as far as head_limit needs them (a failing one is dropped
+    and the next taken). Counts of what is not shown are reported unchecked."""
     parts: list[str] = []
     if mode == "files_with_matches":
-        files, total = _first(hits.files, head_limit, withheld)
+        file_ok = shown.file if shown is not None else None
+        files, total = _first(hits.files, head_limit, lambda p: withheld(p) or (file_ok is not None and not file_ok(p)))
         if total == 0:
             parts.append("No files found")
         else:
@@ -189,8 +187,10 @@ def format_grep(
                     "Narrow with path or glob, or raise head_limit.]"
                 )
     elif mode == "content":
-        hide_line = line_withheld or (lambda line: withheld(line[0]))
-        lines, total = _first(hits.lines, head_limit, hide_line)
+        line_ok = shown.line if shown is not None else None
+        lines, total = _first(
+            hits.lines, head_limit, lambda line: withheld(line[0]) or (line_ok is not None and not line_ok(line))
+        )
         if total == 0:
             parts.append("No matches found")
         else:
@@ -202,12 +202,21 @@ def format_grep(
                 )
     else:
         counts = [c for c in hits.counts if not withheld(c[0])]  # one entry per file: cheap enough
-        total = len(counts)
+        file_ok = shown.file if shown is not None else None
+        dropped: list[tuple[str, int]] = []
+
+        def gone(count: tuple[str, int]) -> bool:
+            if file_ok is None or file_ok(count[0]):
+                return False
+            dropped.append(count)
+            return True
+
+        listed, total = _first(counts, head_limit, gone)
         if total == 0:
             parts.append("No matches found")
         else:
-            parts.extend(f"{p}:{n}" for p, n in counts[:head_limit])
-            matching = sum(n for _p, n in counts)
+            parts.extend(f"{p}:{n}" for p, n in listed)
+            matching = sum(n for _p, n in counts) - sum(n for _p, n in dropped)
             parts.append(f"Found {_plural(matching, 'matching line')} in {_plural(total, 'file')}.")
             if total > head_limit:
                 parts.append(f"[Showing the first {head_limit} of {total} files (head_limit).]")
