@@ -192,8 +192,6 @@ GREP_MAX_HEAD_LIMIT = 5000
 # Grep: a matching line longer than this many bytes prints as "[Omitted long matching line]"
 # (ripgrep's --max-columns; minified files would otherwise flood the output).
 GREP_MAX_COLUMNS = 500
-# Grep's pure-Python fallback skips files larger than this (it reads a file whole; ripgrep streams).
-GREP_MAX_FILE_BYTES = 16 * 1024 * 1024
 # Raw subprocess output read before a search or listing is cut short (protects memory and the loop).
 GREP_MAX_RAW_BYTES = 16 * 1024 * 1024
 LISTING_MAX_RAW_BYTES = 64 * 1024 * 1024
