@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from live_memory.config import load_settings
 from live_memory.errors import ConfigError
-from live_memory.security import check_bind
+from live_memory.security import SecurityMiddleware, SecurityPolicy, check_bind, split_authority
 from live_memory.tools import Toolbox
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
@@ -69,6 +70,160 @@ def test_a_foreign_origin_is_refused(server: LiveServer, path: str) -> None:
 
 def test_loopback_origins_are_accepted(server: LiveServer) -> None:
     assert raw(server, "GET", "/stats", {"origin": "http://localhost:3000"}).status_code == 200
+
+
+# -- strict Host / Origin parsing ------------------------------------------------------------------
+POLICY = SecurityPolicy.build(bind_host="127.0.0.1", extra_hosts=("myhost.internal", "fe80::1"), token="")
+
+HOSTS: list[tuple[str, bool]] = [
+    ("127.0.0.1", True),
+    ("127.0.0.1:7711", True),
+    ("localhost:7711", True),
+    ("LOCALHOST:7711", True),
+    ("[::1]:7711", True),
+    ("[::1]", True),
+    ("myhost.internal:80", True),
+    ("[fe80::1]:7711", True),
+    ("localhost:65535", True),
+    # an allowed prefix followed by anything else
+    ("127.0.0.1:7711.evil.example", False),
+    ("[::1]evil.example:7711", False),
+    ("localhost:7711@evil.example", False),
+    ("127.0.0.1:7711,evil.example", False),
+    ("localhost:7711/path", False),
+    ("localhost:7711 ", False),
+    ("localhost :7711", False),
+    ("user@localhost:7711", False),
+    ("localhost.:7711", False),
+    ("localhost.evil.example", False),
+    ("evil.example", False),
+    ("evil.example:7711", False),
+    # malformed ports and brackets
+    ("localhost:", False),
+    ("localhost:abc", False),
+    ("localhost:+80", False),
+    ("localhost:0", False),
+    ("localhost:65536", False),
+    ("localhost:123456", False),
+    ("localhost:٣", False),  # a non-ASCII digit
+    ("[::1", False),
+    ("[::1]:", False),
+    ("[::1]]:7711", False),
+    ("[[::1]]", False),
+    ("::1", False),  # IPv6 in a Host header needs brackets
+    ("::1:7711", False),
+    ("fe80::1", False),
+    ("", False),
+]
+
+ORIGINS: list[tuple[str, bool]] = [
+    ("http://localhost:3000", True),
+    ("https://127.0.0.1", True),
+    ("http://[::1]:7711", True),
+    ("HTTP://LocalHost:3000", True),
+    ("http://127.0.0.1:7711.evil.example", False),
+    ("http://[::1]evil.example:7711", False),
+    ("http://localhost:7711@evil.example", False),
+    ("https://evil.example", False),
+    ("http://localhost:3000/", False),
+    ("http://localhost:3000/path", False),
+    ("http://user@localhost", False),
+    ("http://localhost:3000, http://evil.example", False),
+    ("http:/localhost", False),
+    ("ftp://localhost", False),
+    ("localhost:3000", False),
+    ("", False),
+]
+
+
+@pytest.mark.parametrize(("host", "allowed"), HOSTS, ids=[repr(h) for h, _ in HOSTS])
+def test_host_headers_are_parsed_strictly(host: str, allowed: bool) -> None:
+    assert POLICY.host_allowed(host) is allowed
+
+
+@pytest.mark.parametrize(("origin", "allowed"), ORIGINS, ids=[repr(o) for o, _ in ORIGINS])
+def test_origin_headers_are_parsed_strictly(origin: str, allowed: bool) -> None:
+    assert POLICY.origin_allowed(origin) is allowed
+
+
+def test_split_authority_returns_the_lowercased_host_and_numeric_port() -> None:
+    assert split_authority("LocalHost:7711") == ("localhost", 7711)
+    assert split_authority("[::1]") == ("[::1]", None)
+    assert split_authority("localhost:7711@evil.example") is None
+
+
+OK = ("host", "127.0.0.1:7711")
+# (headers in the order sent, expected status): a repeated Host or Origin is refused whichever copy
+# is the good one, because parsers disagree on which copy counts.
+HEADER_SETS: list[tuple[list[tuple[str, str]], int]] = [
+    ([OK], 200),
+    ([OK, ("origin", "http://localhost:3000")], 200),
+    ([], 421),
+    ([OK, OK], 421),
+    ([OK, ("host", "evil.example")], 421),
+    ([("host", "evil.example"), OK], 421),
+    ([("host", "127.0.0.1:7711.evil.example")], 421),
+    ([OK, ("origin", "http://localhost:3000"), ("origin", "http://localhost:3000")], 403),
+    ([OK, ("origin", "http://localhost:3000"), ("origin", "https://evil.example")], 403),
+    ([OK, ("origin", "https://evil.example"), ("origin", "http://localhost:3000")], 403),
+    ([OK, ("origin", "http://[::1]evil.example:7711")], 403),
+    ([OK, ("origin", "null")], 403),
+]
+
+
+async def _through_middleware(policy: SecurityPolicy, headers: list[tuple[str, str]]) -> tuple[int, dict[str, Any]]:
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "path": "/stats",
+        "method": "GET",
+        "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers],
+    }
+    await SecurityMiddleware(app, policy)(scope, receive, send)
+    return sent[0]["status"], json.loads(sent[1]["body"])
+
+
+@pytest.mark.parametrize(("headers", "status"), HEADER_SETS, ids=[str(h) for h, _ in HEADER_SETS])
+async def test_the_middleware_refuses_bad_or_repeated_host_and_origin_headers(
+    headers: list[tuple[str, str]], status: int
+) -> None:
+    code, body = await _through_middleware(POLICY, headers)
+    assert code == status, body
+    if status != 200:
+        assert set(body) == {"error", "detail"} and body["error"]
+
+
+async def test_a_repeated_authorization_header_is_refused_when_a_token_is_set() -> None:
+    guarded = SecurityPolicy.build(bind_host="127.0.0.1", extra_hosts=(), token="t0ken")
+    good = ("authorization", "Bearer t0ken")
+    assert (await _through_middleware(guarded, [OK, good]))[0] == 200
+    assert (await _through_middleware(guarded, [OK, good, good]))[0] == 401
+    assert (await _through_middleware(POLICY, [OK, good, good]))[0] == 200  # no token configured
+
+
+def test_a_repeated_origin_over_a_real_socket_is_refused(server: LiveServer) -> None:
+    host, port = server.url.removeprefix("http://").split(":")
+    request = (
+        f"GET /stats HTTP/1.1\r\nHost: {host}:{port}\r\nOrigin: http://localhost:3000\r\n"
+        "Origin: https://evil.example\r\nConnection: close\r\n\r\n"
+    ).encode()
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(request)
+        reply = b""
+        while chunk := conn.recv(65536):
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 403"), reply[:200]
 
 
 async def test_token_guards_everything_but_health(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ persisting are the caller's job. An external cancellation (client hung up) alway
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import random
 import time
@@ -38,6 +37,19 @@ from live_memory.records import Usage
 logger = logging.getLogger(__name__)
 
 
+class FileReadLike(Protocol):
+    """A file a tool returned, fingerprinted from the descriptor it was read from."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
+
+
 class ToolOutcomeLike(Protocol):
     @property
     def text(self) -> str: ...
@@ -46,7 +58,7 @@ class ToolOutcomeLike(Protocol):
     def is_error(self) -> bool: ...
 
     @property
-    def files_read(self) -> tuple[str, ...]: ...
+    def files_read(self) -> Sequence[FileReadLike]: ...
 
 
 class ToolRunner(Protocol):
@@ -196,17 +208,15 @@ class QuestionLoop:
         parts: list[Part] = []
         for call, result in zip(response.tool_calls, outcomes, strict=True):
             out.tool_calls += 1
-            for path in result.files_read:
-                if path not in out.files_read:
-                    out.files_read.append(path)
-                    await self._record_read(window, path)
+            for read in result.files_read:
+                if read.path not in out.files_read:
+                    out.files_read.append(read.path)
+                    self._record_read(window, read)
             parts.append(ToolResultPart(call.id, result.text, is_error=result.is_error))
         return Message("user", tuple(parts))
 
-    async def _record_read(self, window: ContextWindow, path: str) -> None:
-        digest = await asyncio.to_thread(_hash_file, self.root / path)
-        if digest is not None:
-            window.record_read(path, digest[0], digest[1])
+    def _record_read(self, window: ContextWindow, read: FileReadLike) -> None:
+        window.record_read(read.path, read.sha256, read.size)
 
     def _messages(self, window: ContextWindow, transcript: list[Message]) -> ChatRequest:
         system, messages = build_prompt(
@@ -337,11 +347,3 @@ def _part_text(part: Part) -> str:
     if isinstance(part, ToolResultPart):
         return part.content
     return part.name + str(dict(part.input))
-
-
-def _hash_file(path: Path) -> tuple[str, int] | None:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    return hashlib.sha256(data).hexdigest(), len(data)

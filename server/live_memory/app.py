@@ -37,9 +37,11 @@ from live_memory.providers.base import ChatProvider
 from live_memory.providers.factory import build_provider
 from live_memory.routes import build_routes
 from live_memory.runtime import Runtime
+from live_memory.safe_files import clean_stale_temp_files, ensure_private_dir
 from live_memory.security import SecurityMiddleware, SecurityPolicy, check_bind
 from live_memory.service import ToolFactory, WorkspaceService
 from live_memory.shutdown import IdleStreams, StopSignal
+from live_memory.store import SNAPSHOT_DIR
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
 
 logger = logging.getLogger(__name__)
@@ -58,6 +60,14 @@ class Timings:
     stream_settle_s: float = C.STREAM_SETTLE_S
     keep_warm_check_s: float = C.KEEP_WARM_CHECK_S
     deadline_reserve_s: float = C.FINAL_ANSWER_RESERVE_S
+
+
+def prepare_data_dir(data_dir: Path) -> None:
+    """The data dir is private (0700, whatever the umask), and writes a kill interrupted leave no temp files."""
+    ensure_private_dir(data_dir)
+    for folder in (data_dir, data_dir / SNAPSHOT_DIR):
+        for stale in clean_stale_temp_files(folder, ".*.tmp", older_than_s=C.STALE_TEMP_FILE_AGE_S):
+            logger.info("removed a temp file left by an interrupted write: %s", stale.name)
 
 
 def default_tool_factory(root: Path, settings: Settings) -> Toolbox:
@@ -140,6 +150,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await anyio.to_thread.run_sync(prepare_data_dir, settings.data_dir)
         async with mcp.session_manager.run(), anyio.create_task_group() as tasks:
             service.start(tasks)
             jobs.attach(tasks)

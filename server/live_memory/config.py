@@ -20,6 +20,7 @@ from typing import Any
 from live_memory.errors import ConfigError
 from live_memory.options import CONFIG_FILE, OPTIONS, OPTIONS_BY_KEY, Options
 from live_memory.providers.profiles import PROFILES, ProviderProfile, context_tokens_for
+from live_memory.safe_files import atomic_write, ensure_private_dir
 
 
 def default_data_dir(env: Mapping[str, str]) -> Path:
@@ -195,9 +196,6 @@ def write_config_value(data_dir: Path, key: str, raw: str) -> dict[str, Any]:
     path = data_dir / CONFIG_FILE
     current = read_config_file(path)
     current[key] = list(value) if isinstance(value, tuple) else value
-    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.chmod(0o600)
-    os.replace(tmp, path)
+    ensure_private_dir(data_dir)
+    atomic_write(path, (json.dumps(current, indent=2, sort_keys=True) + "\n").encode("utf-8"), mode=0o600)
     return current

@@ -18,6 +18,8 @@ HEALTH_PROBE_TIMEOUT_S = 2.0
 # Grace period on SIGTERM for running questions before they return best-effort answers.
 SHUTDOWN_GRACE_S = 10.0
 # After the requests are done, at most this long to write every workspace's snapshot.
+# Temp files of interrupted writes older than this are removed at startup (a write takes milliseconds).
+STALE_TEMP_FILE_AGE_S = 60.0
 SHUTDOWN_FLUSH_DEADLINE_S = 20.0
 # Keep-alive comment on an idle MCP event stream (the SDK's own interval).
 IDLE_STREAM_PING_S = 15.0
@@ -190,6 +192,11 @@ MAX_PATH_CHARS = 4096
 MAX_PATH_COMPONENT_BYTES = 255
 # A file whose first bytes contain NUL is binary (same rule as git and ripgrep).
 BINARY_SNIFF_BYTES = 8192
+# Files are hashed by streaming this many bytes at a time, so memory stays flat for any file size.
+HASH_CHUNK_BYTES = 1024 * 1024
+# The tools fingerprint (SHA-256) a file they read only up to this size; a larger file is read but not
+# recorded as read (hashing a multi-gigabyte log on every paged Read would cost seconds of CPU).
+TOOL_HASH_MAX_BYTES = 256 * 1024 * 1024
 # Read: default window and per-line cap, as in Claude Code's Read.
 READ_DEFAULT_LINES = 2000
 READ_MAX_LINE_CHARS = 2000
@@ -201,8 +208,6 @@ GREP_MAX_HEAD_LIMIT = 5000
 # Grep: a matching line longer than this many bytes prints as "[Omitted long matching line]"
 # (ripgrep's --max-columns; minified files would otherwise flood the output).
 GREP_MAX_COLUMNS = 500
-# Grep's pure-Python fallback skips files larger than this (it reads a file whole; ripgrep streams).
-GREP_MAX_FILE_BYTES = 16 * 1024 * 1024
 # Raw subprocess output read before a search or listing is cut short (protects memory and the loop).
 GREP_MAX_RAW_BYTES = 16 * 1024 * 1024
 LISTING_MAX_RAW_BYTES = 64 * 1024 * 1024

@@ -30,6 +30,7 @@ from live_memory.constants import ECHO_GRACE_S
 from live_memory.context_window import ContextWindow
 from live_memory.errors import JailRefusal
 from live_memory.records import EventKind, FileEvent, IngestResult
+from live_memory.safe_files import sha256_file
 from live_memory.tools.jail import Jail
 from live_memory.workspace import WorkspaceState
 
@@ -73,10 +74,12 @@ def in_scope(rel: str, globs: Sequence[str]) -> bool:
 
 
 def _sha_of_file(path: Path) -> str | None:
+    """SHA-256 of a regular file, streamed (None: missing, unreadable, or a FIFO/device/directory)."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = sha256_file(path, follow_symlinks=True)
     except OSError:
         return None
+    return digest.sha256 if digest is not None else None
 
 
 class Ingestor:

@@ -17,6 +17,15 @@ STAMPED = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 QUESTION_LOGGER = "live_memory.questions"
 
 
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """Log files hold workspace paths and questions: each new file is created 0600."""
+
+    def _open(self):  # type: ignore[no-untyped-def]
+        stream = super()._open()
+        os.chmod(self.baseFilename, 0o600)
+        return stream
+
+
 def configure_logging(level: str, log_file: str = "", env: Mapping[str, str] | None = None) -> None:
     env = os.environ if env is None else env
     root = logging.getLogger()
@@ -30,7 +39,9 @@ def configure_logging(level: str, log_file: str = "", env: Mapping[str, str] | N
     if log_file:
         path = Path(log_file).expanduser()
         path.parent.mkdir(parents=True, exist_ok=True)
-        rotating = logging.handlers.RotatingFileHandler(
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))  # private from its first byte
+        os.chmod(path, 0o600)
+        rotating = PrivateRotatingFileHandler(
             path, maxBytes=LOG_FILE_MAX_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
         )
         rotating.setFormatter(logging.Formatter(STAMPED))

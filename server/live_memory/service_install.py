@@ -32,6 +32,7 @@ from live_memory.config import default_data_dir
 from live_memory.errors import ConfigError
 from live_memory.options import OPTIONS
 from live_memory.providers.profiles import PROFILES
+from live_memory.safe_files import atomic_write
 
 Mode = Literal["user", "system"]
 
@@ -362,10 +363,7 @@ class InstallReport:
 
 def _write_unit(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.chmod(0o644)
-    os.replace(tmp, path)
+    atomic_write(path, text.encode("utf-8"), mode=0o644)  # a unit file is read by the service manager
 
 
 def _create_env_file(path: Path, text: str) -> bool:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +27,7 @@ from live_memory.errors import LiveMemoryError
 from live_memory.providers.pricing import PriceOverrides, cost_usd
 from live_memory.records import Usage
 from live_memory.runtime import Runtime
+from live_memory.safe_files import atomic_write, ensure_private_dir
 from live_memory.workspace import WorkspaceState
 
 logger = logging.getLogger(__name__)
@@ -192,10 +191,5 @@ class SpendTracker:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=".spend.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    ensure_private_dir(path.parent)
+    atomic_write(path, text.encode("utf-8"), mode=0o600)

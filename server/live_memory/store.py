@@ -10,23 +10,31 @@ never part of a snapshot (the window's own JSON excludes them).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from live_memory.safe_files import (
+    atomic_write,
+    ensure_private_dir,
+    fsync_dir,
+    read_prefix,
+    read_text_bounded,
+    regular_file,
+    sha256_fd,
+)
 from live_memory.snapshot import SCHEMA_VERSION, SnapshotIn, SnapshotMeta, parse_meta, parse_snapshot
 
 logger = logging.getLogger(__name__)
 
 SNAPSHOT_DIR = "workspaces"
+META_MAX_BYTES = 64 * 1024
 
 
 class SnapshotStore:
@@ -74,41 +82,23 @@ class SnapshotStore:
 
     def write_now(self, workspace_id: str, payload: Mapping[str, Any], meta: SnapshotMeta | None = None) -> None:
         """Blocking atomic write (worker threads only); the small metadata file follows the snapshot."""
-        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_private_dir(self.dir)
         saved_at = self.clock()
-        self._write_atomic(
-            workspace_id,
-            self.path_for(workspace_id),
-            json.dumps({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload}, separators=(",", ":")),
-        )
+        data = json.dumps({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload}, separators=(",", ":"))
+        atomic_write(self.path_for(workspace_id), data.encode("utf-8"), mode=0o600)
         if meta is not None:
             text = json.dumps({**meta.to_json(), "saved_at": saved_at})
-            self._write_atomic(workspace_id, self.meta_path_for(workspace_id), text)
+            atomic_write(self.meta_path_for(workspace_id), text.encode("utf-8"), mode=0o600)
 
     def list_meta(self) -> list[SnapshotMeta]:
         """The metadata of every stored snapshot (blocking, but small files; unreadable ones skipped)."""
         found = []
         for path in sorted(self.dir.glob("*.meta")) if self.dir.is_dir() else []:
             try:
-                found.append(parse_meta(json.loads(path.read_text(encoding="utf-8"))))
+                found.append(parse_meta(json.loads(read_text_bounded(path, META_MAX_BYTES))))
             except (OSError, ValueError):
                 continue
         return found
-
-    def _write_atomic(self, workspace_id: str, target: Path, data: str) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=f".{workspace_id}.", suffix=".tmp", dir=self.dir)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(self.dir)
 
     async def delete(self, workspace_id: str) -> bool:
         """Remove the snapshot; under the lock, so a save already running finishes first."""
@@ -122,7 +112,7 @@ class SnapshotStore:
             self.path_for(workspace_id).unlink()
         except FileNotFoundError:
             return False
-        _fsync_dir(self.dir)
+        fsync_dir(self.dir)
         return True
 
     # --- loading -------------------------------------------------------------------------------
@@ -160,41 +150,42 @@ class SnapshotStore:
 
 @dataclass(frozen=True)
 class DiskFile:
-    sha256: str | None  # None: missing or unreadable
+    sha256: str | None  # None: missing, unreadable, or not a regular file
     text: str | None = None  # the content, for files asked to be read that are small UTF-8 text
 
 
 def read_for_revalidation(
     root: Path, paths: Iterable[str], read_text: Iterable[str] = (), max_text_bytes: int = 0
 ) -> dict[str, DiskFile]:
-    """Current SHA-256 of each workspace-relative path, and the text of those in `read_text` that fit
-    `max_text_bytes`. Blocking (worker threads only)."""
+    """Current SHA-256 of each workspace-relative path (streamed, regular files only: a FIFO or device
+    is never opened for reading), and the text of those in `read_text` that fit `max_text_bytes`.
+    Blocking (worker threads only)."""
     wanted = set(read_text)
     found: dict[str, DiskFile] = {}
     for rel in paths:
         try:
-            data = (root / rel).read_bytes()
+            with regular_file(os.path.realpath(root / rel)) as fd:
+                size = os.fstat(fd).st_size
+                if rel in wanted and size <= max_text_bytes:
+                    data = read_prefix(fd, size + 1)
+                    found[rel] = DiskFile(hashlib.sha256(data).hexdigest(), _text(data))
+                    continue
+                digest = sha256_fd(fd)
         except OSError:
-            found[rel] = DiskFile(None)
-            continue
-        text = None
-        if rel in wanted and len(data) <= max_text_bytes and b"\x00" not in data:
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                text = None
-        found[rel] = DiskFile(hashlib.sha256(data).hexdigest(), text)
+            digest = None
+        found[rel] = DiskFile(digest.sha256 if digest is not None else None)
     return found
 
 
-def disk_hashes(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
-    """Current SHA-256 of each workspace-relative path (None: missing or unreadable). Blocking."""
-    return {rel: disk.sha256 for rel, disk in read_for_revalidation(root, paths).items()}
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+def _text(data: bytes) -> str | None:
+    if b"\x00" in data:
+        return None
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def disk_hashes(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
+    """Current SHA-256 of each workspace-relative path (None: missing, unreadable, not regular). Blocking."""
+    return {rel: disk.sha256 for rel, disk in read_for_revalidation(root, paths).items()}

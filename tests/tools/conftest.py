@@ -1,5 +1,5 @@
 """Fixtures for the tools tests: one hostile fixture repository per session (read-only for tests),
-and toolboxes over it with ripgrep and with the pure-Python engine."""
+and toolboxes over it with ripgrep and without it (Glob and find_paths then use the walker)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,6 @@ def py_toolbox(history_repo: HistoryRepo) -> Toolbox:
 
 @pytest.fixture(params=["ripgrep", "python"])
 def any_toolbox(request: pytest.FixtureRequest, history_repo: HistoryRepo) -> Toolbox:
-    """Both search engines: tests using this must pass identically with either."""
+    """Both listing engines (ripgrep and the walker): tests using this must pass identically with either."""
     limits = ToolLimits(use_ripgrep=request.param == "ripgrep")
     return Toolbox(history_repo.root, limits)

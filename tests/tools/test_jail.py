@@ -403,3 +403,25 @@ def test_symlinked_workspace_root_is_resolved_and_its_spelling_accepted(tmp_path
     assert jail.root == real
     assert jail.resolve(str(alias / "src/a.py")) == real / "src/a.py"
     assert jail.resolve(str(real / "src/a.py")) == real / "src/a.py"
+
+
+def test_a_directory_swapped_for_a_link_after_resolving_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "ws" / "sub").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "notes.txt").write_text(OUTSIDE_MARKER)
+    (tmp_path / "ws" / "sub" / "notes.txt").write_text("harmless\n")
+    jail = Jail(tmp_path / "ws")
+    resolved = jail.resolve("sub/notes.txt")
+    (tmp_path / "ws" / "sub").rename(tmp_path / "sub-away")
+    (tmp_path / "ws" / "sub").symlink_to(tmp_path / "outside")  # the race: a directory in the middle
+    with pytest.raises(JailRefusal, match=r"symbolic link in its path \('sub'\)"):
+        jail.open_text(resolved)
+    with pytest.raises(JailRefusal, match="symbolic link"):
+        jail.open_dir(jail.root / "sub")
+
+
+def test_a_resolved_path_is_refused_when_it_is_secret_whatever_name_reached_it(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("TOKEN=x\n")
+    jail = Jail(tmp_path)
+    with pytest.raises(JailRefusal, match="withheld"):
+        jail.open_text(tmp_path / ".env")

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
-from live_memory.tools import Toolbox, ToolLimits
+from live_memory.tools import FileRead, Toolbox, ToolLimits
 from tests.fakes.repo_builder import HistoryRepo
 
 
-async def test_read_numbers_lines_like_cat_n_and_reports_the_file_read(toolbox: Toolbox) -> None:
+def _read_of(root: Path, rel: str) -> FileRead:
+    data = (root / rel).read_bytes()
+    return FileRead(rel, hashlib.sha256(data).hexdigest(), len(data))
+
+
+async def test_read_numbers_lines_like_cat_n_and_reports_the_file_read(toolbox: Toolbox, repo_root: Path) -> None:
     outcome = await toolbox.run("Read", {"file_path": "src/app/main.py"})
     assert not outcome.is_error
     lines = outcome.text.splitlines()
     assert lines[0] == '     1\t"""Entry point of the demo app."""'
     assert lines[1] == "     2\t"
     assert len(lines) == 16
-    assert outcome.files_read == ("src/app/main.py",)
+    assert outcome.files_read == (_read_of(repo_root, "src/app/main.py"),)
 
 
 async def test_read_accepts_the_legacy_path_alias_and_absolute_inside_paths(toolbox: Toolbox, repo_root: Path) -> None:
@@ -25,9 +31,22 @@ async def test_read_accepts_the_legacy_path_alias_and_absolute_inside_paths(tool
     assert by_alias == plain == absolute
 
 
-async def test_read_through_an_inside_symlink_reports_the_real_path(toolbox: Toolbox) -> None:
+async def test_read_through_an_inside_symlink_reports_the_real_path(toolbox: Toolbox, repo_root: Path) -> None:
     outcome = await toolbox.run("Read", {"file_path": "ok_link.py"})
-    assert outcome.files_read == ("src/app/main.py",)
+    assert outcome.files_read == (_read_of(repo_root, "src/app/main.py"),)
+
+
+async def test_a_partial_read_reports_the_hash_and_size_of_the_whole_file(toolbox: Toolbox, repo_root: Path) -> None:
+    outcome = await toolbox.run("Read", {"file_path": "data/big.txt", "offset": 10, "limit": 2})
+    assert len(outcome.text.splitlines()) == 4  # two lines, a blank line, the footer
+    assert outcome.files_read == (_read_of(repo_root, "data/big.txt"),)
+
+
+async def test_a_file_over_the_hash_cap_is_shown_but_not_recorded_as_read(repo_root: Path) -> None:
+    box = Toolbox(repo_root, ToolLimits(hash_max_bytes=100))
+    outcome = await box.run("Read", {"file_path": "src/app/main.py"})  # 290 bytes
+    assert not outcome.is_error and "Entry point" in outcome.text
+    assert outcome.files_read == ()
 
 
 async def test_read_of_a_long_file_shows_the_default_window_and_how_to_continue(toolbox: Toolbox) -> None:
@@ -78,11 +97,11 @@ async def test_read_strips_crlf_and_keeps_unicode(toolbox: Toolbox) -> None:
     assert "Grüße vom RateLimiter — ünïcödé" in uni.text
 
 
-async def test_read_of_an_empty_file_says_it_is_empty(toolbox: Toolbox) -> None:
+async def test_read_of_an_empty_file_says_it_is_empty(toolbox: Toolbox, repo_root: Path) -> None:
     outcome = await toolbox.run("Read", {"file_path": "src/app/__init__.py"})
     assert not outcome.is_error
     assert "is empty" in outcome.text
-    assert outcome.files_read == ("src/app/__init__.py",)
+    assert outcome.files_read == (_read_of(repo_root, "src/app/__init__.py"),)
 
 
 async def test_read_of_an_ignored_file_named_explicitly_is_allowed(toolbox: Toolbox) -> None:

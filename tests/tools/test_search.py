@@ -1,4 +1,4 @@
-"""Grep (ripgrep and the Python fallback, which must agree byte for byte) and Glob."""
+"""Grep (ripgrep, started in the search directory) and Glob (ripgrep or the walker, which must agree)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from live_memory.tools import Toolbox, ToolLimits
 from live_memory.tools.grep_engines import GrepHits
-from live_memory.tools.search import format_grep, withheld_filter
+from live_memory.tools.search import ShownCheck, format_grep, withheld_filter
 from tests.fakes.repo_builder import IGNORED_MARKER, SECRET_MARKER
 
 
@@ -20,8 +20,8 @@ async def _text(box: Toolbox, name: str, **arguments: Any) -> str:
 
 
 # -- Grep -----------------------------------------------------------------------------------------
-async def test_grep_lists_matching_files_sorted_honouring_gitignore_and_secrets(any_toolbox: Toolbox) -> None:
-    text = await _text(any_toolbox, "Grep", pattern="needle")
+async def test_grep_lists_matching_files_sorted_honouring_gitignore_and_secrets(toolbox: Toolbox) -> None:
+    text = await _text(toolbox, "Grep", pattern="needle")
     # Not listed: secrets (.env, keys/, .aws/, config/.env.production, deploy/service-account-*.json),
     # ignored files (build/, debug.log, node_modules/, src/nested/drop.tmp) and the binary logo.png.
     assert text.splitlines() == [
@@ -35,50 +35,50 @@ async def test_grep_lists_matching_files_sorted_honouring_gitignore_and_secrets(
     assert IGNORED_MARKER not in text
 
 
-async def test_grep_content_mode_prints_path_line_text(any_toolbox: Toolbox) -> None:
-    text = await _text(any_toolbox, "Grep", pattern="def (main|retry)", output_mode="content")
+async def test_grep_content_mode_prints_path_line_text(toolbox: Toolbox) -> None:
+    text = await _text(toolbox, "Grep", pattern="def (main|retry)", output_mode="content")
     assert text.splitlines() == [
         "src/app/helpers.py:1:def retry(fn, attempts=5):",
         "src/app/main.py:14:def main() -> None:",
     ]
 
 
-async def test_grep_omits_overlong_matching_lines_and_strips_carriage_returns(any_toolbox: Toolbox) -> None:
-    text = await _text(any_toolbox, "Grep", pattern="RateLimiter", output_mode="content", path="src/app")
+async def test_grep_omits_overlong_matching_lines_and_strips_carriage_returns(toolbox: Toolbox) -> None:
+    text = await _text(toolbox, "Grep", pattern="RateLimiter", output_mode="content", path="src/app")
     lines = text.splitlines()
     assert "src/app/long_line.js:1:[Omitted long matching line]" in lines
     assert "src/app/crlf.txt:1:first RateLimiter line" in lines
     assert "src/app/unicode.txt:1:Grüße vom RateLimiter — ünïcödé" in lines
 
 
-async def test_grep_count_mode_counts_matching_lines_per_file(any_toolbox: Toolbox) -> None:
-    text = await _text(any_toolbox, "Grep", pattern="needle", output_mode="count")
+async def test_grep_count_mode_counts_matching_lines_per_file(toolbox: Toolbox) -> None:
+    text = await _text(toolbox, "Grep", pattern="needle", output_mode="count")
     assert "data/big.txt:10" in text.splitlines()
     assert text.splitlines()[-1] == "Found 14 matching lines in 5 files."
 
 
 async def test_grep_is_case_insensitive_by_default_and_case_sensitive_on_request(
-    any_toolbox: Toolbox,
+    toolbox: Toolbox,
 ) -> None:
-    loose = await _text(any_toolbox, "Grep", pattern="ratelimiter", path="src/app/main.py", output_mode="count")
-    strict = await _text(any_toolbox, "Grep", pattern="ratelimiter", path="src/app/main.py", **{"-i": False})
+    loose = await _text(toolbox, "Grep", pattern="ratelimiter", path="src/app/main.py", output_mode="count")
+    strict = await _text(toolbox, "Grep", pattern="ratelimiter", path="src/app/main.py", **{"-i": False})
     assert loose.startswith("src/app/main.py:2\n")
     assert strict == "No files found"
 
 
-async def test_grep_glob_filters_files_like_ripgrep(any_toolbox: Toolbox) -> None:
-    only_py = await _text(any_toolbox, "Grep", pattern="RateLimiter", glob="*.py")
+async def test_grep_glob_filters_files_like_ripgrep(toolbox: Toolbox) -> None:
+    only_py = await _text(toolbox, "Grep", pattern="RateLimiter", glob="*.py")
     assert only_py.splitlines()[1:] == ["src/app/main.py"]
-    anchored = await _text(any_toolbox, "Grep", pattern="RateLimiter", glob="src/app/*.{txt,js}")
+    anchored = await _text(toolbox, "Grep", pattern="RateLimiter", glob="src/app/*.{txt,js}")
     assert anchored.splitlines()[1:] == ["src/app/crlf.txt", "src/app/long_line.js", "src/app/unicode.txt"]
-    negated = await _text(any_toolbox, "Grep", pattern="needle", glob="!*.txt")
+    negated = await _text(toolbox, "Grep", pattern="needle", glob="!*.txt")
     assert "data/big.txt" not in negated and "keep.log" in negated
-    pruned = await _text(any_toolbox, "Grep", pattern="needle", glob="!src")
+    pruned = await _text(toolbox, "Grep", pattern="needle", glob="!src")
     assert "src/" not in pruned
 
 
-async def test_grep_head_limit_truncates_and_says_how_to_narrow(any_toolbox: Toolbox) -> None:
-    text = await _text(any_toolbox, "Grep", pattern="filler", output_mode="content", head_limit=3)
+async def test_grep_head_limit_truncates_and_says_how_to_narrow(toolbox: Toolbox) -> None:
+    text = await _text(toolbox, "Grep", pattern="filler", output_mode="content", head_limit=3)
     lines = text.splitlines()
     assert lines[:3] == [
         "data/big.txt:1:line 1: filler text",
@@ -88,77 +88,108 @@ async def test_grep_head_limit_truncates_and_says_how_to_narrow(any_toolbox: Too
     assert lines[3].startswith("[Showing the first 3 of 5000 matching lines (head_limit)")
 
 
-async def test_grep_accepts_legacy_aliases(any_toolbox: Toolbox) -> None:
-    canonical = await _text(any_toolbox, "Grep", pattern="RateLimiter", glob="*.md", head_limit=1)
-    legacy = await _text(any_toolbox, "Grep", regex="RateLimiter", file_pattern="*.md", max_results=1)
+async def test_grep_accepts_legacy_aliases(toolbox: Toolbox) -> None:
+    canonical = await _text(toolbox, "Grep", pattern="RateLimiter", glob="*.md", head_limit=1)
+    legacy = await _text(toolbox, "Grep", regex="RateLimiter", file_pattern="*.md", max_results=1)
     assert canonical == legacy
     assert canonical.startswith("Found 1 file\ndocs/guide.md")
 
 
-async def test_grep_invalid_regex_is_a_correctable_error(any_toolbox: Toolbox) -> None:
-    outcome = await any_toolbox.run("Grep", {"pattern": "def (main"})
+async def test_grep_invalid_regex_is_a_correctable_error(toolbox: Toolbox) -> None:
+    outcome = await toolbox.run("Grep", {"pattern": "def (main"})
     assert outcome.is_error
     assert "Invalid regular expression" in outcome.text
 
 
-async def test_grep_path_errors_are_precise(any_toolbox: Toolbox) -> None:
+async def test_grep_path_errors_are_precise(toolbox: Toolbox) -> None:
     cases = {"nope/": "does not exist", "assets/logo.png": "binary", ".env": "withheld", "pipe.fifo": "FIFO"}
     for path, fragment in cases.items():
-        outcome = await any_toolbox.run("Grep", {"pattern": "x", "path": path})
+        outcome = await toolbox.run("Grep", {"pattern": "x", "path": path})
         assert outcome.is_error and fragment in outcome.text, outcome.text
 
 
-async def test_grep_searches_an_explicit_ignored_file(any_toolbox: Toolbox) -> None:
-    text = await _text(any_toolbox, "Grep", pattern="needle", path="debug.log", output_mode="count")
+async def test_grep_searches_an_explicit_ignored_file(toolbox: Toolbox) -> None:
+    text = await _text(toolbox, "Grep", pattern="needle", path="debug.log", output_mode="count")
     assert text.startswith("debug.log:1")
 
 
 async def test_grep_output_never_exceeds_the_byte_cap(repo_root: Path) -> None:
-    for use_rg in (True, False):
-        box = Toolbox(repo_root, ToolLimits(max_output_bytes=1500, use_ripgrep=use_rg))
-        text = await _text(box, "Grep", pattern="filler", output_mode="content", head_limit=5000)
-        assert len(text.encode()) <= 1500
-        assert "output truncated at 1500 bytes" in text
+    box = Toolbox(repo_root, ToolLimits(max_output_bytes=1500))
+    text = await _text(box, "Grep", pattern="filler", output_mode="content", head_limit=5000)
+    assert len(text.encode()) <= 1500
+    assert "output truncated at 1500 bytes" in text
 
 
-async def test_grep_falls_back_to_python_when_the_configured_binary_is_missing(repo_root: Path) -> None:
+async def test_grep_without_ripgrep_is_a_clear_error_and_listings_still_work(repo_root: Path) -> None:
     box = Toolbox(repo_root, ToolLimits(ripgrep_path="/nonexistent/rg"))
     assert box.ripgrep is None
-    assert (await _text(box, "Grep", pattern="def main")).startswith("Found 1 file")
+    outcome = await box.run("Grep", {"pattern": "def main"})
+    assert outcome.is_error and "ripgrep" in outcome.text and "Glob" in outcome.text
+    assert (await _text(box, "Glob", pattern="src/app/m*.py")) == "src/app/main.py"
 
 
-PARITY_QUERIES: list[dict[str, Any]] = [
+# A search started in a directory must find exactly what the whole-workspace search finds under it:
+# the start's ancestors' ignore rules apply, root-anchored globs and secret patterns keep their meaning.
+SUBDIR_QUERIES: list[dict[str, Any]] = [
     {"pattern": "needle"},
     {"pattern": "needle", "output_mode": "content", "head_limit": 5000},
     {"pattern": "needle", "output_mode": "count"},
     {"pattern": "RATELIMITER", "output_mode": "content"},
     {"pattern": "RateLimiter", "output_mode": "content", "-i": False},
-    {"pattern": "ratelimiter", "-i": False},
     {"pattern": r"^\s+def \w+", "output_mode": "content"},
     {"pattern": "x{300}", "output_mode": "content"},
-    {"pattern": "line$", "output_mode": "content"},
     {"pattern": "e", "glob": "*.md", "output_mode": "count"},
     {"pattern": "e", "glob": "src/**/*.py", "output_mode": "content"},
+    {"pattern": "e", "glob": "src/app/*.{txt,js}"},
+    {"pattern": "e", "glob": "/src/app/*.py"},
+    {"pattern": "e", "glob": "**/app/*.py"},
+    {"pattern": "e", "glob": "**/*.py"},
+    {"pattern": "e", "glob": "docs/*.md"},
     {"pattern": "e", "glob": "!*.txt"},
-    {"pattern": "e", "glob": "!app"},
-    {"pattern": "needle", "path": "src"},
-    {"pattern": "needle", "path": "src/nested", "output_mode": "content"},
-    {"pattern": "filler", "path": "data/big.txt", "output_mode": "count"},
-    {"pattern": "filler", "output_mode": "content", "head_limit": 7},
+    {"pattern": "e", "glob": "!*.py"},
+    {"pattern": "e", "glob": "!src/app/*.py"},
+    {"pattern": "e", "glob": "!**/nested/*.tmp"},
     {"pattern": "Grüße|ünï", "output_mode": "content"},
     {"pattern": "kept", "output_mode": "content"},
-    {"pattern": "no such text anywhere"},
-    {"pattern": "no such text anywhere", "output_mode": "content"},
 ]
+SUBDIRS = ["src", "src/app", "src/nested", "config", "deploy", "data"]
 
 
-@pytest.mark.parametrize("query", PARITY_QUERIES, ids=[str(q) for q in PARITY_QUERIES])
-async def test_grep_ripgrep_and_python_fallback_produce_identical_output(
-    toolbox: Toolbox, py_toolbox: Toolbox, query: dict[str, Any]
+def _entries(text: str, mode: str) -> list[str]:
+    lines = text.splitlines()
+    if mode == "files_with_matches":
+        return lines[1:] if lines[0].startswith("Found") else []
+    if mode == "count":
+        return lines[:-1] if lines[-1].startswith("Found") else []
+    return [] if lines == ["No matches found"] else lines
+
+
+@pytest.mark.parametrize("query", SUBDIR_QUERIES, ids=[str(q) for q in SUBDIR_QUERIES])
+async def test_grep_in_a_directory_finds_what_the_root_search_finds_there(
+    toolbox: Toolbox, query: dict[str, Any]
 ) -> None:
-    with_rg = await toolbox.run("Grep", query)
-    with_python = await py_toolbox.run("Grep", query)
-    assert with_rg == with_python
+    mode = query.get("output_mode", "files_with_matches")
+    everywhere = _entries((await toolbox.run("Grep", query)).text, mode)
+    for subdir in SUBDIRS:
+        inside = _entries((await toolbox.run("Grep", {**query, "path": subdir})).text, mode)
+        assert inside == [e for e in everywhere if e.startswith(subdir + "/")], subdir
+
+
+async def test_a_negated_glob_does_not_prune_the_directory_named_as_path(toolbox: Toolbox) -> None:
+    # As when ripgrep is handed the path: what was named is searched; globs apply to what is walked.
+    text = await _text(toolbox, "Grep", pattern="RateLimiter", path="src/app", glob="!app")
+    assert "src/app/main.py" in text.splitlines()
+    nested = await _text(toolbox, "Grep", pattern="needle", path="src", glob="!src/nested")
+    assert nested.splitlines()[1:] == ["src/app/feature.py"]
+
+
+async def test_grep_in_a_directory_keeps_anchored_secret_patterns_anchored(repo_root: Path) -> None:
+    box = Toolbox(repo_root, ToolLimits(secret_globs=("/src/app/main.py", "/docs/*.md")))
+    text = await _text(box, "Grep", pattern="RateLimiter", path="src/app")
+    assert "src/app/main.py" not in text and "src/app/helpers.py" not in text
+    assert "src/app/crlf.txt" in text
+    docs = await _text(box, "Grep", pattern="RateLimiter", path="docs")
+    assert docs == "No files found"
 
 
 # -- Glob -----------------------------------------------------------------------------------------
@@ -216,20 +247,21 @@ async def test_glob_on_a_file_path_is_an_error(any_toolbox: Toolbox) -> None:
 
 
 async def test_glob_listing_is_identical_with_ripgrep_and_the_walker(toolbox: Toolbox, py_toolbox: Toolbox) -> None:
-    for pattern in ("**/*", "*", "**/.*", "src/**", "**/*.tmp"):
-        assert await toolbox.run("Glob", {"pattern": pattern, "limit": 5000}) == await py_toolbox.run(
-            "Glob", {"pattern": pattern, "limit": 5000}
-        )
+    cases = [("**/*", None), ("*", None), ("**/.*", None), ("src/**", None), ("**/*.tmp", None)]
+    cases += [("**/*", "src"), ("*.tmp", "src/nested"), ("**/*", "config")]
+    for pattern, path in cases:
+        arguments = {"pattern": pattern, "limit": 5000, "path": path}
+        assert await toolbox.run("Glob", arguments) == await py_toolbox.run("Glob", arguments)
 
 
 @pytest.mark.parametrize("tool", ["Glob", "Grep", "find_paths"])
-async def test_an_uncompilable_glob_is_a_correctable_error(any_toolbox: Toolbox, tool: str) -> None:
+async def test_an_uncompilable_glob_is_a_correctable_error(toolbox: Toolbox, tool: str) -> None:
     arguments = {
         "Glob": {"pattern": "src/[z-a].py"},
         "Grep": {"pattern": "x", "glob": "[z-a].py"},
         "find_paths": {"name": "[z-a]*"},
     }[tool]
-    outcome = await any_toolbox.run(tool, arguments)
+    outcome = await toolbox.run(tool, arguments)
     assert outcome.is_error
     assert "glob" in outcome.text.lower()
 
@@ -249,3 +281,16 @@ def test_grep_output_drops_secret_and_git_paths_whatever_an_engine_returned(tool
     assert format_grep(hits, "content", 10, withheld) == "a.py:2:ok"
     assert format_grep(hits, "files_with_matches", 10, withheld) == "Found 1 file\na.py"
     assert format_grep(hits, "count", 10, withheld) == "a.py:1\nFound 1 matching line in 1 file."
+
+
+def test_entries_failing_the_last_check_are_dropped_and_the_next_ones_shown(toolbox: Toolbox) -> None:
+    hits = GrepHits(
+        lines=[("a.py", 1, "x"), ("b.py", 1, "y"), ("c.py", 1, "z")],
+        files=["a.py", "b.py", "c.py"],
+        counts=[("a.py", 2), ("b.py", 3), ("c.py", 4)],
+    ).sort()
+    withheld = withheld_filter(toolbox.context)
+    check = ShownCheck(lambda path: path != "b.py", lambda line: line[0] != "b.py")
+    assert format_grep(hits, "content", 2, withheld, check) == "a.py:1:x\nc.py:1:z"
+    assert format_grep(hits, "files_with_matches", 2, withheld, check) == "Found 2 files\na.py\nc.py"
+    assert format_grep(hits, "count", 2, withheld, check) == "a.py:2\nc.py:4\nFound 6 matching lines in 2 files."

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from live_memory.constants import (
     OAUTH_TOKEN_URL,
 )
 from live_memory.errors import AuthError
+from live_memory.safe_files import atomic_write, ensure_private_dir
 
 OWN_COPY = "oauth-credential.json"
 
@@ -73,14 +73,8 @@ def _write_own_copy(path: Path, credential: StoredCredential) -> None:
             "expiresAt": int(credential.expires_at_s * 1000),
         }
     }
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    ensure_private_dir(path.parent)
+    atomic_write(path, json.dumps(payload).encode("utf-8"), mode=0o600)
 
 
 class SubscriptionCredential:

@@ -1,7 +1,8 @@
 """The read-only exploration tools the answering model calls: Read, Grep, Glob, find_paths,
 get_changed_files, git_search — their schemas (TOOL_SCHEMAS) and one dispatcher (Toolbox).
 
-    Toolbox(root, limits).run(name, arguments) -> ToolOutcome
+    box = await Toolbox.create(root, limits)   # one per workspace; blocking setup in a thread
+    await box.run(name, arguments) -> ToolOutcome  # .files_read: FileRead(path, sha256, size) each
 
 Every path goes through one Jail (jail.py); every child process through run_bounded (subproc.py);
 every blocking file operation through asyncio.to_thread. `run` never raises for a bad call: unknown
@@ -14,12 +15,13 @@ internals or secret files' contents, or return more than `limits.max_output_byte
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from live_memory.tools.context import ToolContext, ToolLimits, ToolOutcome, bound_text, find_ripgrep
+from live_memory.tools.context import FileRead, ToolContext, ToolLimits, ToolOutcome, bound_text, find_ripgrep
 from live_memory.tools.find_paths import run_find_paths
 from live_memory.tools.git import run_get_changed_files, run_git_search
 from live_memory.tools.jail import Jail, show_path
@@ -27,7 +29,7 @@ from live_memory.tools.read import run_read
 from live_memory.tools.schemas import TOOL_SCHEMAS
 from live_memory.tools.search import run_glob, run_grep
 
-__all__ = ["TOOL_NAMES", "TOOL_SCHEMAS", "Jail", "ToolLimits", "ToolOutcome", "Toolbox"]
+__all__ = ["TOOL_NAMES", "TOOL_SCHEMAS", "FileRead", "Jail", "ToolLimits", "ToolOutcome", "Toolbox"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,12 +50,22 @@ _LOWER = {name.lower(): name for name in _HANDLERS}
 
 
 class Toolbox:
-    """The tools bound to one workspace root (absolute; resolved here if it is not already)."""
+    """The tools bound to one workspace root (absolute; resolved here if it is not already).
+
+    Build one per workspace with `await Toolbox.create(...)`: the constructor resolves the root and
+    looks for ripgrep (stat calls; the discovery is cached process-wide), which must not run on the
+    event loop. Calling `Toolbox(...)` directly is fine outside an event loop (tests, scripts).
+    """
 
     def __init__(self, root: Path, limits: ToolLimits = ToolLimits()) -> None:  # noqa: B008 - frozen
         self.limits = limits
         self.jail = Jail(root, limits.secret_globs)
         self.context = ToolContext(jail=self.jail, limits=limits, ripgrep=find_ripgrep(limits))
+
+    @classmethod
+    async def create(cls, root: Path, limits: ToolLimits = ToolLimits()) -> Toolbox:  # noqa: B008 - frozen
+        """Build a toolbox off the event loop."""
+        return await asyncio.to_thread(cls, root, limits)
 
     @property
     def root(self) -> Path:

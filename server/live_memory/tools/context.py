@@ -1,38 +1,58 @@
-"""What every tool handler receives and returns: ToolLimits, ToolContext, ToolOutcome, output bounding.
+"""What every tool handler receives and returns: ToolLimits, ToolContext, ToolOutcome, FileRead,
+output bounding.
 
-Owns the limits (all defaults from constants.py), the ripgrep discovery rule, the jail call every
-path argument goes through, and the one function that caps a result's size and says so.
-Must never do blocking I/O on the event loop (path resolution runs in a thread).
+Owns the limits (all defaults from constants.py), the ripgrep discovery rule (cached process-wide),
+the jail call every path argument goes through, and the one function that caps a result's size and
+says so. Must never do blocking I/O on the event loop (path resolution runs in a thread; discovery
+runs in `Toolbox.create`'s thread or once, cached).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from live_memory.constants import (
     DEFAULT_SECRET_GLOBS,
     MAX_TOOL_OUTPUT_BYTES,
     READ_DEFAULT_LINES,
     READ_MAX_LINE_CHARS,
+    TOOL_HASH_MAX_BYTES,
     TOOL_SUBPROCESS_TIMEOUT_S,
 )
 from live_memory.tools.jail import Jail
 
 __all__ = [
+    "FileRead",
     "Resolved",
     "ToolContext",
     "ToolLimits",
     "ToolOutcome",
     "bound_text",
     "find_ripgrep",
+    "opened_off_loop",
     "resolve_path",
 ]
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """A file whose content a tool call returned, fingerprinted from the very descriptor it was read
+    from (the whole file, even when only a window of it was shown)."""
+
+    path: str  # workspace-relative POSIX path of the real file (links resolved)
+    sha256: str  # hex SHA-256 of the whole file
+    size: int  # bytes hashed
 
 
 @dataclass(frozen=True)
@@ -41,7 +61,8 @@ class ToolOutcome:
 
     text: str  # bounded by ToolLimits.max_output_bytes
     is_error: bool = False  # the model can correct it: bad regex, missing file, refusal, bad arguments
-    files_read: tuple[str, ...] = ()  # workspace-relative POSIX paths whose content this call returned
+    # Files whose content this call returned. A file over ToolLimits.hash_max_bytes is not listed.
+    files_read: tuple[FileRead, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,21 +74,28 @@ class ToolLimits:
     subprocess_timeout_s: float = TOOL_SUBPROCESS_TIMEOUT_S
     max_read_lines: int = READ_DEFAULT_LINES  # Read's default window, like Claude Code's 2000 lines
     max_line_chars: int = READ_MAX_LINE_CHARS  # Read cuts longer lines
-    use_ripgrep: bool = True  # False forces the pure-Python search (tests, hosts without rg)
+    use_ripgrep: bool = True  # False: no ripgrep (Grep is unavailable; Glob/find_paths use the walker)
     ripgrep_path: str | None = None  # None: the venv's bin dir next to sys.executable, then PATH
+    hash_max_bytes: int = TOOL_HASH_MAX_BYTES  # a larger file read by a tool gets no FileRead
 
 
 def find_ripgrep(limits: ToolLimits) -> str | None:
     """Locate the rg binary: an explicit path, the running interpreter's bin dir (the `ripgrep`
-    wheel installs there), then PATH. None means the pure-Python fallback is used."""
+    wheel installs there), then PATH. None: Grep is unavailable and listings use the walker.
+    Blocking (stat/access calls) the first time for a given setting; cached for the process."""
     if not limits.use_ripgrep:
         return None
-    if limits.ripgrep_path is not None:
-        return limits.ripgrep_path if os.access(limits.ripgrep_path, os.X_OK) else None
-    beside = Path(sys.executable).parent / ("rg.exe" if os.name == "nt" else "rg")
+    return _discover_ripgrep(limits.ripgrep_path, sys.executable, os.environ.get("PATH", ""))
+
+
+@functools.lru_cache(maxsize=16)
+def _discover_ripgrep(explicit: str | None, executable: str, search_path: str) -> str | None:
+    if explicit is not None:
+        return explicit if os.access(explicit, os.X_OK) else None
+    beside = Path(executable).parent / ("rg.exe" if os.name == "nt" else "rg")
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
-    return shutil.which("rg")
+    return shutil.which("rg", path=search_path)
 
 
 @dataclass(frozen=True)
@@ -126,3 +154,19 @@ async def resolve_path(ctx: ToolContext, path: str | None, *, allow_dir: bool = 
     """Resolve a tool's path argument through the jail, in a thread (it stats the filesystem).
     Raises JailRefusal."""
     return await asyncio.to_thread(_resolve, ctx.jail, path or "", allow_dir)
+
+
+async def opened_off_loop(open_: Callable[[], _T], close: Callable[[_T], object]) -> _T:
+    """Open something (a descriptor, a handle) in a worker thread. If the caller is cancelled while
+    the thread runs, what it opened is closed when it finishes instead of leaking."""
+    future = asyncio.ensure_future(asyncio.to_thread(open_))
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        future.add_done_callback(lambda done: _close_result(done, close))
+        raise
+
+
+def _close_result(done: asyncio.Future[_T], close: Callable[[_T], object]) -> None:
+    if not done.cancelled() and done.exception() is None:
+        close(done.result())

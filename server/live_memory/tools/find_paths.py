@@ -2,21 +2,25 @@
 gitignore-aware listing Glob uses. Directories are derived from the files under them, shown with a
 trailing "/" and their file count, so directories holding only ignored files do not appear.
 
-Must never: list .git, list ignored files, or show a secret file as anything but withheld.
+Must never: list .git, list ignored files, show a secret file as anything but withheld, or show an
+entry that is no longer reachable without following a link (recheck.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from live_memory.constants import FIND_PATHS_DEFAULT_LIMIT, LISTING_MAX_LIMIT
 from live_memory.errors import JailRefusal
 from live_memory.tools.args import ArgumentError, Arguments
 from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, resolve_path
-from live_memory.tools.globs import GlobError, compile_path_glob
+from live_memory.tools.globs import GlobError, PathGlob, compile_path_glob
 from live_memory.tools.jail import show_path
-from live_memory.tools.listing import list_files
+from live_memory.tools.listing import FileListing, list_files
+from live_memory.tools.recheck import Recheck
 from live_memory.tools.search import WITHHELD
 
 __all__ = ["run_find_paths"]
@@ -62,7 +66,49 @@ async def run_find_paths(ctx: ToolContext, arguments: Mapping[str, Any]) -> Tool
         matcher = compile_path_glob(name.strip("/"), case_insensitive=True) if name else None
     except GlobError as exc:
         return ToolOutcome(f"find_paths: {exc}", is_error=True)
-    listing = await list_files(ctx, base)
+    try:
+        listing = await list_files(ctx, base)
+    except (JailRefusal, OSError) as exc:
+        reason = str(exc) if isinstance(exc, JailRefusal) else (exc.strerror or str(exc))
+        return ToolOutcome(f"find_paths: cannot list '{show_path(base)}': {reason}", is_error=True)
+    query = _Query(base, matcher, kind, max_depth, limit)
+    shown, total, dir_counts = await asyncio.to_thread(_select, ctx, listing, query)
+    lines: list[str] = []
+    for rel, is_dir in shown:
+        tag = WITHHELD if ctx.jail.is_secret(rel) else ""
+        if is_dir:
+            count = dir_counts[rel]
+            lines.append(f"{rel}/ ({count} file{'' if count == 1 else 's'}){tag}")
+        else:
+            lines.append(rel + tag)
+    if not lines:
+        lines.append("No paths found")
+    if total > limit:
+        lines.append(
+            f"[Showing the first {limit} of {total} paths, sorted by path. "
+            "Narrow with name, type, max_depth or path, or raise limit.]"
+        )
+    if not listing.complete:
+        lines.append("[The listing stopped early (time or size cap); results are incomplete. Narrow the path.]")
+    text = "\n".join(lines) + args.ignored_note()
+    return ToolOutcome(bound_text(text, ctx.limits.max_output_bytes, "narrow with name, type, max_depth or path"))
+
+
+@dataclass(frozen=True)
+class _Query:
+    base: str
+    matcher: PathGlob | None
+    kind: str | None  # "f", "d" or None for both
+    max_depth: int | None
+    limit: int
+
+
+def _select(
+    ctx: ToolContext, listing: FileListing, query: _Query
+) -> tuple[list[tuple[str, bool]], int, dict[str, int]]:
+    """The first `limit` entries (path, is_dir) still reachable without links, the number of
+    entries, and each directory's file count (blocking: it re-checks the entries it shows)."""
+    base, matcher, kind, max_depth = query.base, query.matcher, query.kind, query.max_depth
     cut = len(base) + 1 if base else 0
     files: list[str] = []
     dir_counts: dict[str, int] = {}
@@ -81,22 +127,14 @@ async def run_find_paths(ctx: ToolContext, arguments: Mapping[str, Any]) -> Tool
                 dir_counts[prefix] = dir_counts.get(prefix, 0) + 1
     dirs = [d for d in dir_counts if matcher is None or matcher.matches(d.rpartition("/")[2])]
     entries = sorted([(f, False) for f in files] + [(d, True) for d in dirs])
-    lines: list[str] = []
-    for rel, is_dir in entries[:limit]:
-        tag = WITHHELD if ctx.jail.is_secret(rel) else ""
-        if is_dir:
-            count = dir_counts[rel]
-            lines.append(f"{rel}/ ({count} file{'' if count == 1 else 's'}){tag}")
-        else:
-            lines.append(rel + tag)
-    if not lines:
-        lines.append("No paths found")
-    if len(entries) > limit:
-        lines.append(
-            f"[Showing the first {limit} of {len(entries)} paths, sorted by path. "
-            "Narrow with name, type, max_depth or path, or raise limit.]"
-        )
-    if not listing.complete:
-        lines.append("[The listing stopped early (time or size cap); results are incomplete. Narrow the path.]")
-    text = "\n".join(lines) + args.ignored_note()
-    return ToolOutcome(bound_text(text, ctx.limits.max_output_bytes, "narrow with name, type, max_depth or path"))
+    shown: list[tuple[str, bool]] = []
+    dropped = 0
+    with Recheck(str(ctx.root)) as recheck:
+        for rel, is_dir in entries:
+            if len(shown) >= query.limit:
+                break
+            if (recheck.is_dir if is_dir else recheck.is_file)(rel):
+                shown.append((rel, is_dir))
+            else:
+                dropped += 1
+    return shown, len(entries) - dropped, dir_counts

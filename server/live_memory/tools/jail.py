@@ -10,7 +10,8 @@ Owns the rules for which paths a model may touch:
 - ".git" internals are never exposed (history goes through git_search / get_changed_files).
 - Secret files (credential globs) are withheld: listings may name them, but no content leaves.
 - Only regular text files are opened: devices, FIFOs, sockets and binaries (NUL in the first 8 KiB)
-  are refused, and the opened descriptor is checked against the inode that was validated.
+  are refused. Opening walks the resolved real path from the root without following any link
+  (safe_files.open_beneath), so a file or directory swapped for a link after the check is refused.
 
 Must never: read a byte outside the real root, follow a path it has not re-validated after resolving,
 or raise anything but JailRefusal for a policy refusal (OS errors such as "not found" pass through).
@@ -18,6 +19,7 @@ or raise anything but JailRefusal for a policy refusal (OS errors such as "not f
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
@@ -33,6 +35,7 @@ from live_memory.constants import (
     MAX_PATH_COMPONENT_BYTES,
 )
 from live_memory.errors import JailRefusal
+from live_memory.safe_files import NotRegularFileError, describe_mode, open_beneath
 from live_memory.tools.globs import glob_to_regex
 
 __all__ = ["Jail", "SecretMatcher", "show_path"]
@@ -109,15 +112,24 @@ class SecretMatcher:
                     return True
         return False
 
-    def ripgrep_excludes(self) -> list[str]:
-        """The same rules as ripgrep `--iglob` negations (matched relative to the workspace root)."""
+    def ripgrep_excludes(self, start_rel: str = "") -> list[str]:
+        """The same rules as ripgrep `--iglob` negations, for ripgrep started in `start_rel` (""
+        for the root). A root-anchored pattern is re-anchored to the start when its leading
+        components are literally the start's; one that cannot match below the start, or cannot be
+        re-anchored (a wildcard there), is left out: this only prunes the search, and the formatter
+        withholds secret paths whatever ripgrep returns."""
+        start = [p for p in start_rel.split("/") if p]
         out: list[str] = []
         for glob in self.globs:
             body = glob.rstrip("/") or glob
-            if body.startswith("/") or "/" not in body:
-                out.append("!" + body)
-            else:
-                out.append("!**/" + body)
+            if not body.startswith("/"):
+                out.append("!" + body if "/" not in body else "!**/" + body)
+                continue
+            parts = body.lstrip("/").split("/")
+            lead = parts[: len(start)]
+            same = [p.casefold() for p in lead] == [p.casefold() for p in start]  # --iglob ignores case
+            if len(parts) > len(start) and same and not any(map(_has_magic, lead)):
+                out.append("!/" + "/".join(parts[len(start) :]))
         return out
 
 
@@ -126,6 +138,10 @@ def secret_matcher(globs: tuple[str, ...]) -> SecretMatcher:
     """One shared matcher per glob list: compiling the globs costs more than a Jail's whole check of a
     path, and a Jail is built per batch of file events."""
     return SecretMatcher(globs)
+
+
+def _has_magic(part: str) -> bool:
+    return any(ch in part for ch in "*?[{\\")
 
 
 def _union(sources: list[str]) -> re.Pattern[str] | None:
@@ -268,33 +284,53 @@ class Jail:
 
     # -- opening ----------------------------------------------------------------------------------------
     def open_text(self, path: Path) -> BinaryIO:
-        """Open a resolved path for reading, refusing anything but a regular text file.
+        """`open_text_fd` as a binary file object (the caller closes it)."""
+        return open(self.open_text_fd(path), "rb", closefd=True)
 
-        The inode validated by lstat is the one opened (O_NOFOLLOW, compared by device and inode),
-        so a file swapped for a symlink, FIFO or device in between is refused, never read.
-        Raises JailRefusal for policy, OSError (FileNotFoundError, PermissionError...) otherwise.
+    def open_text_fd(self, path: Path) -> int:
+        """Open a resolved path for reading, refusing anything but a regular text file; returns the
+        descriptor (the caller closes it).
+
+        The path is opened beneath the root one component at a time, none followed if it is a
+        symbolic link (`safe_files.open_beneath`): `resolve` returns link-free real paths, so a link
+        found now was swapped in after the check and the call is refused rather than followed. The
+        secret guard is applied to the path actually opened. Raises JailRefusal for policy (devices,
+        FIFOs, sockets, directories, binaries, links, secrets), OSError (FileNotFoundError...) otherwise.
         """
+        rel = self.relative(path)
+        shown = show_path(rel)
+        if rel != ".":
+            self._check_policy(rel, shown)
+        fd = self._open_beneath(rel, shown, directory=False)
         try:
-            shown = show_path(self.relative(path))
-        except JailRefusal:
-            shown = show_path(str(path))
-        before = os.lstat(path)
-        _require_regular(before.st_mode, shown)
-        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(path, flags)
-        try:
-            after = os.fstat(fd)
-            _require_regular(after.st_mode, shown)
-            if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
-                raise JailRefusal(f"'{shown}' changed while it was being opened; try again")
-            head = os.pread(fd, BINARY_SNIFF_BYTES, 0)
-            if b"\x00" in head:
+            if b"\x00" in os.pread(fd, BINARY_SNIFF_BYTES, 0):
                 raise JailRefusal(f"'{shown}' is a binary file; only text files can be read")
-            handle = open(fd, "rb", closefd=True)  # noqa: SIM115 - the caller owns and closes it
         except BaseException:
             os.close(fd)
             raise
-        return handle
+        return fd
+
+    def open_dir(self, path: Path) -> int:
+        """A descriptor of a resolved directory (the root for the root), opened like `open_text`:
+        no symbolic link followed on the way. The caller closes it. Raises JailRefusal or OSError."""
+        rel = self.relative(path)
+        return self._open_beneath("" if rel == "." else rel, show_path(rel), directory=True)
+
+    def _open_beneath(self, rel: str, shown: str, *, directory: bool) -> int:
+        try:
+            return open_beneath(self._root_str, "" if rel == "." else rel, directory=directory)
+        except NotRegularFileError as exc:
+            if exc.is_link:  # `resolve` leaves only loops; anything else was swapped in after the check
+                inner = f"has a symbolic link in its path ('{show_path(exc.path)}')"
+                what = "is a symbolic link" if exc.path == rel else inner
+                raise JailRefusal(
+                    f"'{shown}' {what} that does not resolve (a loop), or that was swapped in while it was "
+                    "being opened; links are not followed there, so it cannot be read"
+                ) from None
+            if exc.path != rel:  # a leading component is a file, FIFO...: the path does not exist as named
+                raise FileNotFoundError(errno.ENOTDIR, f"'{shown}' does not exist") from None
+            _require_regular(exc.mode, shown, directory=directory)
+            raise
 
     def is_readable_text(self, path: Path) -> bool:
         """Whether `path` is a regular, non-binary file this jail would open."""
@@ -305,19 +341,14 @@ class Jail:
             return False
 
 
-def _require_regular(mode: int, shown: str) -> None:
+def _require_regular(mode: int, shown: str, *, directory: bool = False) -> None:
+    """Return if `mode` is what was asked for (a regular file, or a directory); else refuse, saying why."""
+    if directory:
+        if stat.S_ISDIR(mode):
+            return
+        raise JailRefusal(f"'{shown}' is {describe_mode(mode)}, not a directory")
     if stat.S_ISREG(mode):
         return
     if stat.S_ISDIR(mode):
         raise JailRefusal(f"'{shown}' is a directory, not a file; use Glob or find_paths to list it")
-    if stat.S_ISFIFO(mode):
-        kind = "a FIFO (named pipe)"
-    elif stat.S_ISSOCK(mode):
-        kind = "a socket"
-    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        kind = "a device file"
-    elif stat.S_ISLNK(mode):
-        kind = "a symbolic link that does not resolve (a loop, or it changed while being opened)"
-    else:
-        kind = "not a regular file"
-    raise JailRefusal(f"'{shown}' is {kind}; only regular text files can be read")
+    raise JailRefusal(f"'{shown}' is {describe_mode(mode)}; only regular text files can be read")

@@ -2,6 +2,10 @@
 gitignore-aware), else the pure-Python walker in a thread. Both honour .gitignore/.ignore/.rgignore,
 include hidden files, skip .git and do not follow symbolic links, so they list the same files.
 
+ripgrep is started *in* the listed directory through the jail's descriptor of it (never handed a path
+it would follow); callers re-check the entries they show (recheck.py), since ripgrep's own walk opens
+directories by path.
+
 Must never: list anything under .git, follow a symlink out of the workspace, or run the walker on the
 event loop. Secret files *are* listed (callers mark them withheld).
 """
@@ -9,12 +13,13 @@ event loop. Secret files *are* listed (callers mark them withheld).
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from dataclasses import dataclass
 
 from live_memory.constants import LISTING_MAX_RAW_BYTES
-from live_memory.tools.context import ToolContext
+from live_memory.tools.context import ToolContext, opened_off_loop
 from live_memory.tools.subproc import run_bounded
 from live_memory.tools.walk import walk_paths
 
@@ -40,14 +45,18 @@ GIT_EXCLUDE = ("--glob", "!.git")
 
 
 async def list_files(ctx: ToolContext, start_rel: str) -> FileListing:
-    """All non-ignored regular files under `start_rel` ("" is the root), sorted by path."""
+    """All non-ignored regular files under `start_rel` ("" is the root), sorted by path.
+    Raises JailRefusal or OSError when the start directory cannot be opened safely."""
     if ctx.ripgrep is not None:
         argv = [*ripgrep_base_args(ctx.ripgrep), "--files", "--null", *GIT_EXCLUDE]
-        if start_rel:
-            argv += ["--", start_rel]
+        start_fd = await opened_off_loop(lambda: ctx.jail.open_dir(ctx.root / start_rel), os.close)
         try:
             result = await run_bounded(
-                argv, cwd=ctx.root, timeout_s=ctx.limits.subprocess_timeout_s, max_bytes=LISTING_MAX_RAW_BYTES
+                argv,
+                cwd=ctx.root / start_rel,  # used only where the descriptor cannot pin the directory
+                cwd_fd=start_fd,
+                timeout_s=ctx.limits.subprocess_timeout_s,
+                max_bytes=LISTING_MAX_RAW_BYTES,
             )
         except OSError:
             pass  # ripgrep vanished or cannot run: fall through to the walker
@@ -57,7 +66,10 @@ async def list_files(ctx: ToolContext, start_rel: str) -> FileListing:
             complete = not (result.truncated or result.timed_out)
             if not complete:
                 raw = raw[:-1]  # the last entry may be cut mid-name
-            return FileListing(sorted(p for p in raw if p), complete)
+            prefix = start_rel + "/" if start_rel else ""
+            return FileListing(sorted(prefix + p for p in raw if p), complete)
+        finally:
+            os.close(start_fd)
     return await walk_listing(ctx, start_rel)
 
 

@@ -3,6 +3,9 @@
 Owns line windowing (offset/limit), the per-line cap, the byte cap and the "how to continue" footer.
 Reads incrementally, so a multi-gigabyte file or a one-line minified bundle costs only the window.
 
+The whole file's SHA-256 is streamed from the same descriptor the window was read from, so the
+FileRead it reports is the fingerprint of exactly what was read (files over `hash_max_bytes` get none).
+
 Must never: open a path the jail has not resolved and validated, read on the event loop, or return
 content from a binary, device, FIFO, secret or .git file.
 """
@@ -10,6 +13,7 @@ content from a binary, device, FIFO, secret or .git file.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import os
 from collections.abc import Iterator, Mapping
@@ -17,8 +21,9 @@ from typing import Any, BinaryIO
 
 from live_memory.constants import READ_COUNT_LINES_MAX_BYTES
 from live_memory.errors import JailRefusal
+from live_memory.safe_files import sha256_fd
 from live_memory.tools.args import ArgumentError, Arguments
-from live_memory.tools.context import ToolContext, ToolOutcome
+from live_memory.tools.context import FileRead, ToolContext, ToolOutcome
 from live_memory.tools.jail import show_path
 
 __all__ = ["run_read"]
@@ -48,7 +53,13 @@ def _read(ctx: ToolContext, file_path: str, start: int, limit: int) -> ToolOutco
         real = ctx.jail.resolve(file_path)
         rel = ctx.jail.relative(real)
         with ctx.jail.open_text(real) as handle:
-            return _window(ctx, handle, rel, start, limit)
+            outcome = _window(ctx, handle, rel, start, limit)
+            if outcome.is_error:
+                return outcome
+            digest = sha256_fd(handle.fileno(), max_bytes=ctx.limits.hash_max_bytes)
+        if digest is None:  # too large to fingerprint on every Read: shown, but not recorded as read
+            return outcome
+        return dataclasses.replace(outcome, files_read=(FileRead(rel, digest.sha256, digest.size),))
     except JailRefusal as exc:
         return ToolOutcome(str(exc), is_error=True)
     except FileNotFoundError:
@@ -125,20 +136,19 @@ def _window(ctx: ToolContext, handle: BinaryIO, rel: str, start: int, limit: int
             break
         out.append(entry)
         used += size
-    files = (rel,)
     if not out:
         if seen == 0 and start == 1:
-            return ToolOutcome(f"(the file '{rel}' is empty)", files_read=files)
+            return ToolOutcome(f"(the file '{rel}' is empty)")
         return ToolOutcome(
             f"offset {start} is past the end of '{rel}' ({seen} lines); use an offset between 1 and {max(seen, 1)}.",
             is_error=True,
         )
     body = "\n".join(out)
     if not more:
-        return ToolOutcome(body, files_read=files)
+        return ToolOutcome(body)
     last = start + len(out) - 1
     total = _count_lines(handle)
     of = f" of {total}" if total is not None else " (the file continues)"
     cap = f"; output capped at {ctx.limits.max_output_bytes} bytes" if byte_capped else ""
     footer = f"[Showing lines {start}-{last}{of}{cap}. Call Read with offset={last + 1} to continue.]"
-    return ToolOutcome(f"{body}\n\n{footer}", files_read=files)
+    return ToolOutcome(f"{body}\n\n{footer}")

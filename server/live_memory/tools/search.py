@@ -1,21 +1,22 @@
-"""The Grep and Glob tools: argument handling, engine choice, and the text the model sees.
+"""The Grep and Glob tools: argument handling and the text the model sees.
 
-Grep runs ripgrep when it is installed and the pure-Python engine otherwise (grep_engines.py); both
-feed one formatter, so the output is the same either way. Glob matches a ripgrep-style glob against
-the gitignore-aware file listing (listing.py). Results are sorted by path, capped by head_limit /
-limit and by max_output_bytes, and say when and how to narrow.
+Grep runs ripgrep (grep_engines.py) on the start the jail opened. Glob matches a ripgrep-style glob
+against the gitignore-aware file listing (listing.py). Every entry found by a walk is re-checked
+through link-free descriptors before it is shown (recheck.py). Results are sorted by path, capped by
+head_limit / limit and by max_output_bytes, and say when and how to narrow.
 
 Must never: accept a pattern or path that reaches outside the workspace or into .git, print a
-secret file's contents (Grep) or list .git (Glob), or block the event loop.
+secret file's contents (Grep) or list .git (Glob), show an entry reached through a link, or block
+the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from live_memory.constants import (
     GLOB_DEFAULT_LIMIT,
@@ -26,13 +27,14 @@ from live_memory.constants import (
 )
 from live_memory.errors import JailRefusal
 from live_memory.tools.args import ArgumentError, Arguments
-from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, resolve_path
-from live_memory.tools.globs import GlobError, compile_path_glob, has_glob_magic
-from live_memory.tools.grep_engines import GrepError, GrepHits, GrepQuery, python_grep, ripgrep_grep
+from live_memory.tools.context import Resolved, ToolContext, ToolOutcome, bound_text, opened_off_loop, resolve_path
+from live_memory.tools.globs import GlobError, PathGlob, compile_path_glob, has_glob_magic
+from live_memory.tools.grep_engines import GrepError, GrepHits, GrepQuery, ripgrep_grep
 from live_memory.tools.jail import show_path
-from live_memory.tools.listing import list_files
+from live_memory.tools.listing import FileListing, list_files
+from live_memory.tools.recheck import Recheck
 
-__all__ = ["WITHHELD", "format_grep", "run_glob", "run_grep", "split_glob_pattern", "withheld_filter"]
+__all__ = ["WITHHELD", "ShownCheck", "format_grep", "run_glob", "run_grep", "split_glob_pattern", "withheld_filter"]
 
 WITHHELD = " [withheld: secret]"
 _MODES = ("files_with_matches", "content", "count")
@@ -79,41 +81,54 @@ async def run_grep(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcom
             return ToolOutcome(str(exc), is_error=True)
     try:
         target = await resolve_path(ctx, path)
-        if target.kind == "missing":
-            return ToolOutcome(
-                f"Path does not exist: '{show_path(path or '')}'. Use Glob or find_paths to locate it.",
-                is_error=True,
-            )
-        if target.kind != "dir":  # an explicit file is searched as given: it must be a text file
-            await _require_text(ctx, target.real)
     except JailRefusal as exc:
         return ToolOutcome(str(exc), is_error=True)
-    rel = target.rel
-    is_file = target.kind != "dir"
-    query = GrepQuery(pattern, rel, is_file, glob, mode, ignore_case)
+    if target.kind == "missing":
+        return ToolOutcome(
+            f"Path does not exist: '{show_path(path or '')}'. Use Glob or find_paths to locate it.",
+            is_error=True,
+        )
+    if ctx.ripgrep is None:
+        return ToolOutcome(
+            "Grep is unavailable: the ripgrep binary (rg, from the 'ripgrep' package Live Memory depends on) "
+            "was not found on the server. Use Glob or find_paths to locate files and Read to look inside them.",
+            is_error=True,
+        )
+    is_file = target.kind != "dir"  # an explicit file is searched as given: it must be a text file
+    query = GrepQuery(pattern, target.rel, is_file, glob, mode, ignore_case)
     try:
-        engine = ripgrep_grep if ctx.ripgrep is not None else python_grep
-        hits = await engine(ctx, query)
+        start = await opened_off_loop(lambda: _open_start(ctx, target), os.close)
+    except JailRefusal as exc:
+        return ToolOutcome(str(exc), is_error=True)
+    except OSError as exc:
+        return ToolOutcome(f"Cannot search '{show_path(target.rel)}': {exc.strerror or exc}", is_error=True)
+    try:
+        hits = await ripgrep_grep(ctx, query, start_fd=start)
     except GrepError as exc:
         return ToolOutcome(str(exc), is_error=True)
-    except OSError:  # ripgrep vanished or cannot run: search in Python instead
-        try:
-            hits = await python_grep(ctx, query)
-        except GrepError as exc:
-            return ToolOutcome(str(exc), is_error=True)
-    text = format_grep(hits.sort(), mode, head_limit, withheld_filter(ctx)) + args.ignored_note()
-    return ToolOutcome(bound_text(text, ctx.limits.max_output_bytes, _NARROW_GREP))
+    except OSError as exc:  # ripgrep vanished or cannot run
+        return ToolOutcome(f"Grep failed: ripgrep could not run ({exc.strerror or exc}).", is_error=True)
+    finally:
+        os.close(start)
+    text = await asyncio.to_thread(_render_grep, ctx, hits, mode, head_limit)
+    return ToolOutcome(bound_text(text + args.ignored_note(), ctx.limits.max_output_bytes, _NARROW_GREP))
 
 
-async def _require_text(ctx: ToolContext, real: Path) -> None:
-    def check() -> None:
-        with ctx.jail.open_text(real):
-            pass
+def _open_start(ctx: ToolContext, target: Resolved) -> int:
+    """The jail's descriptor of the search start: the directory, or the checked text file."""
+    if target.kind == "dir":
+        return ctx.jail.open_dir(target.real)
+    return ctx.jail.open_text_fd(target.real)
 
-    try:
-        await asyncio.to_thread(check)
-    except OSError as exc:
-        raise JailRefusal(f"Cannot search '{show_path(ctx.jail.relative(real))}': {exc.strerror or exc}") from None
+
+def _render_grep(ctx: ToolContext, hits: GrepHits, mode: str, head_limit: int) -> str:
+    """Format hits (blocking: it re-checks walked entries on disk before they are shown)."""
+    withheld = withheld_filter(ctx)
+    if not hits.walked:
+        return format_grep(hits.sort(), mode, head_limit, withheld)
+    with Recheck(str(ctx.root)) as recheck:
+        check = ShownCheck(recheck.is_file, lambda line: recheck.line_matches(*line))
+        return format_grep(hits.sort(), mode, head_limit, withheld, check)
 
 
 def withheld_filter(ctx: ToolContext) -> Callable[[str], bool]:
@@ -144,11 +159,23 @@ def _first(entries: Sequence[_T], head_limit: int, withheld: Callable[[_T], bool
     return shown, len(entries) - dropped
 
 
-def format_grep(hits: GrepHits, mode: str, head_limit: int, withheld: Callable[[str], bool]) -> str:
-    """Render sorted hits for the model (shared by both engines)."""
+class ShownCheck(NamedTuple):
+    """Last checks on entries about to be shown (re-checks of what ripgrep's walk reported)."""
+
+    file: Callable[[str], bool]  # the path is still a file reached without links
+    line: Callable[[tuple[str, int, str]], bool]  # that line is still on disk as reported
+
+
+def format_grep(
+    hits: GrepHits, mode: str, head_limit: int, withheld: Callable[[str], bool], shown: ShownCheck | None = None
+) -> str:
+    """Render sorted hits for the model. `withheld(path)` hides secret and .git paths; `shown`, when
+    given, is asked about entries only as far as head_limit needs them (a failing one is dropped
+    and the next taken). Counts of what is not shown are reported unchecked."""
     parts: list[str] = []
     if mode == "files_with_matches":
-        files, total = _first(hits.files, head_limit, withheld)
+        file_ok = shown.file if shown is not None else None
+        files, total = _first(hits.files, head_limit, lambda p: withheld(p) or (file_ok is not None and not file_ok(p)))
         if total == 0:
             parts.append("No files found")
         else:
@@ -160,7 +187,10 @@ def format_grep(hits: GrepHits, mode: str, head_limit: int, withheld: Callable[[
                     "Narrow with path or glob, or raise head_limit.]"
                 )
     elif mode == "content":
-        lines, total = _first(hits.lines, head_limit, lambda line: withheld(line[0]))
+        line_ok = shown.line if shown is not None else None
+        lines, total = _first(
+            hits.lines, head_limit, lambda line: withheld(line[0]) or (line_ok is not None and not line_ok(line))
+        )
         if total == 0:
             parts.append("No matches found")
         else:
@@ -172,12 +202,21 @@ def format_grep(hits: GrepHits, mode: str, head_limit: int, withheld: Callable[[
                 )
     else:
         counts = [c for c in hits.counts if not withheld(c[0])]  # one entry per file: cheap enough
-        total = len(counts)
+        file_ok = shown.file if shown is not None else None
+        dropped: list[tuple[str, int]] = []
+
+        def gone(count: tuple[str, int]) -> bool:
+            if file_ok is None or file_ok(count[0]):
+                return False
+            dropped.append(count)
+            return True
+
+        listed, total = _first(counts, head_limit, gone)
         if total == 0:
             parts.append("No matches found")
         else:
-            parts.extend(f"{p}:{n}" for p, n in counts[:head_limit])
-            matching = sum(n for _p, n in counts)
+            parts.extend(f"{p}:{n}" for p, n in listed)
+            matching = sum(n for _p, n in counts) - sum(n for _p, n in dropped)
             parts.append(f"Found {_plural(matching, 'matching line')} in {_plural(total, 'file')}.")
             if total > head_limit:
                 parts.append(f"[Showing the first {head_limit} of {total} files (head_limit).]")
@@ -268,18 +307,36 @@ async def run_glob(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcom
         matcher = compile_path_glob(rest or "**", anchored=anchored)
     except GlobError as exc:
         return ToolOutcome(f"Glob: {exc}", is_error=True)
-    listing = await list_files(ctx, base)
-    cut = len(base) + 1 if base else 0
-    matched = [p for p in listing.paths if matcher.matches(p[cut:])]
-    lines = [p + WITHHELD if ctx.jail.is_secret(p) else p for p in matched[:limit]]
+    try:
+        listing = await list_files(ctx, base)
+    except (JailRefusal, OSError) as exc:
+        return ToolOutcome(f"Glob: cannot list '{show_path(base)}': {_reason(exc)}", is_error=True)
+    shown, total = await asyncio.to_thread(_select_glob, ctx, listing, matcher, base, limit)
+    lines = [p + WITHHELD if ctx.jail.is_secret(p) else p for p in shown]
     if not lines:
         lines = ["No files found"]
-    if len(matched) > limit:
+    if total > limit:
         lines.append(
-            f"[Showing the first {limit} of {len(matched)} matches, sorted by path. "
+            f"[Showing the first {limit} of {total} matches, sorted by path. "
             "Use a more specific pattern or path, or raise limit.]"
         )
     if not listing.complete:
         lines.append("[The listing stopped early (time or size cap); results are incomplete. Narrow the path.]")
     text = "\n".join(lines) + args.ignored_note()
     return ToolOutcome(bound_text(text, ctx.limits.max_output_bytes, "use a more specific pattern or path"))
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, JailRefusal) else str(getattr(exc, "strerror", None) or exc)
+
+
+def _select_glob(
+    ctx: ToolContext, listing: FileListing, matcher: PathGlob, base: str, limit: int
+) -> tuple[list[str], int]:
+    """The first `limit` matches that are still regular files reached without links, and the number
+    of matches (blocking: it re-checks the entries it shows)."""
+    cut = len(base) + 1 if base else 0
+    matched = [p for p in listing.paths if matcher.matches(p[cut:])]
+    with Recheck(str(ctx.root)) as recheck:
+        shown, total = _first(matched, limit, lambda p: not recheck.is_file(p))
+    return shown, total

@@ -3,7 +3,9 @@
 Owns the only `asyncio.create_subprocess_exec` call of the tools: output is read incrementally and
 capped, the child (its whole process group) is killed on the cap, on the timeout and on cancellation,
 and its pipes are drained so asyncio can close the transport (no leaked processes, no ResourceWarning).
-Also owns the sanitised environment children run with.
+Also owns the sanitised environment children run with, and pinning a child's working directory to an
+open directory descriptor (`cwd_fd`), so a directory swapped for a link after it was checked is not
+where the child runs.
 
 Must never: run a shell, block the event loop, let a child outlive the call that started it, or
 swallow asyncio.CancelledError.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import weakref
@@ -22,7 +25,7 @@ from pathlib import Path
 
 from live_memory.constants import MAX_CONCURRENT_SUBPROCESSES, TOOL_STDERR_MAX_BYTES
 
-__all__ = ["ProcessResult", "child_env", "run_bounded"]
+__all__ = ["ProcessResult", "child_env", "pinned_cwd_supported", "run_bounded"]
 
 _SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 _CHUNK = 256 * 1024
@@ -47,6 +50,14 @@ def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
         }
     )
     return env
+
+
+@functools.cache
+def pinned_cwd_supported() -> bool:
+    """Whether a child can start in a directory given by descriptor: on Linux the child changes to
+    /proc/self/fd/N, the directory the descriptor holds (no path lookup, so no link followed).
+    Elsewhere the directory's path is used and callers re-check what the child reports."""
+    return os.path.isdir("/proc/self/fd")
 
 
 @dataclass(frozen=True)
@@ -89,15 +100,27 @@ async def run_bounded(
     max_bytes: int,
     env: Mapping[str, str] | None = None,
     stderr_max_bytes: int = TOOL_STDERR_MAX_BYTES,
+    cwd_fd: int | None = None,
+    stdin_fd: int | None = None,
 ) -> ProcessResult:
     """Run argv (no shell) and return at most `max_bytes` of its stdout.
 
-    Raises OSError when the program cannot be started; CancelledError propagates after the child is
-    killed and reaped. At most MAX_CONCURRENT_SUBPROCESSES run at once per event loop; others wait.
+    `cwd_fd`: an open directory the child starts in (see `pinned_cwd_supported`; `cwd` is the
+    fallback). `stdin_fd`: an open file the child reads as its standard input (else /dev/null).
+    Both stay the caller's to close. Raises OSError when the program cannot be started;
+    CancelledError propagates after the child is killed and reaped. At most
+    MAX_CONCURRENT_SUBPROCESSES run at once per event loop; others wait.
     """
     async with _slots():
         return await _run_bounded(
-            argv, cwd=cwd, timeout_s=timeout_s, max_bytes=max_bytes, env=env, stderr_max_bytes=stderr_max_bytes
+            argv,
+            cwd=cwd,
+            timeout_s=timeout_s,
+            max_bytes=max_bytes,
+            env=env,
+            stderr_max_bytes=stderr_max_bytes,
+            cwd_fd=cwd_fd,
+            stdin_fd=stdin_fd,
         )
 
 
@@ -118,12 +141,20 @@ async def _run_bounded(
     max_bytes: int,
     env: Mapping[str, str] | None,
     stderr_max_bytes: int,
+    cwd_fd: int | None,
+    stdin_fd: int | None,
 ) -> ProcessResult:
+    start_dir: str | Path = cwd
+    pass_fds: tuple[int, ...] = ()
+    if cwd_fd is not None and pinned_cwd_supported():
+        # The child chdirs before it closes inherited descriptors; pass_fds keeps this one open anyway.
+        start_dir, pass_fds = f"/proc/self/fd/{cwd_fd}", (cwd_fd,)
     proc = await asyncio.create_subprocess_exec(
         *argv,
-        cwd=cwd,
+        cwd=start_dir,
+        pass_fds=pass_fds,
         env=dict(env) if env is not None else child_env(),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=stdin_fd if stdin_fd is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,

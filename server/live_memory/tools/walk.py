@@ -3,8 +3,9 @@
 Owns the ignore-file dialect (gitignore: comments, "!" negation, trailing "/" for directories, "/"
 anchoring, "**") and the walk order. It reads `.git/info/exclude` at the root and `.gitignore`,
 `.ignore`, `.rgignore` in every directory (later files and deeper directories win, as in ripgrep),
-skips `.git`, and never follows symbolic links (ripgrep's default), so a link can never lead it
-outside the workspace. Hidden files are included.
+skips `.git`, and never follows symbolic links (ripgrep's default): directories are opened one by one
+from their parent's descriptor with O_NOFOLLOW, so not even a link swapped in mid-walk can lead it
+outside the workspace. Ignore files are read only if they are regular files. Hidden files are included.
 
 Must never: be called on the event loop (it is blocking; callers use asyncio.to_thread), follow a
 symlink, or yield anything but regular files (and, on request, directories) under the root.
@@ -17,6 +18,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from live_memory.safe_files import DIR_FLAGS, ROOT_FLAGS, open_beneath, read_text_bounded
 from live_memory.tools.globs import glob_to_regex
 
 __all__ = ["IgnoreRule", "parse_ignore_text", "walk_paths"]
@@ -77,23 +79,46 @@ def _is_ignored(levels: tuple[_Level, ...], rel: str, name: str, is_dir: bool) -
     return False
 
 
-def _read_rules(path: str) -> list[IgnoreRule]:
+def _read_rules(name: str, dir_fd: int) -> list[IgnoreRule]:
+    """The rules of one ignore file in the directory `dir_fd`: a regular file only (a FIFO named
+    .gitignore must not hang the walk; a link named .gitignore is not followed), its first MiB."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(_MAX_IGNORE_FILE_BYTES)
+        text = read_text_bounded(name, _MAX_IGNORE_FILE_BYTES, dir_fd=dir_fd)
     except OSError:
         return []
-    return parse_ignore_text(data.decode("utf-8", "replace"))
+    return parse_ignore_text(text)
 
 
-def _dir_level(root: str, rel: str, *, with_exclude: bool = False) -> _Level | None:
-    directory = os.path.join(root, rel) if rel else root
-    rules: list[IgnoreRule] = []
-    if with_exclude:
-        rules.extend(_read_rules(os.path.join(root, ".git", "info", "exclude")))
+def _git_exclude_rules(root_fd: int) -> list[IgnoreRule]:
+    """`.git/info/exclude` of the root, reached without following links."""
+    try:
+        fd = open_beneath(root_fd, ".git/info", directory=True)
+    except (OSError, ValueError):
+        return []
+    try:
+        return _read_rules("exclude", fd)
+    finally:
+        os.close(fd)
+
+
+def _dir_level(dir_fd: int, rel: str, extra: list[IgnoreRule] | None = None) -> _Level | None:
+    rules: list[IgnoreRule] = list(extra or ())
     for name in IGNORE_FILES:
-        rules.extend(_read_rules(os.path.join(directory, name)))
+        rules.extend(_read_rules(name, dir_fd))
     return (rel, tuple(rules)) if rules else None
+
+
+class _Frame:
+    """A directory being walked: its descriptor, the subdirectories still to visit, their rules."""
+
+    __slots__ = ("fd", "levels", "next", "rel", "subdirs")
+
+    def __init__(self, fd: int, rel: str, levels: tuple[_Level, ...], subdirs: list[str]) -> None:
+        self.fd = fd
+        self.rel = rel
+        self.levels = levels
+        self.subdirs = subdirs
+        self.next = 0
 
 
 def walk_paths(
@@ -105,54 +130,91 @@ def walk_paths(
 ) -> Iterator[tuple[str, bool]]:
     """Yield (workspace-relative path, is_dir) for every non-ignored entry under `start_rel`.
 
-    Order is depth-first with entries sorted by name. `start_rel` itself is never tested against
-    the ignore rules (an explicitly named directory is searched, as ripgrep does), but the rules of
-    every directory above it apply. `should_stop` is polled once per directory.
+    Order is depth-first with entries sorted by name (a directory's own entries before its
+    subdirectories' contents). `start_rel` itself is never tested against the ignore rules (an
+    explicitly named directory is searched, as ripgrep does), but the rules of every directory above
+    it apply. `should_stop` is polled once per directory.
+
+    Every directory is opened relative to its parent's descriptor without following links (and
+    listed from that descriptor), so a directory swapped for a link mid-walk is skipped, never
+    entered; only the directories on the current path are held open.
     """
-    levels: tuple[_Level, ...] = ()
     parts = [p for p in start_rel.split("/") if p] if start_rel else []
-    for depth in range(len(parts) + 1):
-        level = _dir_level(root, "/".join(parts[:depth]), with_exclude=depth == 0)
-        if level is not None:
-            levels += (level,)
-    start = "/".join(parts)
-    # Each stack item: (relative directory, the levels of the directories above it). The start
-    # directory's own ignore files were loaded above; every other directory loads its own on visit.
-    stack: list[tuple[str, tuple[_Level, ...]]] = [(start, levels)]
-    first = True
-    while stack:
-        if should_stop is not None and should_stop():
-            return
-        dir_rel, dir_levels = stack.pop()
-        if not first:
-            level = _dir_level(root, dir_rel)
-            if level is not None:
-                dir_levels += (level,)
-        first = False
-        try:
-            with os.scandir(os.path.join(root, dir_rel) if dir_rel else root) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue  # unreadable or vanished directory: skip it, as ripgrep does
-        subdirs: list[str] = []
-        for entry in entries:
-            name = entry.name
-            if name == ".git":
-                continue
-            rel = f"{dir_rel}/{name}" if dir_rel else name
+    try:
+        fd = os.open(root, ROOT_FLAGS)
+    except OSError:
+        return
+    levels: tuple[_Level, ...] = ()
+    frames: list[_Frame] = []
+    try:
+        level = _dir_level(fd, "", _git_exclude_rules(fd))
+        levels += (level,) if level is not None else ()
+        for depth, part in enumerate(parts, start=1):  # the start directory and the rules above it
             try:
-                if entry.is_symlink():
-                    continue
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = not is_dir and entry.is_file(follow_symlinks=False)
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
             except OSError:
+                return  # missing, or a link: nothing to walk
+            os.close(fd)
+            fd = child
+            level = _dir_level(fd, "/".join(parts[:depth]))
+            levels += (level,) if level is not None else ()
+        start = "/".join(parts)
+        subdirs: list[str] = []
+        yield from _scan(fd, start, levels, include_dirs, subdirs)
+        frames.append(_Frame(fd, start, levels, subdirs))
+        fd = -1  # owned by the frame now
+        while frames:
+            frame = frames[-1]
+            if frame.next >= len(frame.subdirs):
+                os.close(frames.pop().fd)
                 continue
-            if not (is_dir or is_file) or _is_ignored(dir_levels, rel, name, is_dir):
+            if should_stop is not None and should_stop():
+                return
+            name = frame.subdirs[frame.next]
+            frame.next += 1
+            try:
+                child = os.open(name, DIR_FLAGS, dir_fd=frame.fd)
+            except OSError:
+                continue  # unreadable, vanished or swapped for a link: skip it, as ripgrep does
+            rel = f"{frame.rel}/{name}" if frame.rel else name
+            level = _dir_level(child, rel)
+            child_levels = frame.levels + ((level,) if level is not None else ())
+            subdirs = []
+            frames.append(_Frame(child, rel, child_levels, subdirs))
+            yield from _scan(child, rel, child_levels, include_dirs, subdirs)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        for frame in frames:
+            os.close(frame.fd)
+
+
+def _scan(
+    dir_fd: int, dir_rel: str, levels: tuple[_Level, ...], include_dirs: bool, subdirs: list[str]
+) -> Iterator[tuple[str, bool]]:
+    """Yield the entries of one directory (sorted by name) and collect its subdirectories' names."""
+    try:
+        with os.scandir(dir_fd) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return  # unreadable or vanished directory: skip it, as ripgrep does
+    for entry in entries:
+        name = entry.name
+        if name == ".git":
+            continue
+        rel = f"{dir_rel}/{name}" if dir_rel else name
+        try:
+            if entry.is_symlink():
                 continue
-            if is_dir:
-                subdirs.append(rel)
-                if include_dirs:
-                    yield rel, True
-            else:
-                yield rel, False
-        stack.extend((d, dir_levels) for d in reversed(subdirs))
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = not is_dir and entry.is_file(follow_symlinks=False)
+        except OSError:
+            continue
+        if not (is_dir or is_file) or _is_ignored(levels, rel, name, is_dir):
+            continue
+        if is_dir:
+            subdirs.append(name)
+            if include_dirs:
+                yield rel, True
+        else:
+            yield rel, False
