@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -63,15 +63,16 @@ def test_a_regular_file_is_read_and_hashed(tmp_path: Path) -> None:
 
 
 def test_a_fifo_is_refused_at_once_never_opened_for_a_blocking_read(tmp_path: Path) -> None:
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    for call in (lambda: sha256_file(fifo), lambda: read_text_bounded(fifo, 10), lambda: open_regular_fd(fifo)):
+    readers: list[Callable[[Path], object]] = [sha256_file, lambda fifo: read_text_bounded(fifo, 10), _open_and_close]
+    for index, read in enumerate(readers):
+        fifo = tmp_path / f"pipe{index}"
+        os.mkfifo(fifo)
         with pytest.raises(NotRegularFileError, match="FIFO") as refused:
-            call_within(call, fifo)
+            call_within(lambda: read(fifo), fifo)  # noqa: B023 - called before the loop moves on
         assert stat.S_ISFIFO(refused.value.mode)
 
 
-def open_regular_fd(path: Path) -> None:
+def _open_and_close(path: Path) -> None:
     with regular_file(path):
         pass
 
