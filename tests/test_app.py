@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import time
@@ -10,7 +11,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from live_memory.app import create_app
-from live_memory.logging_setup import configure_logging
+from live_memory.logging_setup import PrivateRotatingFileHandler
 from tests.fakes.live_server import settings_for
 
 
@@ -45,12 +46,17 @@ def test_temp_files_left_by_interrupted_writes_are_removed_at_start(tmp_path: Pa
     assert not stale.exists() and fresh.exists() and keep.exists()
 
 
-def test_the_log_file_is_private(tmp_path: Path) -> None:
-    log = tmp_path / "logs" / "live-memory.log"
+def test_log_files_are_private_also_after_a_rotation(tmp_path: Path) -> None:
+    log = tmp_path / "live-memory.log"
     previous = os.umask(0o022)
     try:
-        configure_logging("info", str(log))
+        handler = PrivateRotatingFileHandler(log, maxBytes=200, backupCount=2, encoding="utf-8")
+        try:
+            for index in range(20):
+                handler.emit(logging.makeLogRecord({"msg": f"question {index} about /home/someone/repo"}))
+        finally:
+            handler.close()
     finally:
         os.umask(previous)
-        configure_logging("info", "")
-    assert mode_of(log) == 0o600
+    files = sorted(tmp_path.glob("live-memory.log*"))
+    assert len(files) == 3 and all(mode_of(f) == 0o600 for f in files)

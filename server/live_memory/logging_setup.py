@@ -32,6 +32,7 @@ def configure_logging(level: str, log_file: str = "", env: Mapping[str, str] | N
     root.setLevel(level.upper())
     for handler in list(root.handlers):
         root.removeHandler(handler)
+        handler.close()
     stderr = logging.StreamHandler()
     # journald stamps each line itself; a second timestamp is noise.
     stderr.setFormatter(logging.Formatter(PLAIN if env.get("JOURNAL_STREAM") else STAMPED))
