@@ -164,7 +164,7 @@ async def test_rate_limit_with_retry_after_is_retried(fake: FakeLLM, workspace: 
 
 
 async def test_without_credential_health_works_and_questions_say_what_to_set(workspace: Path, tmp_path: Path) -> None:
-    settings = load_settings(env={"HOME": str(tmp_path)}, data_dir=tmp_path / "data")
+    settings = await asyncio.to_thread(load_settings, env={"HOME": str(tmp_path)}, data_dir=tmp_path / "data")
     with live_server(settings) as server:
         async with httpx.AsyncClient() as client:
             health = (await client.get(f"{server.url}/health")).json()

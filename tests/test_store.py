@@ -37,10 +37,10 @@ async def test_snapshot_round_trip_is_private_and_atomic(tmp_path: Path) -> None
     path = store.path_for("ws")
     assert path.stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "data" / "workspaces").stat().st_mode & 0o777 == 0o700
-    loaded = store.load("ws")
+    loaded = await asyncio.to_thread(store.load, "ws")
     assert loaded is not None and loaded.schema_ == 1 and loaded.window.history == []
     assert not await store.save("ws", lambda: (1, {"window": {"version": 7}}))  # an older/equal generation
-    again = store.load("ws")
+    again = await asyncio.to_thread(store.load, "ws")
     assert again is not None and again.window.version == 0
     assert list(path.parent.iterdir()) == [path]  # no temp files left behind
 

@@ -77,9 +77,7 @@ class McpTrailingSlash:
 
 
 def security_policy(settings: Settings) -> SecurityPolicy:
-    return SecurityPolicy.build(
-        bind_host=settings.host, extra_hosts=settings.allowed_hosts, token=settings.auth_token
-    )
+    return SecurityPolicy.build(bind_host=settings.host, extra_hosts=settings.allowed_hosts, token=settings.auth_token)
 
 
 def transport_security(policy: SecurityPolicy) -> TransportSecuritySettings:

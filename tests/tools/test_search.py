@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -115,14 +116,14 @@ async def test_grep_searches_an_explicit_ignored_file(any_toolbox: Toolbox) -> N
 
 async def test_grep_output_never_exceeds_the_byte_cap(repo_root: Path) -> None:
     for use_rg in (True, False):
-        box = Toolbox(repo_root, ToolLimits(max_output_bytes=1500, use_ripgrep=use_rg))
+        box = await asyncio.to_thread(Toolbox, repo_root, ToolLimits(max_output_bytes=1500, use_ripgrep=use_rg))
         text = await _text(box, "Grep", pattern="filler", output_mode="content", head_limit=5000)
         assert len(text.encode()) <= 1500
         assert "output truncated at 1500 bytes" in text
 
 
 async def test_grep_falls_back_to_python_when_the_configured_binary_is_missing(repo_root: Path) -> None:
-    box = Toolbox(repo_root, ToolLimits(ripgrep_path="/nonexistent/rg"))
+    box = await asyncio.to_thread(Toolbox, repo_root, ToolLimits(ripgrep_path="/nonexistent/rg"))
     assert box.ripgrep is None
     assert (await _text(box, "Grep", pattern="def main")).startswith("Found 1 file")
 
