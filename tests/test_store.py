@@ -118,11 +118,11 @@ def test_answers_returned_before_a_sigkill_are_all_remembered(fake: FakeLLM, wor
         _, is_error = await ask_via_mcp(url, {"question": question, "cwd": str(workspace)})
         if not is_error:
             answered.append(question)
-            if len(answered) >= 10:
+            if len(answered) >= 5:
                 halfway.set()
 
     async def burst() -> None:
-        tasks = [asyncio.create_task(one(i)) for i in range(40)]
+        tasks = [asyncio.create_task(one(i)) for i in range(16)]
         await asyncio.wait_for(halfway.wait(), 60)
         server.proc.send_signal(signal.SIGKILL)  # mid-burst, with questions in flight
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -131,7 +131,7 @@ def test_answers_returned_before_a_sigkill_are_all_remembered(fake: FakeLLM, wor
         asyncio.run(burst())
     finally:
         server.close()
-    assert len(answered) >= 10
+    assert len(answered) >= 5
     settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
 
     async def after_restart() -> None:
