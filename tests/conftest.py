@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from blockbuster import BlockBuster, blockbuster_ctx
 
 from tests.fakes.llm_server import FakeLLM
 
@@ -56,6 +57,14 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
     yield
+
+
+@pytest.fixture(autouse=True)
+def no_blocking_calls_on_the_event_loop() -> Iterator[BlockBuster]:
+    """Fail the test if the service's code makes a blocking call (file I/O, sleep, a lock wait, a
+    blocking socket) on a running event loop: that would stall every other question meanwhile."""
+    with blockbuster_ctx("live_memory") as blockbuster:
+        yield blockbuster
 
 
 @pytest.fixture

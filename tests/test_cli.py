@@ -1,7 +1,10 @@
-"""The `live-memory` command as a real subprocess: idempotent serve, SIGTERM, ask, config show."""
+"""The `live-memory` command: idempotent serve and SIGTERM as a real subprocess; ask, config show, and
+configuration errors."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -17,7 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from live_memory.cli import build_parser
+from live_memory.cli import build_parser, cmd_ask
+from live_memory.config import load_settings
+from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,31 +77,56 @@ class ServeProcess:
         return code
 
 
-@pytest.fixture
-def running(tmp_path: Path) -> Iterator[tuple[ServeProcess, dict[str, str]]]:
-    env = cli_env(tmp_path, free_port())
-    server = ServeProcess(env)
-    try:
-        yield server, env
-    finally:
-        if server.proc.poll() is None:
-            server.proc.kill()
-        server.close()
-
-
-def test_second_serve_sees_the_running_server_and_exits_0(
-    running: tuple[ServeProcess, dict[str, str]],
+def test_serve_is_a_singleton_and_sigterm_mid_question_returns_a_best_effort_answer_and_flushes(
+    tmp_path: Path,
 ) -> None:
-    server, env = running
-    second = subprocess.run([*COMMAND, "serve"], env=env, capture_output=True, text=True, timeout=30)
-    assert second.returncode == 0
-    assert "already running" in second.stdout
-    assert server.proc.poll() is None
+    workspace = tmp_path / "repo"
+    (workspace / ".git").mkdir(parents=True)
+    release = threading.Event()
+    with FakeLLM() as fake:
+        fake.script(Reply.stall(release, seconds=60))
+        env = cli_env(
+            tmp_path,
+            free_port(),
+            LIVE_MEMORY_BASE_URL=fake.base_url,
+            LIVE_MEMORY_API_KEY="t",
+            LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD="0",
+            LIVE_MEMORY_DEFAULT_TIMEOUT_S="120",
+            LIVE_MEMORY_SHUTDOWN_GRACE_S="0.5",  # the question's cut deadline: no test waits on the default
+        )
+        server = ServeProcess(env)
+        try:
+            second = subprocess.run([*COMMAND, "serve"], env=env, capture_output=True, text=True, timeout=30)
+            assert (second.returncode, server.proc.poll()) == (0, None), second.stderr
+            assert "already running" in second.stdout
+            answers: list[tuple[int, str, str]] = []
+            asking = threading.Thread(target=lambda: answers.append(ask_in_process(env, "slow question", workspace)))
+            asking.start()
+            assert fake.stalled.wait(30), answers
+            code = server.stop()
+            asking.join(30)
+        finally:
+            release.set()
+            if server.proc.poll() is None:
+                server.proc.kill()
+                server.close()
+    assert code == 0
+    [(ask_code, out, _)] = answers
+    assert ask_code == 0
+    assert "Live Memory is shutting down and cut this question short" in out and "timed_out=true" in out
+    snapshots = list((tmp_path / "data" / "workspaces").glob("*.json"))
+    assert len(snapshots) == 1 and "slow question" in snapshots[0].read_text()
 
 
-def test_sigterm_shuts_down_gracefully(running: tuple[ServeProcess, dict[str, str]]) -> None:
-    server, _ = running
-    assert server.stop() == 0
+def ask_in_process(env: dict[str, str], question: str, cwd: Path) -> tuple[int, str, str]:
+    """`live-memory ask` run in this process (its MCP client is what is tested; importing it in a new
+    interpreter costs seconds): exit code, stdout, stderr."""
+    settings = load_settings(env=env, data_dir=Path(env["LIVE_MEMORY_DATA_DIR"]))
+    args = build_parser().parse_args(["ask", question, "--cwd", str(cwd)])
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cmd_ask(settings, args)
+    return code, out.getvalue(), err.getvalue()
 
 
 def test_foreign_port_holder_makes_serve_exit_1(tmp_path: Path) -> None:
@@ -128,27 +158,14 @@ def test_ask_prints_the_answer_and_trailer(tmp_path: Path) -> None:
     (workspace / "main.py").write_text("print('hi')\n")
     with FakeLLM() as fake:
         fake.script(Reply.tool_call("Read", {"file_path": "main.py"}), Reply.text("main.py prints hi."))
-        env = cli_env(
-            tmp_path,
-            free_port(),
-            LIVE_MEMORY_BASE_URL=fake.base_url,
-            LIVE_MEMORY_API_KEY="test",
-        )
-        server = ServeProcess(env)
-        try:
-            result = subprocess.run(
-                [*COMMAND, "ask", "What does main.py do?", "--cwd", str(workspace)],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-        finally:
-            server.stop()
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("main.py prints hi.")
-    assert "[live-memory] model=claude-haiku-4-5" in result.stdout
-    assert "files_read=1" in result.stdout
+        settings = settings_for(fake.base_url, tmp_path / "data")
+        with live_server(settings) as server:
+            env = cli_env(tmp_path, server.port)
+            code, out, err = ask_in_process(env, "What does main.py do?", workspace)
+    assert code == 0, err
+    assert out.startswith("main.py prints hi.")
+    assert "[live-memory] model=claude-haiku-4-5" in out
+    assert "files_read=1" in out
 
 
 def test_ask_without_a_server_says_how_to_start_one(tmp_path: Path) -> None:

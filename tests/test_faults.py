@@ -118,23 +118,36 @@ while True:
 
 
 def test_sigkill_during_snapshot_writes_leaves_a_loadable_snapshot(tmp_path: Path) -> None:
+    """Writers run side by side (each on its own store) and are killed at random points of their loops."""
     rng = random.Random(1234)
-    store = SnapshotStore(tmp_path)
-    store.write_now("ws", {"window": {"version": 0}})
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    for _ in range(50):
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE, env=env)
-        assert writer.stdout is not None and writer.stdout.readline().strip() == b"ready"
-        deadline = time.monotonic() + rng.uniform(0.0, 0.05)
-        while time.monotonic() < deadline:  # a random point inside the write loop
-            pass
-        writer.send_signal(signal.SIGKILL)
-        writer.wait(10)
-        writer.stdout.close()
+    data_dirs = [tmp_path / f"store{i}" for i in range(16)]
+    stores = [SnapshotStore(data_dir) for data_dir in data_dirs]
+    for store in stores:
+        store.write_now("ws", {"window": {"version": 0}})
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(data_dir)], stdout=subprocess.PIPE, env=env)
+        for data_dir in data_dirs
+    ]
+    try:
+        for writer in writers:
+            assert writer.stdout is not None and writer.stdout.readline().strip() == b"ready"
+        for writer in writers:
+            deadline = time.monotonic() + rng.uniform(0.0, 0.05)
+            while time.monotonic() < deadline:  # a random point inside the write loops
+                pass
+            writer.send_signal(signal.SIGKILL)
+    finally:
+        for writer in writers:
+            writer.kill()
+            writer.wait(10)
+            assert writer.stdout is not None
+            writer.stdout.close()
+    for store in stores:
         loaded = store.load("ws")
         assert loaded is not None and loaded.window.version >= 0, "snapshot unreadable after a kill"
-    assert not list(tmp_path.glob("workspaces/*.corrupt-*"))
-    assert json.loads(store.path_for("ws").read_text())["schema"] == 1
+        assert not list(store.dir.glob("*.corrupt-*"))
+        assert json.loads(store.path_for("ws").read_text())["schema"] == 1
 
 
 async def test_idle_workspaces_beyond_the_cap_are_unloaded_and_restore_later(fake: FakeLLM, tmp_path: Path) -> None:

@@ -7,9 +7,11 @@ import re
 import threading
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
+from live_memory.app import Timings
 from live_memory.config import load_settings
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
@@ -164,7 +166,7 @@ async def test_rate_limit_with_retry_after_is_retried(fake: FakeLLM, workspace: 
 
 
 async def test_without_credential_health_works_and_questions_say_what_to_set(workspace: Path, tmp_path: Path) -> None:
-    settings = load_settings(env={"HOME": str(tmp_path)}, data_dir=tmp_path / "data")
+    settings = await asyncio.to_thread(load_settings, env={"HOME": str(tmp_path)}, data_dir=tmp_path / "data")
     with live_server(settings) as server:
         async with httpx.AsyncClient() as client:
             health = (await client.get(f"{server.url}/health")).json()
@@ -223,19 +225,20 @@ async def test_progress_notifications_flow_while_an_answer_is_slow(
     settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
     progress: list[float] = []
     try:
-        with live_server(settings) as server:
+        with live_server(settings, timings=Timings(progress_interval_s=0.2)) as server:
             asking = asyncio.create_task(
                 ask_via_mcp(server.mcp_url, {"question": "q", "cwd": str(workspace)}, progress_seen=progress)
             )
-            while not progress:  # released only once a heartbeat has reached the client
-                await asyncio.wait([asking], timeout=0.2)
-                assert not asking.done(), asking.result()
+            with anyio.fail_after(10):
+                while len(progress) < 2:  # released only once heartbeats have reached the client
+                    await asyncio.wait([asking], timeout=0.05)
+                    assert not asking.done(), asking.result()
             release.set()
             text, is_error = await asking
     finally:
         release.set()
     assert not is_error and text.startswith("slow answer")
-    assert progress[0] >= 4.0  # elapsed seconds, reported every few seconds (well under 15 s)
+    assert 0.2 <= progress[0] < progress[1]  # elapsed seconds (to 0.1 s), one report per interval
 
 
 async def test_the_cold_guard_fires_once_on_a_cold_window_and_never_on_a_warm_one(

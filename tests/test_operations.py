@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from live_memory.cli import main
 from live_memory.keep_warm import KeepWarm
 from live_memory.providers.pricing import PriceOverrides, cost_usd, price_for
 from live_memory.records import Usage
@@ -223,33 +223,36 @@ async def test_reload_swaps_the_model_and_keeps_workspaces(fake: FakeLLM, worksp
     assert "model=claude-sonnet-4-6" in text
 
 
-def test_doctor_reports_a_broken_config_with_fixes(tmp_path: Path) -> None:
+def doctor(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], env: dict[str, str], *args: str
+) -> tuple[int, str]:
+    """`live-memory doctor` in this process (the command's whole job is what it prints and returns)."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    code = main(["doctor", *args])
+    return code, capsys.readouterr().out
+
+
+def test_doctor_reports_a_broken_config_with_fixes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "LIVE_MEMORY_DATA_DIR": str(tmp_path / "d")}
-    broken = subprocess.run(
-        [sys.executable, "-m", "live_memory", "doctor", "--offline"],
-        env={**env, "LIVE_MEMORY_PORT": "not-a-port"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert broken.returncode == 1
-    assert "[FAIL] configuration: invalid port from env LIVE_MEMORY_PORT" in broken.stdout
-    no_key = subprocess.run(
-        [sys.executable, "-m", "live_memory", "doctor", "--offline"],
-        env={**env, "LIVE_MEMORY_PORT": "9"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert "[FAIL] server: nothing listens on http://127.0.0.1:9" in no_key.stdout
-    assert "[FAIL] credential: none found" in no_key.stdout and "LIVE_MEMORY_API_KEY" in no_key.stdout
+    code, out = doctor(monkeypatch, capsys, {**env, "LIVE_MEMORY_PORT": "not-a-port"}, "--offline")
+    assert code == 1
+    assert "[FAIL] configuration: invalid port from env LIVE_MEMORY_PORT" in out
+    _, out = doctor(monkeypatch, capsys, {**env, "LIVE_MEMORY_PORT": "9"}, "--offline")
+    assert "[FAIL] server: nothing listens on http://127.0.0.1:9" in out
+    assert "[FAIL] credential: none found" in out and "LIVE_MEMORY_API_KEY" in out
 
 
-def test_doctor_passes_against_a_running_server_and_the_plugin(fake: FakeLLM, tmp_path: Path) -> None:
+def test_doctor_passes_against_a_running_server_and_the_plugin(
+    fake: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     settings = settings_for(fake.base_url, tmp_path / "data")
     with live_server(settings) as server:
         plugin = Path(__file__).resolve().parents[1]  # this repository is the plugin
-        env: dict[str, Any] = {
+        env = {
             "HOME": str(tmp_path),
             "PATH": "/usr/bin:/bin",
             "LIVE_MEMORY_PORT": str(server.port),
@@ -257,15 +260,9 @@ def test_doctor_passes_against_a_running_server_and_the_plugin(fake: FakeLLM, tm
             "LIVE_MEMORY_BASE_URL": fake.base_url,
             "LIVE_MEMORY_API_KEY": "test",
         }
-        report = subprocess.run(
-            [sys.executable, "-m", "live_memory", "doctor", "--plugin-dir", str(plugin)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert report.returncode == 0, report.stdout
-    assert "[ok  ] model round trip" in report.stdout and "[ok  ] plugin .mcp.json" in report.stdout
+        code, out = doctor(monkeypatch, capsys, env, "--plugin-dir", str(plugin))
+    assert code == 0, out
+    assert "[ok  ] model round trip" in out and "[ok  ] plugin .mcp.json" in out
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")

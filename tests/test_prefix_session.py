@@ -30,8 +30,9 @@ def scripted(request: RecordedRequest) -> Reply:
         facts = [f"- {line[4:]} holds module code" for line in last.splitlines() if line.startswith("### ")]
         facts += [f"- learned from: {line[3:]}" for line in last.splitlines() if line.startswith("Q: ")]
         return Reply.text("\n".join(facts) or "- nothing durable")
-    final = request.body["messages"][-1]
-    answered_tool = final["role"] == "tool" or "tool_result" in str(final.get("content"))
+    messages = request.body["messages"]
+    asked = max(i for i, m in enumerate(messages) if "## Question" in str(m.get("content")))
+    answered_tool = any(m["role"] == "tool" or "tool_result" in str(m.get("content")) for m in messages[asked:])
     if "explore" in last and "## Question" in last and not answered_tool:
         return Reply.tool_call("Grep", {"pattern": "def ", "output_mode": "files_with_matches"})
     return Reply.text(f"Answer: {last.splitlines()[1] if '## Question' in last else 'done'}")

@@ -14,7 +14,9 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from starlette.testclient import TestClient
 
+from live_memory.app import create_app
 from live_memory.config import load_settings
 from live_memory.errors import ConfigError
 from live_memory.security import SecurityMiddleware, SecurityPolicy, check_bind, split_authority
@@ -290,26 +292,51 @@ def test_unicode_and_traversal_tricks_in_cwd_get_a_4xx_and_change_nothing(server
     assert raw(server, "GET", "/stats", {}).json()["workspaces"] == []
 
 
+JAIL_TRICKS = ["a.py", "src/new.py", "../outside.txt", "/etc/passwd", "..", ".env", "a.py/../../outside.txt", "./a.py"]
 notify_event = st.fixed_dictionaries(
-    {"path": st.text(max_size=40), "kind": st.sampled_from(["read", "write", "change", "add", "unlink", "zap"])},
+    {
+        "path": st.one_of(st.sampled_from(JAIL_TRICKS), st.text(max_size=40)),
+        "kind": st.sampled_from(["read", "write", "change", "add", "unlink", "zap"]),
+    },
     optional={"content": st.one_of(st.text(max_size=200), st.none(), st.integers())},
 )
 notify_body = st.one_of(
-    st.fixed_dictionaries({"cwd": st.text(max_size=30), "events": st.lists(notify_event, max_size=5)}),
+    st.fixed_dictionaries(
+        {"cwd": st.one_of(st.just("WS"), st.text(max_size=30)), "events": st.lists(notify_event, max_size=5)}
+    ),
     st.dictionaries(st.text(max_size=8), st.one_of(st.text(max_size=8), st.integers(), st.none()), max_size=3),
     st.lists(st.integers(), max_size=3),
     st.text(max_size=20),
 )
 
 
+@pytest.fixture
+def in_process(tmp_path: Path, workspace: Path) -> Iterator[TestClient]:
+    """The app in this process (no provider is called): the workspace is loaded, so events reach ingestion."""
+    app = create_app(settings_for("http://127.0.0.1:9", tmp_path / "data", force_explore_when_cold=0))
+    with TestClient(app, base_url="http://127.0.0.1:8088") as client:
+        assert client.post("/reset", json={"cwd": str(workspace)}).status_code == 200
+        yield client
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=notify_body)
-def test_fuzzed_notify_bodies_never_5xx_or_leak(server: LiveServer, workspace: Path, body: Any) -> None:
-    if isinstance(body, dict) and "cwd" in body and body["cwd"] == "WS":
+def test_fuzzed_notify_bodies_get_a_precise_answer_and_nothing_outside_the_jail_is_kept(
+    in_process: TestClient, workspace: Path, body: Any
+) -> None:
+    if isinstance(body, dict) and body.get("cwd") == "WS":
         body["cwd"] = str(workspace)
-    response = raw(server, "POST", "/notify", {"content-type": "application/json"}, json.dumps(body).encode())
-    assert response.status_code < 500
-    assert SECRET_MARK not in response.text
+    response = in_process.post("/notify", content=json.dumps(body), headers={"content-type": "application/json"})
+    data = response.json()
+    if response.status_code == 200:  # every event is accounted for, accepted or ignored with a reason
+        assert data["accepted"] + data["ignored"] == len(body["events"]), data
+    else:
+        assert 400 <= response.status_code < 500 and data["error"], response.text
+        assert "Traceback" not in response.text
+    [state] = in_process.app.state.service.states()  # type: ignore[attr-defined]
+    root = workspace.resolve()
+    for rel in state.window.files:
+        assert (root / rel).resolve().is_relative_to(root), rel
 
 
 tool_args = st.dictionaries(

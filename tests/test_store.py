@@ -37,10 +37,10 @@ async def test_snapshot_round_trip_is_private_and_atomic(tmp_path: Path) -> None
     path = store.path_for("ws")
     assert path.stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "data" / "workspaces").stat().st_mode & 0o777 == 0o700
-    loaded = store.load("ws")
+    loaded = await asyncio.to_thread(store.load, "ws")
     assert loaded is not None and loaded.schema_ == 1 and loaded.window.history == []
     assert not await store.save("ws", lambda: (1, {"window": {"version": 7}}))  # an older/equal generation
-    again = store.load("ws")
+    again = await asyncio.to_thread(store.load, "ws")
     assert again is not None and again.window.version == 0
     assert list(path.parent.iterdir()) == [path]  # no temp files left behind
 
@@ -118,11 +118,11 @@ def test_answers_returned_before_a_sigkill_are_all_remembered(fake: FakeLLM, wor
         _, is_error = await ask_via_mcp(url, {"question": question, "cwd": str(workspace)})
         if not is_error:
             answered.append(question)
-            if len(answered) >= 10:
+            if len(answered) >= 5:
                 halfway.set()
 
     async def burst() -> None:
-        tasks = [asyncio.create_task(one(i)) for i in range(40)]
+        tasks = [asyncio.create_task(one(i)) for i in range(16)]
         await asyncio.wait_for(halfway.wait(), 60)
         server.proc.send_signal(signal.SIGKILL)  # mid-burst, with questions in flight
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -131,7 +131,7 @@ def test_answers_returned_before_a_sigkill_are_all_remembered(fake: FakeLLM, wor
         asyncio.run(burst())
     finally:
         server.close()
-    assert len(answered) >= 10
+    assert len(answered) >= 5
     settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
 
     async def after_restart() -> None:

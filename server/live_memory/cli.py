@@ -21,16 +21,19 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from live_memory import __version__
 from live_memory.config import Settings, load_settings, write_config_value
-from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME, SHUTDOWN_GRACE_S
+from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME
 from live_memory.errors import ConfigError
 from live_memory.logging_setup import configure_logging
 from live_memory.security import check_bind
+
+if TYPE_CHECKING:
+    import httpx2
 
 logger = logging.getLogger("live_memory")
 
@@ -77,7 +80,7 @@ def cmd_serve(settings: Settings) -> int:
     Everything else about serving and stopping lives in the app's lifespan."""
     import uvicorn
 
-    from live_memory.app import create_app
+    from live_memory.app import Timings, create_app
 
     check_bind(settings.host, settings.auth_token)
     try:
@@ -104,10 +107,14 @@ def cmd_serve(settings: Settings) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _exit_quietly)
     config = uvicorn.Config(
-        create_app(settings, announce=lambda line: print(line, file=sys.stderr, flush=True)),
+        create_app(
+            settings,
+            timings=Timings(shutdown_grace_s=settings.shutdown_grace_s),
+            announce=lambda line: print(line, file=sys.stderr, flush=True),
+        ),
         log_level=settings.log_level,
         lifespan="on",
-        timeout_graceful_shutdown=int(SHUTDOWN_GRACE_S) + 5,
+        timeout_graceful_shutdown=int(settings.shutdown_grace_s) + 5,
     )
     uvicorn.Server(config).run(sockets=[sock])
     return 0
@@ -209,14 +216,10 @@ def wait_for_server(url: str, wait_s: float) -> None:
         time.sleep(ASK_START_POLL_S)  # polling a port that is not open yet: there is no event to wait on
 
 
-async def _ask(
-    url: str, question: str, cwd: str, max_answer_tokens: int, timeout_s: float, headers: dict[str, str]
-) -> tuple[str, bool]:
-    import httpx2
+async def _ask(http: httpx2.AsyncClient, url: str, question: str, cwd: str, max_answer_tokens: int) -> tuple[str, bool]:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=timeout_s))
     async with http, Client(streamable_http_client(url, http_client=http)) as client:
         result = await client.call_tool(
             "ask_live_memory",
@@ -237,14 +240,16 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     if not question.strip():
         print("live-memory: the question is empty (`ask -` reads it from standard input)", file=sys.stderr)
         return 2
+    import httpx2
+
     cwd = os.path.abspath(args.cwd)
     url = args.url or f"{base_url(settings)}{MCP_PATH}"
     wait_for_server(url.removesuffix(MCP_PATH).rstrip("/"), args.wait)
     timeout_s = float(settings.default_timeout_s) + 60.0
+    # built before the event loop starts: a client loads its certificate store from disk
+    http = httpx2.AsyncClient(headers=_auth_headers(settings), timeout=httpx2.Timeout(30.0, read=timeout_s))
     try:
-        text, is_error = asyncio.run(
-            _ask(url, question, cwd, args.max_answer_tokens, timeout_s, _auth_headers(settings))
-        )
+        text, is_error = asyncio.run(_ask(http, url, question, cwd, args.max_answer_tokens))
     except Exception as exc:  # the MCP client raises several transport error types
         print(f"live-memory: the request failed: {exc}", file=sys.stderr)
         return 1

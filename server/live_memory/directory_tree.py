@@ -47,7 +47,7 @@ async def build_directory_tree(
 ) -> str:
     """List the workspace and render it within `budget_chars` characters. Never raises for an
     unreadable workspace (it renders what it could list); CancelledError propagates."""
-    jail = Jail(root, secret_globs)  # one realpath: microseconds, not worth a thread hop
+    jail = await asyncio.to_thread(Jail, root, secret_globs)  # resolves the root: filesystem calls
     listed, complete = await _git_listing(jail.root, timeout_s)
     if listed is None:
         listed, complete = await _walk_listing(jail.root, timeout_s)

@@ -59,6 +59,13 @@ class Options:
     port: int = option(C.DEFAULT_PORT, "TCP port to bind.", low=1, high=65535)
     log_level: Literal["debug", "info", "warning", "error"] = option(C.LOG_LEVEL, "Log verbosity.")
     log_file: str = option("", "Also log to this rotating file (10 MiB x 3); empty: stderr only.")
+    shutdown_grace_s: float = option(
+        C.SHUTDOWN_GRACE_S,
+        "On a stop signal, seconds running questions get to return their best answer (at most the default, "
+        "which the service templates' stop timeouts allow for).",
+        low=0.0,
+        high=C.SHUTDOWN_GRACE_S,
+    )
     # --- security
     auth_token: str = option(
         "", "Bearer token every client must send (required to bind a non-loopback address).", secret=True

@@ -142,12 +142,13 @@ def build_routes(service: WorkspaceService, started_at: float, provider_factory:
         try:
             await read_json(request, EmptyBody, SMALL_BODY_BYTES)
             current = service.settings
-            settings = load_settings(env=current.env, data_dir=current.data_dir)
+            # reading the config file and building the provider (it may read a credential) touch the disk
+            settings = await asyncio.to_thread(load_settings, env=current.env, data_dir=current.data_dir)
         except RequestError as exc:
             return error(exc.status, str(exc), exc.detail)
         except ConfigError as exc:
             return error(400, f"configuration not reloaded: {exc}")
-        changed = service.reload(Runtime(settings, provider_factory(settings)))
+        changed = await service.reload(Runtime(settings, await asyncio.to_thread(provider_factory, settings)))
         return JSONResponse({"reloaded": True, "changed": changed, "model": settings.model})
 
     empty = wipe_route(reload_now=False)

@@ -284,14 +284,15 @@ class WorkspaceService:
             logger.info("unloaded idle workspace %s (more than %d loaded)", state.root, limit)
 
     # --- configuration and shutdown ------------------------------------------------------------
-    def reload(self, runtime: Runtime) -> list[str]:
+    async def reload(self, runtime: Runtime) -> list[str]:
         """Swap the settings snapshot and provider; workspaces stay. Returns the changed option keys."""
+        policy = await asyncio.to_thread(workspace_policy, runtime.settings)  # resolves the allowed roots
         old = self.runtime
         changed = [k for k, v in runtime.settings.values.items() if v != old.settings.values.get(k)]
         if runtime.settings.model != old.settings.model and "model" not in changed:
             changed.append("model")
         self.runtime = runtime
-        self.policy = workspace_policy(runtime.settings)
+        self.policy = policy
         self._locations.clear()  # allowed roots or canonicalization may have changed
         for state in self._states.values():
             state.adopt(self.policy)

@@ -17,6 +17,7 @@ from live_memory.providers.base import ChatProvider
 from live_memory.runtime import Runtime
 from live_memory.service import WorkspaceService
 from live_memory.tools import TOOL_SCHEMAS
+from tests.fakes.off_loop import off_loop
 
 
 @dataclass
@@ -27,6 +28,10 @@ class Engine:
 
 def engine_for(tmp_path: Path, provider: ChatProvider | None, **options: str) -> Engine:
     """`options` are option keys -> values, applied as LIVE_MEMORY_* variables."""
+    return off_loop(_build_engine, tmp_path, provider, options)
+
+
+def _build_engine(tmp_path: Path, provider: ChatProvider | None, options: dict[str, str]) -> Engine:
     env = {"HOME": str(tmp_path), "LIVE_MEMORY_API_KEY": "x", "LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD": "0"}
     env.update({f"LIVE_MEMORY_{k.upper()}": str(v) for k, v in options.items()})
     settings = load_settings(env=env, data_dir=tmp_path / "data")

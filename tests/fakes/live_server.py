@@ -15,6 +15,7 @@ from starlette.applications import Starlette
 
 from live_memory.app import create_app
 from live_memory.config import Settings, load_settings
+from tests.fakes.off_loop import off_loop
 
 T = TypeVar("T")
 
@@ -31,7 +32,7 @@ def settings_for(fake_base_url: str, data_dir: Path, *, protocol: str = "anthrop
         env["LIVE_MEMORY_MODEL"] = "gpt-5-mini"
     for key, value in options.items():
         env[f"LIVE_MEMORY_{key.upper()}"] = str(value)
-    return load_settings(env=env, data_dir=data_dir)
+    return off_loop(load_settings, env=env, data_dir=data_dir)
 
 
 class LiveServer:
@@ -77,7 +78,7 @@ class LiveServer:
 
 @contextlib.contextmanager
 def live_server(settings: Settings, **kwargs: Any) -> Iterator[LiveServer]:
-    with LiveServer(create_app(settings, **kwargs)) as server:
+    with LiveServer(off_loop(create_app, settings, **kwargs)) as server:
         yield server
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ from starlette.routing import Route
 
 from live_memory.config import load_settings
 from live_memory.errors import AuthError
-from live_memory.providers.base import ChatRequest, Message, TextPart
+from live_memory.providers.base import ChatProvider, ChatRequest, Message, TextPart
 from live_memory.providers.factory import build_provider
 from live_memory.providers.oauth import OWN_COPY, SubscriptionCredential
 from tests.fakes.live_server import LiveServer
@@ -44,7 +45,7 @@ async def test_subscription_credential_is_used_when_no_key_is_configured(tmp_pat
     with FakeLLM() as fake:
         fake.script(Reply.text("hi"))
         env = {"HOME": str(tmp_path), "ANTHROPIC_BASE_URL": fake.base_url}
-        provider = build_provider(load_settings(env=env, data_dir=tmp_path / "data"))
+        provider = await asyncio.to_thread(lambda: build_provider(load_settings(env=env, data_dir=tmp_path / "data")))
         assert provider is not None and provider.info.subscription
         try:
             await provider.chat(ask())
@@ -59,10 +60,12 @@ async def test_subscription_credential_is_used_when_no_key_is_configured(tmp_pat
 
 async def test_opting_out_or_an_api_key_skips_the_subscription_credential(tmp_path: Path) -> None:
     write_credential(tmp_path, "sk-ant-oat01-abc", expires_in_s=3600)
-    off = load_settings(env={"HOME": str(tmp_path), "LIVE_MEMORY_OAUTH": "0"}, data_dir=tmp_path / "d")
-    assert build_provider(off) is None
-    keyed = load_settings(env={"HOME": str(tmp_path), "ANTHROPIC_API_KEY": "sk-ant-key"}, data_dir=tmp_path / "d")
-    provider = build_provider(keyed)
+
+    def provider_for(env: dict[str, str]) -> ChatProvider | None:
+        return build_provider(load_settings(env={"HOME": str(tmp_path), **env}, data_dir=tmp_path / "d"))
+
+    assert await asyncio.to_thread(provider_for, {"LIVE_MEMORY_OAUTH": "0"}) is None
+    provider = await asyncio.to_thread(provider_for, {"ANTHROPIC_API_KEY": "sk-ant-key"})
     assert provider is not None and not provider.info.subscription
     await provider.aclose()
 
@@ -70,14 +73,16 @@ async def test_opting_out_or_an_api_key_skips_the_subscription_credential(tmp_pa
 async def test_claude_config_dir_is_honoured(tmp_path: Path) -> None:
     write_credential(tmp_path / "alt", "sk-ant-oat01-alt", expires_in_s=3600)
     env = {"HOME": str(tmp_path / "nohome"), "CLAUDE_CONFIG_DIR": str(tmp_path / "alt" / ".claude")}
-    credential = SubscriptionCredential.discover(env, tmp_path / "data", refresh=False)
+    credential = await asyncio.to_thread(SubscriptionCredential.discover, env, tmp_path / "data", refresh=False)
     assert credential is not None
     assert (await credential()).token == "sk-ant-oat01-alt"
 
 
 async def test_expired_token_is_re_read_from_claude_codes_file(tmp_path: Path) -> None:
     write_credential(tmp_path, "old-token", expires_in_s=-10)
-    credential = SubscriptionCredential.discover({"HOME": str(tmp_path)}, tmp_path / "data", refresh=False)
+    credential = await asyncio.to_thread(
+        SubscriptionCredential.discover, {"HOME": str(tmp_path)}, tmp_path / "data", refresh=False
+    )
     assert credential is not None
     assert (await credential()).token == "old-token"  # no refresh without opt-in: the endpoint decides
     write_credential(tmp_path, "new-token", expires_in_s=3600)  # Claude Code refreshed it meanwhile
@@ -111,7 +116,7 @@ async def test_rejected_subscription_credential_says_how_to_configure_a_key(tmp_
     with FakeLLM() as fake:
         fake.script(Reply.error(401, "OAuth authentication is currently not supported."))
         env = {"HOME": str(tmp_path), "ANTHROPIC_BASE_URL": fake.base_url}
-        provider = build_provider(load_settings(env=env, data_dir=tmp_path / "data"))
+        provider = await asyncio.to_thread(lambda: build_provider(load_settings(env=env, data_dir=tmp_path / "data")))
         assert provider is not None
         try:
             await provider.chat(ask())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ async def test_changed_files_can_be_scoped_to_a_path(toolbox: Toolbox) -> None:
 
 async def test_changed_files_outside_a_repository_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("x\n")
-    outcome = await Toolbox(tmp_path).run("get_changed_files", {})
+    outcome = await (await asyncio.to_thread(Toolbox, tmp_path)).run("get_changed_files", {})
     assert outcome.is_error
     assert "not a git repository" in outcome.text
 
@@ -111,7 +112,7 @@ async def test_git_search_reports_no_match_and_bad_regex(toolbox: Toolbox) -> No
 
 async def test_git_search_in_a_repository_without_commits_says_so(tmp_path: Path) -> None:
     RepoBuilder(tmp_path / "empty")
-    outcome = await Toolbox(tmp_path / "empty").run("git_search", {})
+    outcome = await (await asyncio.to_thread(Toolbox, tmp_path / "empty")).run("git_search", {})
     assert outcome.is_error and "no commits yet" in outcome.text
 
 
@@ -120,7 +121,7 @@ async def test_git_tools_work_when_the_workspace_is_a_repository_subdirectory(tm
     repo.write("svc/api/app.py", "x = 1\n").write("other/b.py", "y = 1\n")
     repo.commit("Add api and other")
     repo.write("svc/api/app.py", "x = 2\n").write("other/b.py", "y = 2\n")
-    box = Toolbox(tmp_path / "mono" / "svc")
+    box = await asyncio.to_thread(Toolbox, tmp_path / "mono" / "svc")
     status = await _text(box, "get_changed_files")
     assert status.splitlines()[2:] == [" M api/app.py"]
     log = await _text(box, "git_search")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from pathlib import Path
 
@@ -75,7 +76,7 @@ async def test_read_offset_past_the_end_is_a_correctable_error(toolbox: Toolbox)
 
 
 async def test_read_cuts_overlong_lines(repo_root: Path) -> None:
-    box = Toolbox(repo_root, ToolLimits(max_line_chars=100))
+    box = await asyncio.to_thread(Toolbox, repo_root, ToolLimits(max_line_chars=100))
     outcome = await box.run("Read", {"file_path": "src/app/long_line.js"})
     assert outcome.text.startswith("     1\tvar RateLimiter = 'xxx")
     assert outcome.text.endswith("… [line cut at 100 characters]")
@@ -83,7 +84,7 @@ async def test_read_cuts_overlong_lines(repo_root: Path) -> None:
 
 
 async def test_read_stays_within_the_byte_cap_and_says_so(repo_root: Path) -> None:
-    box = Toolbox(repo_root, ToolLimits(max_output_bytes=2000))
+    box = await asyncio.to_thread(Toolbox, repo_root, ToolLimits(max_output_bytes=2000))
     outcome = await box.run("Read", {"file_path": "data/big.txt"})
     assert len(outcome.text.encode()) <= 2000
     assert "output capped at 2000 bytes" in outcome.text
@@ -143,7 +144,7 @@ async def test_read_notes_unsupported_parameters_instead_of_failing(toolbox: Too
 
 async def test_read_of_a_huge_single_line_reads_only_the_window(tmp_path: Path) -> None:
     (tmp_path / "bundle.min.js").write_bytes(b"a" * (8 * 1024 * 1024) + b"\nsecond\n")
-    box = Toolbox(tmp_path)
+    box = await asyncio.to_thread(Toolbox, tmp_path)
     outcome = await box.run("Read", {"file_path": "bundle.min.js"})
     assert outcome.text.splitlines()[1] == "     2\tsecond"
     assert len(outcome.text) < 3000
@@ -153,5 +154,5 @@ async def test_read_of_a_file_without_trailing_newline_shows_its_last_line(
     history_repo: HistoryRepo, tmp_path: Path
 ) -> None:
     (tmp_path / "a.txt").write_text("one\ntwo")
-    outcome = await Toolbox(tmp_path).run("Read", {"file_path": "a.txt"})
+    outcome = await (await asyncio.to_thread(Toolbox, tmp_path)).run("Read", {"file_path": "a.txt"})
     assert outcome.text == "     1\tone\n     2\ttwo"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -114,14 +115,14 @@ async def test_grep_searches_an_explicit_ignored_file(toolbox: Toolbox) -> None:
 
 
 async def test_grep_output_never_exceeds_the_byte_cap(repo_root: Path) -> None:
-    box = Toolbox(repo_root, ToolLimits(max_output_bytes=1500))
+    box = await asyncio.to_thread(Toolbox, repo_root, ToolLimits(max_output_bytes=1500))
     text = await _text(box, "Grep", pattern="filler", output_mode="content", head_limit=5000)
     assert len(text.encode()) <= 1500
     assert "output truncated at 1500 bytes" in text
 
 
 async def test_grep_without_ripgrep_is_a_clear_error_and_listings_still_work(repo_root: Path) -> None:
-    box = Toolbox(repo_root, ToolLimits(ripgrep_path="/nonexistent/rg"))
+    box = await asyncio.to_thread(Toolbox, repo_root, ToolLimits(ripgrep_path="/nonexistent/rg"))
     assert box.ripgrep is None
     outcome = await box.run("Grep", {"pattern": "def main"})
     assert outcome.is_error and "ripgrep" in outcome.text and "Glob" in outcome.text

@@ -113,7 +113,7 @@ async def test_concurrent_calls_do_not_interfere(toolbox: Toolbox) -> None:
 
 
 async def test_every_tool_output_respects_the_byte_cap(repo_root: Path) -> None:
-    box = Toolbox(repo_root, ToolLimits(max_output_bytes=600))
+    box = await asyncio.to_thread(Toolbox, repo_root, ToolLimits(max_output_bytes=600))
     calls: list[tuple[str, dict[str, Any]]] = [
         ("Read", {"file_path": "data/big.txt"}),
         ("Grep", {"pattern": "e", "output_mode": "content"}),
