@@ -268,3 +268,25 @@ async def test_by_default_a_teed_file_is_named_not_copied(fake: FakeLLM, tmp_pat
     first, last = (str(r.body) for r in (fake.requests[0], fake.requests[-1]))
     assert "src/app.py" in first and "return 'v1'" not in first
     assert "return 'v2'" not in last and "src/app.py: EDITED by an agent" in last
+
+
+async def test_an_over_long_path_component_in_cwd_is_a_precise_400(server: LiveServer) -> None:
+    body = {"cwd": "/tmp/" + "x" * 300, "events": [{"path": "a.py", "kind": "change"}]}
+    response = await post(server, "/notify", body)
+    assert response.status_code == 400 and "longer than 255 bytes" in response.json()["error"]
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        stats = await client.get("/stats", params={"cwd": "/tmp/" + "y" * 300})
+    assert stats.status_code == 400 and "Traceback" not in stats.text
+
+
+async def test_knowledge_ingested_after_the_last_answer_is_written_at_shutdown(
+    fake: FakeLLM, tmp_path: Path, workspace: Path
+) -> None:
+    fake.responder = lambda request: Reply.text("ok")
+    data = tmp_path / "data"
+    with live_server(settings_for(fake.base_url, data, force_explore_when_cold=0)) as running:
+        await ask(running, workspace, "first question")
+        event = {"path": "src/db.py", "kind": "read", "content": (workspace / "src/db.py").read_text()}
+        assert (await post(running, "/notify", {"cwd": str(workspace), "events": [event]})).json()["accepted"] == 1
+    [snapshot] = (data / "workspaces").glob("*.json")
+    assert '"path":"src/db.py"' in snapshot.read_text()  # flushed by the shutdown, no question needed

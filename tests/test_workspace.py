@@ -84,7 +84,14 @@ def test_submodule_modes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("cwd", "message"),
-    [("", "cwd is required"), ("rel/path", "must be an absolute path"), ("/no/such/dir", "not an existing directory")],
+    [
+        ("", "cwd is required"),
+        ("rel/path", "must be an absolute path"),
+        ("/no/such/dir", "not an existing directory"),
+        ("/tmp/" + "x" * 300, "path component longer than 255 bytes"),
+        ("/" + "a/" * 3000, "cwd is too long"),
+        ("/tmp/a\x00b", "NUL byte"),
+    ],
 )
 def test_bad_cwd_is_refused_with_a_clear_message(cwd: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
