@@ -1,0 +1,74 @@
+"""The answerer: a question goes through admission, the loop and the commit; refusals are clear;
+a shutdown cuts running questions to their best answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from live_memory.errors import BusyError, NoCredentialError
+from live_memory.providers.base import ChatRequest, ChatResponse
+from tests.fakes.engine import engine_for, until
+from tests.fakes.scripted_provider import ScriptedProvider, text_response
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "app.py").write_text("VERSION = 1\n")
+    return root
+
+
+async def test_an_answer_is_committed_and_the_next_question_sees_it(tmp_path: Path, workspace: Path) -> None:
+    provider = ScriptedProvider(text_response("first answer"), text_response("second answer"))
+    engine = engine_for(tmp_path, provider)
+    first = await engine.answerer.ask(str(workspace), "what is VERSION?")
+    second = await engine.answerer.ask(str(workspace), "and then?")
+    assert (first.answer, second.answer) == ("first answer", "second answer")
+    assert "what is VERSION?" in str(provider.requests[-1].messages)  # the first exchange is in memory
+    state = await engine.service.find(str(workspace))
+    assert state is not None and state.window.qa_count() == 2
+
+
+async def test_without_a_provider_the_question_says_which_key_to_set(tmp_path: Path, workspace: Path) -> None:
+    engine = engine_for(tmp_path, None)
+    with pytest.raises(NoCredentialError, match="LIVE_MEMORY_API_KEY"):
+        await engine.answerer.ask(str(workspace), "q")
+
+
+async def test_after_shutdown_begins_new_questions_are_refused_with_a_retry(tmp_path: Path, workspace: Path) -> None:
+    engine = engine_for(tmp_path, ScriptedProvider())
+    engine.service.begin_shutdown()
+    with pytest.raises(BusyError, match="shutting down"):
+        await engine.answerer.ask(str(workspace), "q")
+
+
+async def test_cut_deadlines_turns_a_running_question_into_its_best_answer(tmp_path: Path, workspace: Path) -> None:
+    gate = anyio.Event()
+
+    class Slow(ScriptedProvider):
+        async def chat(self, request: ChatRequest) -> ChatResponse:
+            if len(self.requests) == 0:
+                self.requests.append(request)
+                await gate.wait()  # the model never answers in time
+            return await super().chat(request)
+
+    provider = Slow(responder=lambda request: text_response("best effort"))
+    engine = engine_for(tmp_path, provider)
+    engine.answerer.deadline_reserve_s = 0.0
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tasks:
+            results = []
+
+            async def ask() -> None:
+                results.append(await engine.answerer.ask(str(workspace), "slow question"))
+
+            tasks.start_soon(ask)
+            await until(lambda: len(provider.requests) == 1)
+            engine.answerer.cut_deadlines(0.0)
+    [result] = results
+    assert result.timed_out
+    gate.set()

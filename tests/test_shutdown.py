@@ -1,0 +1,67 @@
+"""The one stop sequence: callbacks run once, answers in flight are waited for, idle event streams end."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from live_memory.shutdown import IdleStreams, StopSignal
+
+
+async def test_begin_runs_every_step_once_even_when_one_fails() -> None:
+    stop = StopSignal()
+    ran: list[str] = []
+
+    def broken() -> None:
+        ran.append("broken")
+        raise RuntimeError("one step fails")
+
+    stop.on_begin(broken)
+    stop.on_begin(lambda: ran.append("admissions closed"))
+    stop.begin()
+    stop.begin()
+    assert stop.begun
+    assert ran == ["broken", "admissions closed"]
+
+
+async def test_answers_delivered_waits_for_every_call_in_flight() -> None:
+    stop = StopSignal()
+    delivered = anyio.Event()
+
+    async def watch() -> None:
+        await stop.answers_delivered()
+        delivered.set()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            with stop.call(), stop.call():
+                tasks.start_soon(watch)
+                stop.begin()
+                await anyio.wait_all_tasks_blocked()
+                assert not delivered.is_set()  # two answers are still being written
+            await delivered.wait()
+
+
+@pytest.mark.parametrize("begun", [False, True])
+def test_an_idle_event_stream_ends_when_the_stop_begins(begun: bool) -> None:
+    stop = StopSignal()
+    app = IdleStreams(Starlette(routes=[Route("/health", lambda r: PlainTextResponse("ok"))]), stop, 0.01)
+    if begun:
+        stop.begin()
+    with TestClient(app) as client:
+        assert client.get("/health").text == "ok"  # other requests pass through
+        headers = {"accept": "text/event-stream"}
+        if begun:  # after the stop, clients are told there is no stream to hold open
+            assert client.get("/mcp", headers=headers).status_code == 405
+            return
+        with client.stream("GET", "/mcp", headers=headers) as stream:
+            assert stream.status_code == 200
+            lines = stream.iter_lines()
+            assert next(lines) == ": ping"
+            client.portal.call(stop.begin)  # type: ignore[union-attr]
+            rest = list(lines)  # the stream ends instead of holding shutdown open
+    assert all(line in ("", ": ping") for line in rest)
