@@ -3,6 +3,7 @@ edited right after a Read is remembered as the model saw it (its change is then 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,7 +40,7 @@ async def test_the_loop_records_the_hash_of_the_bytes_the_tool_returned(tmp_path
     limits = LoopLimits(
         timeout_s=30, max_iterations=3, answer_tokens=256, context_tokens=100_000, force_explore_when_cold=False
     )
-    runner = EditedRightAfter(Toolbox(tmp_path), tmp_path / "src" / "app.py")
+    runner = EditedRightAfter(await Toolbox.create(tmp_path), tmp_path / "src" / "app.py")
     loop = QuestionLoop(provider, runner, TOOL_SCHEMAS, limits, workspace_root=tmp_path)
     window = ContextWindow(budget_tokens=100_000)
     out = await loop.answer(window, "what does main return?")
@@ -51,7 +52,7 @@ async def test_the_loop_records_the_hash_of_the_bytes_the_tool_returned(tmp_path
 async def test_a_toolbox_built_off_the_loop_works_like_one_built_directly(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("alpha\n")
     built = await Toolbox.create(tmp_path)
-    direct = Toolbox(tmp_path)
+    direct = await asyncio.to_thread(Toolbox, tmp_path)  # the constructor, run off the loop
     assert built.root == direct.root and built.ripgrep == direct.ripgrep is not None
     for name, arguments in (("Read", {"file_path": "a.txt"}), ("Grep", {"pattern": "alpha"})):
         assert await built.run(name, arguments) == await direct.run(name, arguments)

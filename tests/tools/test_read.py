@@ -44,7 +44,7 @@ async def test_a_partial_read_reports_the_hash_and_size_of_the_whole_file(toolbo
 
 
 async def test_a_file_over_the_hash_cap_is_shown_but_not_recorded_as_read(repo_root: Path) -> None:
-    box = Toolbox(repo_root, ToolLimits(hash_max_bytes=100))
+    box = await Toolbox.create(repo_root, ToolLimits(hash_max_bytes=100))
     outcome = await box.run("Read", {"file_path": "src/app/main.py"})  # 290 bytes
     assert not outcome.is_error and "Entry point" in outcome.text
     assert outcome.files_read == ()

@@ -46,13 +46,13 @@ async def _run(box: Toolbox, name: str, arguments: dict[str, Any], *fifos: Path)
 async def test_a_tool_pointed_at_a_fifo_refuses_it_at_once(
     fifo_workspace: Path, name: str, arguments: dict[str, Any], fragment: str
 ) -> None:
-    text = await _run(Toolbox(fifo_workspace), name, arguments, fifo_workspace / "pipe")
+    text = await _run(await Toolbox.create(fifo_workspace), name, arguments, fifo_workspace / "pipe")
     assert fragment in text
 
 
 async def test_a_fifo_lying_in_the_tree_is_skipped_by_every_listing(fifo_workspace: Path) -> None:
     for limits in (ToolLimits(), ToolLimits(use_ripgrep=False)):
-        box = Toolbox(fifo_workspace, limits)
+        box = await Toolbox.create(fifo_workspace, limits)
         assert await _run(box, "Glob", {"pattern": "**/*"}, fifo_workspace / "pipe") == "src/app.py"
         grep = await _run(box, "Grep", {"pattern": "main"}, fifo_workspace / "pipe")
         assert grep == "Found 1 file\nsrc/app.py" or "ripgrep" in grep
@@ -63,7 +63,7 @@ async def test_fifos_named_like_ignore_files_do_not_stall_the_walker(fifo_worksp
     (fifo_workspace / ".git" / "info").mkdir(parents=True)
     for fifo in fifos:
         os.mkfifo(fifo)
-    box = Toolbox(fifo_workspace, ToolLimits(use_ripgrep=False))
+    box = await Toolbox.create(fifo_workspace, ToolLimits(use_ripgrep=False))
     assert await _run(box, "Glob", {"pattern": "**/*.py"}, *fifos) == "src/app.py"
     assert "src/ (1 file)" in await _run(box, "find_paths", {}, *fifos)
     with releasing(*fifos):

@@ -185,7 +185,7 @@ async def test_a_negated_glob_does_not_prune_the_directory_named_as_path(toolbox
 
 
 async def test_grep_in_a_directory_keeps_anchored_secret_patterns_anchored(repo_root: Path) -> None:
-    box = Toolbox(repo_root, ToolLimits(secret_globs=("/src/app/main.py", "/docs/*.md")))
+    box = await Toolbox.create(repo_root, ToolLimits(secret_globs=("/src/app/main.py", "/docs/*.md")))
     text = await _text(box, "Grep", pattern="RateLimiter", path="src/app")
     assert "src/app/main.py" not in text and "src/app/helpers.py" not in text
     assert "src/app/crlf.txt" in text

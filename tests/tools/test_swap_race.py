@@ -111,7 +111,7 @@ async def _race(box: Toolbox, attempts: int) -> tuple[int, Counter[str], int, li
 @pytest.mark.parametrize("engine", ["ripgrep", "walker"])
 async def test_no_tool_leaks_outside_content_names_or_secrets_under_a_swap_race(tmp_path: Path, engine: str) -> None:
     ws, staging, outside = _build(tmp_path)
-    box = Toolbox(ws, ToolLimits(use_ripgrep=engine == "ripgrep"))
+    box = await Toolbox.create(ws, ToolLimits(use_ripgrep=engine == "ripgrep"))
     swapper = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",

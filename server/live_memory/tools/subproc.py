@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import signal
 import weakref
@@ -52,12 +51,14 @@ def child_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-@functools.cache
+# Whether a child can start in a directory given by descriptor: on Linux the child changes to
+# /proc/self/fd/N, the directory the descriptor holds (no path lookup, so no link followed). Elsewhere
+# the directory's path is used and callers re-check what the child reports. Checked once, at import.
+_PINNED_CWD = os.path.isdir("/proc/self/fd")
+
+
 def pinned_cwd_supported() -> bool:
-    """Whether a child can start in a directory given by descriptor: on Linux the child changes to
-    /proc/self/fd/N, the directory the descriptor holds (no path lookup, so no link followed).
-    Elsewhere the directory's path is used and callers re-check what the child reports."""
-    return os.path.isdir("/proc/self/fd")
+    return _PINNED_CWD
 
 
 @dataclass(frozen=True)
