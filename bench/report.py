@@ -476,7 +476,15 @@ def render_overhead(data: Mapping[str, Any], charts: Charts) -> list[str]:
 
 
 def render_load(data: Mapping[str, Any], charts: Charts) -> list[str]:
-    rows = [(key.replace("_", " "), _scalar(value)) for key, value in data.items() if not isinstance(value, list)]
+    rows: list[tuple[str, str]] = []
+    for key, value in data.items():
+        if isinstance(value, list):
+            continue
+        if isinstance(value, Mapping):  # e.g. errors by kind: one row per kind, not a dict in a cell
+            rows += [(f"{key.replace('_', ' ')}: {kind}", _scalar(count)) for kind, count in value.items()]
+            rows += [] if value else [(key.replace("_", " "), "none")]
+            continue
+        rows.append((key.replace("_", " "), _scalar(value)))
     return [
         "Method: concurrent MCP sessions over several workspaces while clients flood `/notify` and the fake "
         "provider injects 429s, 529s, stalls and dropped connections; nothing answered may be lost.",
@@ -535,7 +543,8 @@ def render_workspaces(data: Mapping[str, Any], charts: Charts) -> list[str]:
         if isinstance(r, Mapping)
     ]
     lines = [
-        f"Method: {num(data.get('callers'))} concurrent MCP callers ask {num(data.get('questions_per_caller'))} "
+        f"Method: {num(data.get('callers'))} concurrent MCP callers ask "
+        f"{num(data.get('questions_per_caller', data.get('questions_per_caller_per_round')))} "
         f"questions each, spread over {num(data.get('workspaces'))} workspaces or all on one (parallel or serial "
         "mode), with an instant and a 100 ms fake provider; the server runs in its own process.",
         "",
