@@ -112,7 +112,7 @@ async def test_stats_metrics_and_the_status_page_agree(fake: FakeLLM, workspace:
         metrics = (await get(server, "/metrics")).text
         page = (await get(server, "/")).text
     ws = stats["workspace"]
-    label = f'workspace="{workspace}"'
+    label = f'workspace="{ws["id"]}"'
     assert f"live_memory_questions_total{{{label}}} {float(ws['questions_answered'])}" in metrics
     assert f"live_memory_context_used_tokens{{{label}}} {float(ws['fill']['used_tokens'])}" in metrics
     assert f'live_memory_cost_usd_total{{kind="foreground"}} {stats["server"]["cost_usd"]["foreground"]}' in metrics
