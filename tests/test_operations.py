@@ -243,7 +243,7 @@ def test_doctor_reports_a_broken_config_with_fixes(
     assert "[FAIL] configuration: invalid port from env LIVE_MEMORY_PORT" in out
     _, out = doctor(monkeypatch, capsys, {**env, "LIVE_MEMORY_PORT": "9"}, "--offline")
     assert "[FAIL] server: nothing listens on http://127.0.0.1:9" in out
-    assert "[FAIL] credential: none found" in out and "LIVE_MEMORY_API_KEY" in out
+    assert "[FAIL] credential (this shell): none found" in out and "LIVE_MEMORY_API_KEY" in out
 
 
 def test_doctor_passes_against_a_running_server_and_the_plugin(
