@@ -98,7 +98,8 @@ def probe(url: str, timeout_s: float, token: str = "") -> dict[str, Any] | None:
             data = json.loads(response.read(64 * 1024).decode("utf-8"))
     except (OSError, ValueError, http.client.HTTPException):
         return None
-    if not isinstance(data, dict) or data.get("status") != "ok":
+    # "degraded" (e.g. no model credential yet) still serves: /health and the status page say what to fix
+    if not isinstance(data, dict) or data.get("status") not in ("ok", "degraded"):
         return None
     if data.get("service", SERVICE_NAME) != SERVICE_NAME:
         return None

@@ -9,7 +9,7 @@ which Claude Code shows to the user only: no model turn, nothing enters the mode
   /live-memory:reset                  POST /reset  (drop this repo's memory, re-read preload docs now)
   /live-memory:empty                  POST /empty  (same wipe, preload happens on the next question)
   /live-memory:config [show]          where the plugin connects + the server's model and config.json
-  /live-memory:config set key=value   write config.json in the server's data dir, then POST /reload
+  /live-memory:config set key=value   POST /config (the server validates, writes its own config.json, applies it)
 
 Also a terminal tool: `python3 hooks/slash_commands.py stats|reset|empty|config [args]` prints the same text.
 Stdlib only, python3 >= 3.8, never imports the server package, always exits 0.
@@ -36,6 +36,8 @@ QUERY_TIMEOUT_S = 1.0
 # Why longer: reset re-loads the workspace (preload globs) before it answers.
 WIPE_TIMEOUT_S = 10.0
 HOOK_DEADLINE_S = 12.0
+# Why longer than a query: the server writes its config.json and reloads (it may rebuild the provider).
+CONFIG_SET_TIMEOUT_S = 5.0
 BAR_WIDTH = 20
 CONFIG_FILE = "config.json"
 KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -244,22 +246,6 @@ def read_config(path: str) -> tuple[dict[str, Any] | None, bytes | None]:
     return (data if isinstance(data, dict) else None), raw
 
 
-def write_atomically(path: str, raw: bytes | None) -> None:
-    """Write (or, for raw=None, remove) the file; 0600 like the server's own writes."""
-    if raw is None:
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
-        return
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    partial = path + ".tmp"
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(raw)
-    os.replace(partial, path)
-
-
 def server_info() -> tuple[int, dict[str, Any]]:
     status, data = _client.request("GET", "/stats", timeout=QUERY_TIMEOUT_S)
     server = (data or {}).get("server")
@@ -306,42 +292,34 @@ def parse_assignments(text: str) -> tuple[list[tuple[str, str]], str | None]:
 
 
 def cmd_config_set(text: str) -> str:
+    """The server validates each value, writes its own config.json and applies it; this script writes nothing."""
     pairs, problem = parse_assignments(text)
     if problem:
         return "Live Memory config: " + problem
     url = _client.server_url()
-    status, server = server_info()
-    if status not in (0, 200):
-        return refused(status, None, url)
-    path = config_path(server)
-    values, before = read_config(path)
-    if values is None:
-        return f"Live Memory config: {path} is not a JSON object; fix or remove it first."
-    for key, value in pairs:
-        # Why strings: every server option parses its value from a string (env form), so a string can
-        # never be mistyped (e.g. an all-digit API key turned into a number).
-        values[key] = value
-    try:
-        write_atomically(path, (json.dumps(values, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    except OSError as exc:
-        return f"Live Memory config: cannot write {path}: {exc}"
     names = ", ".join(key for key, _ in pairs)
+    # Why strings: every option parses its value from a string (env form), so none is ever mistyped.
+    status, answer = _client.request("POST", "/config", dict(pairs), timeout=CONFIG_SET_TIMEOUT_S)
     if status == 0:
         return (
-            f"Live Memory config: {names} saved to {path}.\n  No server answers at {url}; it applies at the next start."
+            f"Live Memory config: not changed. No server answers at {url}.\n"
+            "  Start it (`live-memory serve`), or set the value where the server runs: live-memory config set key=value"
         )
-    status, answer = _client.request("POST", "/reload", {}, timeout=QUERY_TIMEOUT_S)
-    if status == 200 and answer is not None and answer.get("reloaded"):
-        changed = answer.get("changed")
-        detail = f" · changed: {', '.join(map(str, changed))}" if isinstance(changed, list) and changed else ""
-        return f"Live Memory config: {names} saved to {path} and the server reloaded{detail}."
-    # The server refused the new file (unknown key, bad value): put the old one back, say why.
-    try:
-        write_atomically(path, before)
-    except OSError:
-        pass
-    reason = (answer or {}).get("error") or f"reload answered {status}"
-    return f"Live Memory config: not changed. {reason}"
+    if status in (401, 403):
+        return refused(status, answer, url)
+    if status != 200 or answer is None:
+        reason = (answer or {}).get("error") or f"the server answered {status}"
+        return f"Live Memory config: not changed. {reason}"
+    lines = [f"Live Memory config: {names} saved to {answer.get('config_file')}."]
+    applied = answer.get("applied")
+    if isinstance(applied, list) and applied:
+        lines.append(f"  applied now: {', '.join(map(str, applied))}")
+    for deferred in answer.get("deferred") or []:
+        if isinstance(deferred, dict):
+            lines.append(f"  {deferred.get('message')}")
+    for warning in answer.get("warnings") or []:
+        lines.append(f"  warning: {warning}")
+    return "\n".join(lines)
 
 
 def run(command: str, args: str, root: str) -> str:

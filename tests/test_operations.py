@@ -112,7 +112,7 @@ async def test_stats_metrics_and_the_status_page_agree(fake: FakeLLM, workspace:
         metrics = (await get(server, "/metrics")).text
         page = (await get(server, "/")).text
     ws = stats["workspace"]
-    label = f'workspace="{workspace}"'
+    label = f'workspace="{ws["id"]}"'
     assert f"live_memory_questions_total{{{label}}} {float(ws['questions_answered'])}" in metrics
     assert f"live_memory_context_used_tokens{{{label}}} {float(ws['fill']['used_tokens'])}" in metrics
     assert f'live_memory_cost_usd_total{{kind="foreground"}} {stats["server"]["cost_usd"]["foreground"]}' in metrics
@@ -243,7 +243,7 @@ def test_doctor_reports_a_broken_config_with_fixes(
     assert "[FAIL] configuration: invalid port from env LIVE_MEMORY_PORT" in out
     _, out = doctor(monkeypatch, capsys, {**env, "LIVE_MEMORY_PORT": "9"}, "--offline")
     assert "[FAIL] server: nothing listens on http://127.0.0.1:9" in out
-    assert "[FAIL] credential: none found" in out and "LIVE_MEMORY_API_KEY" in out
+    assert "[FAIL] credential (this shell): none found" in out and "LIVE_MEMORY_API_KEY" in out
 
 
 def test_doctor_passes_against_a_running_server_and_the_plugin(

@@ -28,6 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from live_memory import constants as C
+from live_memory.config import load_settings
 from live_memory.deploy_templates import wait_for_health
 from live_memory.errors import ConfigError
 from live_memory.service_install import (
@@ -43,6 +44,7 @@ from live_memory.service_install import (
 )
 from tests.fakes.live_server import LiveServer, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM
+from tests.fakes.off_loop import off_loop
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATES_DIR = REPO / "server" / "live_memory" / "deploy_templates"
@@ -440,6 +442,15 @@ def test_waiter_reports_a_live_server_healthy(tmp_path: Path) -> None:
     with FakeLLM() as fake, live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
         code, err, _ = run_waiter("--strict", "--timeout", "5", env_extra={"LIVE_MEMORY_URL": server.mcp_url})
     assert code == 0
+    assert f"healthy at {server.url} (version " in err
+
+
+def test_waiter_takes_a_server_without_a_credential_as_ready(tmp_path: Path) -> None:
+    """/health says "degraded" then; the server serves (and says what to set), so the unit must start."""
+    settings = off_loop(load_settings, env={"HOME": str(tmp_path), "LIVE_MEMORY_OAUTH": "0"}, data_dir=tmp_path / "d")
+    with live_server(settings) as server:
+        code, err, _ = run_waiter("--strict", "--timeout", "5", env_extra={"LIVE_MEMORY_URL": server.mcp_url})
+    assert code == 0, err
     assert f"healthy at {server.url} (version " in err
 
 

@@ -90,6 +90,7 @@ class LoopOutcome:
     usage: Usage = field(default_factory=Usage)
     tool_calls: int = 0
     files_read: list[str] = field(default_factory=list)
+    tool_output_chars: int = 0  # what the tools returned to the model (the caller would have read it)
     timed_out: bool = False
     partial: str | None = None  # why the answer is incomplete, when the provider failed mid-way
     model: str = ""
@@ -208,6 +209,7 @@ class QuestionLoop:
         parts: list[Part] = []
         for call, result in zip(response.tool_calls, outcomes, strict=True):
             out.tool_calls += 1
+            out.tool_output_chars += 0 if result.is_error else len(result.text)
             for read in result.files_read:
                 if read.path not in out.files_read:
                     out.files_read.append(read.path)

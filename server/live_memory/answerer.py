@@ -20,7 +20,7 @@ from live_memory import constants as C
 from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
 from live_memory.compaction import CompactionReport, Compactor
 from live_memory.config import Settings
-from live_memory.errors import BusyError, InputError, NoCredentialError
+from live_memory.errors import BusyError, InputError, NoCredentialError, ProviderError
 from live_memory.logging_setup import log_question
 from live_memory.providers.factory import missing_credential_message
 from live_memory.records import QuestionResult
@@ -28,6 +28,7 @@ from live_memory.runtime import Runtime
 from live_memory.service import OpenWorkspace, WorkspaceService
 from live_memory.spend import caps_of
 from live_memory.summarizer import Summarizer
+from live_memory.telemetry import INTERRUPTED, RecentQuestion, error_kind
 from live_memory.workspace import WorkspaceState
 
 logger = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ class Answerer:
         settings = runtime.settings
         question = validate_question(question)
         if runtime.provider is None:
+            self.service.telemetry.provider_error("no_credential")
             raise NoCredentialError(missing_credential_message(settings))
         if self.service.stopping:
             raise BusyError("Live Memory is shutting down; retry in a few seconds", C.BUSY_RETRY_AFTER_S)
@@ -96,9 +98,18 @@ class Answerer:
         try:
             remaining = max(timeout_s - (self.clock() - started), C.MIN_TIMEOUT_S)
             cost = await self._answer(workspace, runtime, question, max_answer_tokens, remaining, out)
+        except ProviderError as exc:
+            self.service.telemetry.provider_error(error_kind(exc))
+            raise
         finally:
             await admission.__aexit__(None, None, None)
         latency = self.clock() - started
+        result = "timed_out" if out.timed_out else "partial" if out.partial else "answered"
+        if out.partial:
+            self.service.telemetry.provider_error(INTERRUPTED)
+        self.service.telemetry.question(
+            state.id, RecentQuestion(self.wall_clock(), latency, out.tool_calls, cost, result, question)
+        )
         log_question(
             workspace=str(state.root),
             latency_s=latency,
@@ -106,7 +117,7 @@ class Answerer:
             output_tokens=out.usage.output_tokens,
             cache_read_tokens=out.usage.cache_read_tokens,
             cost_usd=cost,
-            outcome="timed_out" if out.timed_out else "partial" if out.partial else "answered",
+            outcome=result,
         )
         return QuestionResult(
             answer=out.answer,
@@ -181,9 +192,9 @@ class Answerer:
         state.commit(fork_id, window)
         spend = self.service.spend
         cost = spend.count(state, runtime, out.model, out.usage, background=False)
-        read_chars = sum(window.files[p].size for p in out.files_read if p in window.files)
-        saved = int(read_chars / window.chars_per_token) - out.usage.output_tokens
-        state.stats.tokens_saved += max(saved, 0)
+        # What the tools returned (not whole files: a partial Read counts its lines only); stats.py nets
+        # Live Memory's own token spend out of it.
+        state.stats.tokens_saved += int(out.tool_output_chars / window.chars_per_token)
         state.stats.questions += 1
         state.stats.last_question_at = self.wall_clock()
         state.last_prompt_at = self.clock()

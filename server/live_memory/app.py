@@ -34,7 +34,7 @@ from live_memory.jobs import JobRegistry
 from live_memory.keep_warm import KeepWarm
 from live_memory.mcp_tools import build_mcp_server
 from live_memory.providers.base import ChatProvider
-from live_memory.providers.factory import build_provider
+from live_memory.providers.factory import build_provider, missing_credential_message
 from live_memory.routes import build_routes
 from live_memory.runtime import Runtime
 from live_memory.safe_files import clean_stale_temp_files, ensure_private_dir
@@ -156,6 +156,8 @@ def create_app(
             jobs.attach(tasks)
             tasks.start_soon(keep_warm.run, name="live-memory keep-warm")
             announce(f"live-memory {__version__}: serving http://{settings.host}:{settings.port}{MCP_PATH}")
+            if service.runtime.provider is None:  # said once; /health and the status page keep saying it
+                logger.warning("no model credential, questions will fail: %s", missing_credential_message(settings))
             try:
                 with stop.from_signals(drain_limit_s=timings.shutdown_grace_s + C.SHUTDOWN_DRAIN_MARGIN_S):
                     yield

@@ -279,40 +279,95 @@ def ensure_data_dir(path: Path) -> None:
     path.chmod(0o700)  # exact, whatever the umask
 
 
+def running_config(settings: Settings) -> tuple[str, dict[str, Any] | None]:
+    """(base URL, the running server's GET /config) or (base URL, None) when no Live Memory server answers
+    there; another program on the port is an error (ClientError)."""
+    base = base_url(settings)
+    state, _ = who_answers(base)
+    if state == "foreign":
+        raise ClientError(_not_ours(base))
+    if state == "absent":
+        return base, None
+    status, data = request_json(settings, "GET", "/config")
+    if status != 200:
+        raise ClientError(f"the server at {base} did not show its configuration: {_error_of(status, data)}")
+    return base, data
+
+
+def _server_label(config: dict[str, Any]) -> str:
+    return f"server (pid {config.get('process', {}).get('pid')})"
+
+
+def _shell_rows(settings: Settings) -> list[tuple[str, str, str, str]]:
+    return [(key, value, source, "") for key, value, source in settings.describe()]
+
+
+def _server_rows(config: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    rows = config.get("options") or []
+    return [(str(r.get("key")), str(r.get("value")), str(r.get("source")), str(r.get("pending") or "")) for r in rows]
+
+
 def cmd_config(settings: Settings, args: argparse.Namespace) -> int:
-    if args.action == "show":
-        rows = settings.describe()
-        width = max(len(k) for k, _, _ in rows)
-        for key, value, source in rows:
-            print(f"{key:<{width}}  {value}  [{source}]")
-        return 0
+    if args.action == "set":
+        return cmd_config_set(settings, args.item or "")
+    if args.action == "get" and not args.item:
+        print("usage: live-memory config get KEY   (`live-memory config show` lists the keys)", file=sys.stderr)
+        return 2
+    base, config = running_config(settings)
+    if config is None:
+        where = f"this shell (no server answers at {base}; these are the values a server started here would use)"
+        rows = _shell_rows(settings)
+    else:
+        where = f"{_server_label(config)} at {base}"
+        rows = _server_rows(config)
     if args.action == "get":
-        if not args.item:
-            print("usage: live-memory config get KEY   (`live-memory config show` lists the keys)", file=sys.stderr)
-            return 2
-        for key, value, _ in settings.describe():
+        for key, value, _, pending in rows:
             if key == args.item:
                 print(value)
+                print(f"live-memory: {key} of {where}" + (f"; {pending}" if pending else ""), file=sys.stderr)
                 return 0
         print(f"live-memory: unknown option {args.item!r}", file=sys.stderr)
         return 2
-    key, sep, raw = (args.item or "").partition("=")
-    if not sep:
+    print(f"# {where}")
+    if config is not None:
+        credential = config.get("credential") or {}
+        kind, source = credential.get("kind"), credential.get("source")
+        print(f"# credential {kind} ({source}) · config file {config.get('config_file')}")
+    width = max(len(k) for k, *_ in rows)
+    for key, value, source, pending in rows:
+        print(f"{key:<{width}}  {value}  [{source}]" + (f"  ({pending})" if pending else ""))
+    return 0
+
+
+def cmd_config_set(settings: Settings, item: str) -> int:
+    """Through the running server (it validates, writes its own config.json and reloads); without one,
+    into this shell's config.json."""
+    key, sep, raw = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
         print("usage: live-memory config set KEY=VALUE", file=sys.stderr)
         return 2
-    ensure_data_dir(settings.data_dir)
-    write_config_value(settings.data_dir, key.strip(), raw)
-    print(f"live-memory: {key.strip()} saved to {settings.config_file}")
-    try:
-        status, data = request_json(settings, "POST", "/reload", body={})
-    except ClientError:
-        print("live-memory: no running server to reload; the value applies at the next start.")
+    base, config = running_config(settings)
+    if config is None:
+        ensure_data_dir(settings.data_dir)
+        write_config_value(settings.data_dir, key, raw)
+        print(
+            f"live-memory: no server answers at {base}; {key} saved to this shell's {settings.config_file} "
+            "(a server started with this data dir reads it)."
+        )
         return 0
-    if status == 200:
-        print("live-memory: the running server reloaded its configuration.")
-        return 0
-    print(f"live-memory: the running server refused the new value: {_error_of(status, data)}", file=sys.stderr)
-    return 1
+    status, data = request_json(settings, "POST", "/config", body={key: raw})
+    if status != 200:
+        print(f"live-memory: the {_server_label(config)} refused it: {_error_of(status, data)}", file=sys.stderr)
+        return 1
+    print(f"live-memory: {key} saved to the {_server_label(config)}'s {data.get('config_file')}")
+    if key in (data.get("applied") or []):
+        print(f"live-memory: {key} applies now.")
+    for deferred in data.get("deferred") or []:
+        print(f"live-memory: {deferred.get('message')}.")
+    for warning in data.get("warnings") or []:
+        print(f"live-memory: warning: {warning}", file=sys.stderr)
+    return 0
 
 
 def cmd_ledger(settings: Settings, args: argparse.Namespace) -> int:
@@ -436,10 +491,11 @@ HELP: dict[str, tuple[str, str, str]] = {
     ),
     "config": (
         "show, get or set configuration",
-        "`show` prints every option's effective value and its source (secrets masked); `get KEY` prints one;\n"
-        "`set KEY=VALUE` stores it in the data dir's config.json and asks a running server to reload.",
-        _ALL_OPTIONS_ENV
-        + "\n  LIVE_MEMORY_HOST, LIVE_MEMORY_PORT, LIVE_MEMORY_AUTH_TOKEN   the server `set` asks to reload",
+        "`show` prints every option's effective value and its source (secrets masked) as the running server\n"
+        "sees them (GET /config), else as this shell would start one; `get KEY` prints one; `set KEY=VALUE`\n"
+        "goes through the running server (POST /config: it writes its own config.json and applies it; options\n"
+        "read at start apply at the next start), else into this shell's data dir config.json.",
+        _ALL_OPTIONS_ENV + "\n  LIVE_MEMORY_HOST, LIVE_MEMORY_PORT, LIVE_MEMORY_AUTH_TOKEN   the server asked first",
     ),
     "demo": (
         "run a scripted demo: a fake model, a throwaway server, two questions",

@@ -12,9 +12,11 @@ from live_memory.providers.profiles import PROFILES
 HEADER = f"""# Configuration reference
 
 Every option resolves **environment variable > `{CONFIG_FILE}` in the data dir > default**.
-Set one in the environment (`LIVE_MEMORY_<KEY>`), or in `{CONFIG_FILE}` (`live-memory config set key=value`,
-which also hot-reloads a running server through `POST /reload`). `live-memory config show` prints every
-effective value with its source; secrets are masked. Lists are comma-separated in the environment and JSON
+Set one in the environment (`LIVE_MEMORY_<KEY>`), or in `{CONFIG_FILE}` (`live-memory config set key=value`
+writes the running server's own `{CONFIG_FILE}` through `POST /config` and applies it at once; options read only
+at start are stored and apply at the next start; an environment variable still wins over the file, and the
+answer says so). `live-memory config show` prints the running server's effective values with their sources
+(`GET /config`); secrets are masked. Lists are comma-separated in the environment and JSON
 arrays in `{CONFIG_FILE}`. Invalid values stop the server at start with a message naming the key and where
 the value came from.
 
@@ -44,7 +46,9 @@ def render() -> str:
     ]
     for option in OPTIONS:
         default = "(secret, none)" if option.secret else _default(option.default)
-        doc = option.doc.replace("|", "/")
+        doc = option.doc.replace("|", "/") + (
+            " *Read at start: a change applies at the next start.*" if option.restart else ""
+        )
         lines.append(f"| `{option.key}` | `{option.env}` | {option.kind} | {default} | {doc} |")
     lines += ["", "## Provider profiles (`provider`)", ""]
     lines.append("| profile | protocol | base URL | default model | key variables |")

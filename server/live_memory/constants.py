@@ -139,6 +139,15 @@ KEEP_WARM_CHECK_S = 15.0
 # Pings stop for a workspace not asked anything for this long (its cache is not worth paying for).
 KEEP_WARM_MAX_IDLE_S = 1800.0
 LOG_LEVEL = "info"
+# The status page shows the text of recent questions only when the user turns this on.
+STATUS_SHOW_QUESTIONS = False
+# Recent questions kept in memory per workspace for the status page (never persisted), and how many it shows.
+RECENT_QUESTIONS_KEPT = 20
+RECENT_QUESTIONS_SHOWN = 5
+# Answer latencies (server-wide) kept for the p50/p95 on the status page.
+RECENT_LATENCIES_KEPT = 1000
+# Buckets (seconds) of the answer-latency histogram on /metrics.
+LATENCY_BUCKETS_S: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 120.0)
 LOG_FILE_MAX_BYTES = 10 * 1024 * 1024
 LOG_FILE_BACKUPS = 3
 
@@ -232,3 +241,6 @@ TREE_MAX_WALK_FILES = 1_000_000
 # --- cost --------------------------------------------------------------------------------------
 # Background model calls (distillation, keep-warm) stop once this share of a spend cap is used.
 BACKGROUND_STOP_SHARE = 0.8
+# Estimated tokens saved (/stats): cache reads cost about a tenth of uncached input, so they count a tenth
+# of Live Memory's own spend.
+CACHE_READ_WEIGHT = 0.1

@@ -3,6 +3,10 @@
 Checks: Python, configuration, data dir permissions, the port (our server, free, or a foreign
 program), the provider credential, a 1-token round trip to the model, and that the plugin's
 `.mcp.json` points at this server.
+
+When a server answers, its data dir, configuration and credential are the ones checked (from its
+`GET /config`): the shell running doctor may have another environment. Each check names the process it
+describes: "server pid N" or "this shell".
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -44,16 +49,19 @@ def check_python() -> Check:
     return Check("python", ok, sys.version.split()[0], "install Python 3.11 or newer")
 
 
-def check_data_dir(settings: Settings) -> Check:
-    path = settings.data_dir
+SHELL = "this shell"
+
+
+def check_data_dir(path: Path, where: str = SHELL) -> Check:
+    name = f"data dir ({where})"
     if not path.exists():
-        return Check("data dir", True, f"{path} (created on first start)")
+        return Check(name, True, f"{path} (created on first start)")
     if not os.access(path, os.W_OK):
-        return Check("data dir", False, f"{path} is not writable", "chown it to this user or set LIVE_MEMORY_DATA_DIR")
+        return Check(name, False, f"{path} is not writable", "chown it to this user or set LIVE_MEMORY_DATA_DIR")
     mode = stat.S_IMODE(path.stat().st_mode)
     if mode & 0o077:
-        return Check("data dir", False, f"{path} is readable by others ({oct(mode)})", f"chmod 700 {path}")
-    return Check("data dir", True, f"{path} ({oct(mode)})")
+        return Check(name, False, f"{path} is readable by others ({oct(mode)})", f"chmod 700 {path}")
+    return Check(name, True, f"{path} ({oct(mode)})")
 
 
 def server_url(settings: Settings) -> str:
@@ -62,11 +70,24 @@ def server_url(settings: Settings) -> str:
     return f"http://{host}:{settings.port}"
 
 
+def _headers(settings: Settings) -> dict[str, str]:
+    return {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
+
+
+def server_config(settings: Settings) -> dict[str, Any] | None:
+    """The running server's `GET /config`, or None when it does not answer it."""
+    try:
+        response = httpx.get(f"{server_url(settings)}/config", timeout=2.0, headers=_headers(settings))
+        data = response.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    return data if response.status_code == 200 and isinstance(data, dict) and "options" in data else None
+
+
 def check_server(settings: Settings) -> Check:
     url = server_url(settings)
-    headers = {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
     try:
-        health = httpx.get(f"{url}/health", timeout=2.0, headers=headers).json()
+        health = httpx.get(f"{url}/health", timeout=2.0, headers=_headers(settings)).json()
     except httpx.ConnectError:
         return Check(
             "server", False, f"nothing listens on {url}", "start it: `live-memory serve` (or the systemd unit)"
@@ -83,16 +104,33 @@ def check_server(settings: Settings) -> Check:
 def check_credential(settings: Settings) -> Check:
     provider = build_provider(settings)
     if provider is None:
-        return Check("credential", False, "none found", missing_credential_message(settings))
+        return Check(f"credential ({SHELL})", False, "none found", missing_credential_message(settings))
     kind = "subscription credential" if provider.info.subscription else f"API key from {settings.api_key_source}"
     asyncio.run(provider.aclose())
-    return Check("credential", True, f"{settings.profile.name}: {kind}")
+    return Check(f"credential ({SHELL})", True, f"{settings.profile.name}: {kind}")
 
 
-def check_round_trip(settings: Settings) -> Check:
+def check_server_credential(config: Mapping[str, Any], where: str) -> Check:
+    credential = config.get("credential") or {}
+    kind = credential.get("kind", "missing")
+    name = f"credential ({where})"
+    if kind == "missing":
+        fix = (
+            "set LIVE_MEMORY_API_KEY (or the provider's own key variable) in the server's environment, not this "
+            "shell's (e.g. the service's environment file), then restart it"
+        )
+        return Check(name, False, f"the server has none for {config.get('provider')} at {config.get('endpoint')}", fix)
+    source = "" if kind == "subscription" else f" from {credential.get('source')}"
+    return Check(name, True, f"{config.get('provider')}: {kind}{source}")
+
+
+def check_round_trip(settings: Settings, server_has_credential: bool = False) -> Check:
+    name = f"model round trip ({SHELL})"
     provider = build_provider(settings)
     if provider is None:
-        return Check("model round trip", False, "skipped: no credential", "see the credential check")
+        if server_has_credential:
+            return Check(name, True, "skipped: this shell has no credential (the server's is checked above)")
+        return Check(name, False, "skipped: no credential", "see the credential check")
 
     async def ping() -> str:
         try:
@@ -109,8 +147,8 @@ def check_round_trip(settings: Settings) -> Check:
     try:
         model = asyncio.run(ping())
     except ProviderError as exc:
-        return Check("model round trip", False, str(exc), "fix the credential, model name or endpoint shown above")
-    return Check("model round trip", True, f"{model} at {settings.base_url} answered")
+        return Check(name, False, str(exc), "fix the credential, model name or endpoint shown above")
+    return Check(name, True, f"{model} at {settings.base_url} answered")
 
 
 def _expand(value: str, env: Mapping[str, str], user_config: Mapping[str, str]) -> str:
@@ -167,11 +205,25 @@ def run_doctor(env: Mapping[str, str], plugin_dir: Path | None = None, *, round_
     except ConfigError as exc:
         checks.append(Check("configuration", False, str(exc), "correct the value named above"))
         return checks
-    checks.append(Check("configuration", True, f"provider {settings.profile.name}, model {settings.model}"))
-    checks.append(check_data_dir(settings))
-    checks.append(check_server(settings))
-    checks.append(check_credential(settings))
+    checks.append(Check(f"configuration ({SHELL})", True, f"provider {settings.profile.name}, model {settings.model}"))
+    server = check_server(settings)
+    config = server_config(settings) if server.ok else None
+    if config is None:
+        checks += [check_data_dir(settings.data_dir), server, check_credential(settings)]
+    else:
+        where = f"server pid {config.get('process', {}).get('pid')}"
+        checks.append(
+            Check(
+                f"configuration ({where})",
+                True,
+                f"provider {config.get('provider')}, model {config.get('model')} at {config.get('endpoint')}; "
+                f"config file {config.get('config_file')}",
+            )
+        )
+        checks += [check_data_dir(Path(str(config.get("data_dir"))), where), server]
+        checks.append(check_server_credential(config, where))
     if round_trip:
-        checks.append(check_round_trip(settings))
+        server_has_credential = config is not None and (config.get("credential") or {}).get("kind") != "missing"
+        checks.append(check_round_trip(settings, server_has_credential))
     checks.append(check_plugin(settings, plugin_dir))
     return checks

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
@@ -47,9 +47,15 @@ class EmptyBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-async def read_json(request: Request, model: type[BaseModel], max_bytes: int) -> Any:
-    """Bounded body -> JSON -> schema, each failure a precise 4xx."""
-    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+class ConfigBody(RootModel[dict[str, Any]]):
+    """`{key: value}`; each value is checked by its option's caster (config_update.validate_changes)."""
+
+
+async def read_json(request: Request, model: type[BaseModel], max_bytes: int, *, empty_ok: bool = False) -> Any:
+    """Bounded body -> JSON -> schema, each failure a precise 4xx. `empty_ok`: an empty body needs no
+    JSON content type (`curl -X POST /reload`)."""
+    is_json = request.headers.get("content-type", "").split(";")[0].strip() == "application/json"
+    if not is_json and not (empty_ok and request.headers.get("content-length", "0") == "0"):
         raise RequestError(415, "send the body as JSON with Content-Type: application/json")
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
@@ -64,6 +70,8 @@ async def read_json(request: Request, model: type[BaseModel], max_bytes: int) ->
             chunks.append(chunk)
     except ClientDisconnect:
         raise RequestError(400, "the client disconnected while sending the body") from None
+    if any(chunks) and not is_json:  # a body arrived after all (chunked, without a length)
+        raise RequestError(415, "send the body as JSON with Content-Type: application/json")
     raw = b"".join(chunks) or b"{}"
     try:
         data = json.loads(raw)

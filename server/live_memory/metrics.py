@@ -1,83 +1,132 @@
-"""GET /metrics: the /stats figures in Prometheus text format, read from the live state per scrape."""
+"""GET /metrics: the /stats figures in Prometheus text format, read from the live state per scrape.
+
+Workspaces are labelled by their short stable id (`workspace="<id>"`); `live_memory_workspace_info`
+maps each id to its path. The live figures are read on the event loop (`collect_families`); the
+process collector reads /proc, so the text is rendered in a thread (`render_metrics`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from live_memory.service import WorkspaceService
 from live_memory.stats import server_stats, workspace_stats
 
+TOKEN_TYPES = ("input", "cache_read", "cache_write", "output")
 
-class LiveMemoryCollector(Collector):
-    def __init__(self, service: WorkspaceService, started_at: float) -> None:
-        self.service = service
-        self.started_at = started_at
 
-    def collect(self) -> Iterator[Metric]:
-        server = server_stats(self.service, self.started_at)
-        yield _gauge("live_memory_uptime_seconds", "Seconds since the server started.", server["uptime_s"])
-        yield _gauge("live_memory_workspaces_loaded", "Workspaces held in memory.", server["workspaces_loaded"])
-        yield _gauge("live_memory_in_flight", "Questions being answered.", server["in_flight"])
-        yield _gauge("live_memory_queue_depth", "Questions waiting for admission.", server["queue_depth"])
-        spend = CounterMetricFamily("live_memory_cost_usd", "Cumulative model spend in USD.", labels=["kind"])
-        spend.add_metric(["foreground"], server["cost_usd"]["foreground"])
-        spend.add_metric(["background"], server["cost_usd"]["background"])
-        yield spend
-        rows = [workspace_stats(s) for s in self.service.states()]
-        yield _per_workspace(
+def collect_families(service: WorkspaceService, started_at: float) -> list[Metric]:
+    """Every Live Memory metric family, read from the live state (call on the event loop)."""
+    server = server_stats(service, started_at)
+    states = service.states()
+    rows = [workspace_stats(s) for s in states]
+    families: list[Metric] = [
+        _gauge("live_memory_uptime_seconds", "Seconds since the server started.", server["uptime_s"]),
+        _gauge("live_memory_workspaces_loaded", "Workspaces held in memory.", server["workspaces_loaded"]),
+        _gauge("live_memory_in_flight", "Questions being answered.", server["in_flight"]),
+        _gauge("live_memory_queue_depth", "Questions waiting for admission.", server["queue_depth"]),
+        _gauge(
+            "live_memory_credential_missing",
+            "1 when the server has no model credential (questions fail until one is set).",
+            1 if server["credential"] == "missing" else 0,
+        ),
+    ]
+    spend = CounterMetricFamily("live_memory_cost_usd", "Cumulative model spend in USD.", labels=["kind"])
+    spend.add_metric(["foreground"], server["cost_usd"]["foreground"])
+    spend.add_metric(["background"], server["cost_usd"]["background"])
+    families.append(spend)
+    info = InfoMetricFamily("live_memory_workspace", "The path of each workspace id.", labels=["workspace"])
+    for row in rows:
+        info.add_metric([row["id"]], {"path": row["workspace"]})
+    families.append(info)
+    tokens = CounterMetricFamily(
+        "live_memory_tokens", "Model tokens by workspace, type and kind of call.", labels=["workspace", "type", "kind"]
+    )
+    for state in states:
+        for kind, usage in (("foreground", state.stats.usage), ("background", state.stats.background_usage)):
+            for name in TOKEN_TYPES:
+                tokens.add_metric([state.id, name, kind], getattr(usage, f"{name}_tokens"))
+    families.append(tokens)
+    latency = HistogramMetricFamily(
+        "live_memory_answer_latency_seconds", "Time to answer a question.", labels=["workspace"]
+    )
+    for workspace_id, histogram in sorted(service.telemetry.histograms.items()):
+        latency.add_metric([workspace_id], histogram.buckets(), histogram.total_s)
+    families.append(latency)
+    errors = CounterMetricFamily("live_memory_provider_errors", "Provider errors by kind.", labels=["kind"])
+    for kind, count in sorted(service.telemetry.provider_errors.items()):
+        errors.add_metric([kind], count)
+    families.append(errors)
+    families += [
+        _per_workspace(
             "live_memory_context_fill_ratio", "Context window fill (used / budget).", rows, lambda r: r["fill"]["ratio"]
-        )
-        yield _per_workspace(
+        ),
+        _per_workspace(
             "live_memory_context_used_tokens",
             "Estimated tokens in the window.",
             rows,
             lambda r: r["fill"]["used_tokens"],
-        )
-        yield _per_workspace(
+        ),
+        _per_workspace(
             "live_memory_questions", "Questions answered.", rows, lambda r: r["questions_answered"], counter=True
-        )
-        yield _per_workspace(
-            "live_memory_compactions", "Compactions run.", rows, lambda r: r["compactions"], counter=True
-        )
-        yield _per_workspace(
-            "live_memory_file_contexts", "Files known to the window.", rows, lambda r: r["file_contexts"]
-        )
-        yield _per_workspace(
+        ),
+        _per_workspace("live_memory_compactions", "Compactions run.", rows, lambda r: r["compactions"], counter=True),
+        _per_workspace("live_memory_file_contexts", "Files known to the window.", rows, lambda r: r["file_contexts"]),
+        _per_workspace(
             "live_memory_cache_read_share",
             "Share of prompt tokens read from cache.",
             rows,
             lambda r: r["cache_read_share"],
-        )
-        yield _per_workspace(
+        ),
+        _per_workspace(
             "live_memory_estimated_tokens_saved",
-            "Tokens the callers did not have to read (lower bound).",
+            "Estimated tokens the callers did not have to read, net of Live Memory's own spend (may be negative).",
             rows,
             lambda r: r["estimated_tokens_saved"],
-            counter=True,
-        )
+        ),
+    ]
+    return families
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, doc, value=value)
 
 
-def _per_workspace(name: str, doc: str, rows: list[dict[str, Any]], pick: Any, *, counter: bool = False) -> Metric:
-    family: Metric = (
+def _per_workspace(
+    name: str, doc: str, rows: list[dict[str, Any]], pick: Callable[[dict[str, Any]], float], *, counter: bool = False
+) -> Metric:
+    family: CounterMetricFamily | GaugeMetricFamily = (
         CounterMetricFamily(name, doc, labels=["workspace"])
         if counter
         else GaugeMetricFamily(name, doc, labels=["workspace"])
     )
     for row in rows:
-        family.add_metric([row["workspace"]], pick(row))  # type: ignore[attr-defined]
+        family.add_metric([row["id"]], pick(row))
     return family
 
 
-def render_metrics(service: WorkspaceService, started_at: float) -> bytes:
+class _Fixed(Collector):
+    def __init__(self, families: Sequence[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.families
+
+
+def render_metrics(families: Sequence[Metric]) -> bytes:
+    """The exposition text: the given families plus the standard process metrics (reads /proc: blocking)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(LiveMemoryCollector(service, started_at))
+    registry.register(_Fixed(families))
+    ProcessCollector(registry=registry)
     return generate_latest(registry)

@@ -33,6 +33,7 @@ class _Spec:
     choices: tuple[str, ...]
     secret: bool
     file_allowed: bool
+    restart: bool
 
 
 def option(
@@ -44,9 +45,10 @@ def option(
     choices: tuple[str, ...] = (),
     secret: bool = False,
     file_allowed: bool = True,  # False: env only (e.g. where config.json itself lives)
+    restart: bool = False,  # True: read once at start (binding, logging, security, MCP tools); a reload defers it
 ) -> Any:  # typed as Any, like dataclasses.field(), so the field's annotation is the type mypy sees
     """Declare one option field of `Options`; secrets stay out of the object's repr."""
-    spec = _Spec(doc, low, high, tuple(choices), secret, file_allowed)
+    spec = _Spec(doc, low, high, tuple(choices), secret, file_allowed, restart)
     return field(default=default, repr=not secret, metadata={_SPEC: spec})
 
 
@@ -55,23 +57,27 @@ class Options:
     """Every user option with its type and default; `Settings` extends it with the resolved extras."""
 
     # --- server
-    host: str = option(C.DEFAULT_HOST, "Address to bind. Loopback by default.")
-    port: int = option(C.DEFAULT_PORT, "TCP port to bind.", low=1, high=65535)
-    log_level: Literal["debug", "info", "warning", "error"] = option(C.LOG_LEVEL, "Log verbosity.")
-    log_file: str = option("", "Also log to this rotating file (10 MiB x 3); empty: stderr only.")
+    host: str = option(C.DEFAULT_HOST, "Address to bind. Loopback by default.", restart=True)
+    port: int = option(C.DEFAULT_PORT, "TCP port to bind.", low=1, high=65535, restart=True)
+    log_level: Literal["debug", "info", "warning", "error"] = option(C.LOG_LEVEL, "Log verbosity.", restart=True)
+    log_file: str = option("", "Also log to this rotating file (10 MiB x 3); empty: stderr only.", restart=True)
     shutdown_grace_s: float = option(
         C.SHUTDOWN_GRACE_S,
         "On a stop signal, seconds running questions get to return their best answer (at most the default, "
         "which the service templates' stop timeouts allow for).",
         low=0.0,
         high=C.SHUTDOWN_GRACE_S,
+        restart=True,
     )
     # --- security
     auth_token: str = option(
-        "", "Bearer token every client must send (required to bind a non-loopback address).", secret=True
+        "",
+        "Bearer token every client must send (required to bind a non-loopback address).",
+        secret=True,
+        restart=True,
     )
     allowed_hosts: tuple[str, ...] = option(
-        (), "Extra host names accepted in Host/Origin headers (loopback names always are)."
+        (), "Extra host names accepted in Host/Origin headers (loopback names always are).", restart=True
     )
     allowed_roots: tuple[str, ...] = option(
         (), "Directories workspaces must lie under; empty means the server user's home directory."
@@ -227,7 +233,15 @@ class Options:
         C.SHARE_WORKTREES, "Linked worktrees of one repository share one memory (tools stay jailed to each worktree)."
     )
     async_tools: bool = option(
-        C.ASYNC_TOOLS, "Also offer ask_live_memory_submit / ask_live_memory_result (submit now, collect later)."
+        C.ASYNC_TOOLS,
+        "Also offer ask_live_memory_submit / ask_live_memory_result (submit now, collect later).",
+        restart=True,
+    )
+    # --- status page
+    status_show_questions: bool = option(
+        C.STATUS_SHOW_QUESTIONS,
+        "Show the text of the last few questions per workspace on the status page (`GET /`); off: only their "
+        "time, latency, tool calls and cost.",
     )
     force_explore_when_cold: bool = option(
         C.FORCE_EXPLORE_WHEN_COLD, "Reject a tool-less first answer once while the memory is cold."
@@ -331,6 +345,7 @@ class Option:
     high: float | None = None
     secret: bool = False
     file_allowed: bool = True
+    restart: bool = False  # read once at start: `POST /config` stores it for the next start
 
     @property
     def env(self) -> str:
@@ -379,7 +394,20 @@ def _row(key: str, hint: object, spec: _Spec, default: object) -> Option:
             kind += f", {spec.low} to {spec.high}"
         else:
             kind += f", at least {spec.low}" if spec.low is not None else f", at most {spec.high}"
-    row = Option(key, hint, kind, default, cast, spec.doc, choices, spec.low, spec.high, spec.secret, spec.file_allowed)
+    row = Option(
+        key,
+        hint,
+        kind,
+        default,
+        cast,
+        spec.doc,
+        choices,
+        spec.low,
+        spec.high,
+        spec.secret,
+        spec.file_allowed,
+        spec.restart,
+    )
     if not conforms(default, hint):
         raise TypeError(f"option {key}: default {default!r} does not match its declared type ({kind})")
     try:

@@ -16,11 +16,13 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from live_memory import __version__
-from live_memory.config import load_settings
+from live_memory.config import Settings, load_settings
+from live_memory.config_update import outcome, restore, shown_values, validate_changes, write_changes
 from live_memory.constants import NOTIFY_MAX_BODY_BYTES, SERVER_NAME
 from live_memory.errors import ConfigError, InputError
 from live_memory.http_bodies import (
     SMALL_BODY_BYTES,
+    ConfigBody,
     EmptyBody,
     ForgetBody,
     NotifyBody,
@@ -29,23 +31,54 @@ from live_memory.http_bodies import (
     error,
     read_json,
 )
-from live_memory.metrics import render_metrics
+from live_memory.metrics import collect_families, render_metrics
+from live_memory.options import OPTIONS_BY_KEY
 from live_memory.providers.base import ChatProvider
 from live_memory.records import FileEvent
 from live_memory.runtime import Runtime
 from live_memory.service import WorkspaceService
-from live_memory.stats import server_stats, workspace_stats
+from live_memory.stats import credential_kind, server_stats, workspace_stats
 from live_memory.status_page import render_status_page
 from live_memory.workspace import WorkspaceState
 
 ProviderFactory = Callable[..., ChatProvider | None]
 
 
+def config_view(running: Settings, settings: Settings, runtime: Runtime) -> dict[str, Any]:
+    """GET /config: the server's effective values and their sources (secrets masked). `running` holds the
+    values read once at start: an option changed since then shows as pending until the next start."""
+    started = shown_values(running)
+    options = []
+    for key, value, source in settings.describe():
+        option = OPTIONS_BY_KEY.get(key)
+        row: dict[str, Any] = {"key": key, "value": value, "source": source}
+        if option is not None:
+            row.update(secret=option.secret, restart=option.restart)
+            if option.restart and settings.values[key] != running.values[key]:
+                row["pending"] = f"takes effect at the next start (running with {started[key]})"
+        options.append(row)
+    return {
+        "process": {"role": "server", "pid": os.getpid(), "version": __version__},
+        "provider": settings.profile.name,
+        "model": settings.model,
+        "endpoint": settings.base_url,
+        "credential": {"kind": credential_kind(runtime), "source": settings.api_key_source},
+        "data_dir": str(settings.data_dir),
+        "config_file": str(settings.config_file),
+        "options": options,
+    }
+
+
 def build_routes(service: WorkspaceService, started_at: float, provider_factory: ProviderFactory) -> list[Route]:
+    running = service.settings  # options read once at start keep these values until a restart
+    config_lock = asyncio.Lock()  # one read-modify-write of config.json at a time
+
     async def health(request: Request) -> JSONResponse:
+        credential = credential_kind(service.runtime)
         return JSONResponse(
             {
-                "status": "ok",
+                "status": "degraded" if credential == "missing" else "ok",
+                "credential": credential,
                 "service": SERVER_NAME,
                 "version": __version__,
                 "pid": os.getpid(),
@@ -69,21 +102,67 @@ def build_routes(service: WorkspaceService, started_at: float, provider_factory:
         server = server_stats(service, started_at)
         if "cwd" not in request.query_params:
             on_disk = [meta.to_json() for meta in await asyncio.to_thread(service.on_disk)]
-            loaded = [workspace_stats(s) for s in service.states()]
+            loaded = [workspace_stats(s, service) for s in service.states()]
             return JSONResponse({"server": server, "workspaces": loaded, "on_disk": on_disk})
         try:
             state = await loaded_state(request)
         except RequestError as exc:
             return error(exc.status, str(exc), exc.detail)
-        return JSONResponse({"server": server, "workspace": workspace_stats(state)})
+        return JSONResponse({"server": server, "workspace": workspace_stats(state, service)})
 
     async def metrics(request: Request) -> Response:
-        return Response(render_metrics(service, started_at), media_type="text/plain; version=0.0.4; charset=utf-8")
+        families = collect_families(service, started_at)  # the live state, read on the loop
+        text = await asyncio.to_thread(render_metrics, families)  # the process collector reads /proc
+        return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def status_page(request: Request) -> HTMLResponse:
-        workspaces = [workspace_stats(s) for s in service.states()]
+        workspaces = [workspace_stats(s, service) for s in service.states()]
         on_disk = [meta.to_json() for meta in await asyncio.to_thread(service.on_disk)]
-        return HTMLResponse(render_status_page(server_stats(service, started_at), workspaces, on_disk))
+        show = service.settings.status_show_questions
+        return HTMLResponse(
+            render_status_page(server_stats(service, started_at), workspaces, on_disk, show_questions=show)
+        )
+
+    async def config_show(request: Request) -> JSONResponse:
+        return JSONResponse(config_view(running, service.settings, service.runtime))
+
+    async def reload_from_disk() -> tuple[Settings, list[str]]:
+        """Re-read the configuration (env + config.json) and swap it in; a ConfigError leaves all as it was."""
+        current = service.settings
+        # reading the config file and building the provider (it may read a credential) touch the disk
+        settings = await asyncio.to_thread(load_settings, env=current.env, data_dir=current.data_dir)
+        changed = await service.reload(Runtime(settings, await asyncio.to_thread(provider_factory, settings)))
+        return settings, changed
+
+    async def config_set(request: Request) -> JSONResponse:
+        try:
+            body = await read_json(request, ConfigBody, SMALL_BODY_BYTES)
+            values = validate_changes(body.root)
+        except RequestError as exc:
+            return error(exc.status, str(exc), exc.detail)
+        except ConfigError as exc:
+            return error(400, str(exc))
+        data_dir = service.settings.data_dir
+        async with config_lock:
+            try:
+                before = await asyncio.to_thread(write_changes, data_dir, values)
+            except ConfigError as exc:
+                return error(400, f"not changed: {exc}")
+            except OSError as exc:
+                return error(500, f"not changed: could not write {data_dir / 'config.json'}: {exc.strerror or exc}")
+            try:
+                settings, changed = await reload_from_disk()
+            except ConfigError as exc:
+                await asyncio.to_thread(restore, data_dir, before)
+                return error(400, f"not changed: {exc}")
+        return JSONResponse(
+            {
+                "saved": list(values),
+                "config_file": str(settings.config_file),
+                "changed": changed,
+                **outcome(values, running, settings),
+            }
+        )
 
     async def ledger(request: Request) -> JSONResponse:
         try:
@@ -140,15 +219,13 @@ def build_routes(service: WorkspaceService, started_at: float, provider_factory:
 
     async def reload(request: Request) -> JSONResponse:
         try:
-            await read_json(request, EmptyBody, SMALL_BODY_BYTES)
-            current = service.settings
-            # reading the config file and building the provider (it may read a credential) touch the disk
-            settings = await asyncio.to_thread(load_settings, env=current.env, data_dir=current.data_dir)
+            await read_json(request, EmptyBody, SMALL_BODY_BYTES, empty_ok=True)
+            async with config_lock:
+                settings, changed = await reload_from_disk()
         except RequestError as exc:
             return error(exc.status, str(exc), exc.detail)
         except ConfigError as exc:
             return error(400, f"configuration not reloaded: {exc}")
-        changed = await service.reload(Runtime(settings, await asyncio.to_thread(provider_factory, settings)))
         return JSONResponse({"reloaded": True, "changed": changed, "model": settings.model})
 
     empty = wipe_route(reload_now=False)
@@ -164,4 +241,6 @@ def build_routes(service: WorkspaceService, started_at: float, provider_factory:
         Route("/empty", empty, methods=["POST"]),
         Route("/clear", empty, methods=["POST"]),
         Route("/reload", reload, methods=["POST"]),
+        Route("/config", config_show, methods=["GET"]),
+        Route("/config", config_set, methods=["POST"]),
     ]

@@ -35,6 +35,7 @@ from live_memory.runtime import Runtime
 from live_memory.snapshot import SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import SpendTracker
 from live_memory.store import SnapshotStore
+from live_memory.telemetry import Telemetry
 from live_memory.watcher import WorkspaceWatcher
 from live_memory.workspace import (
     Location,
@@ -102,6 +103,7 @@ class WorkspaceService:
         self.policy = workspace_policy(runtime.settings)
         self.store = SnapshotStore(runtime.settings.data_dir, clock=wall_clock)
         self.spend = SpendTracker(runtime.settings.data_dir, wall_clock)
+        self.telemetry = Telemetry()  # recent questions, latencies, provider errors (in memory only)
         self.watcher = WorkspaceWatcher(debounce_ms=C.WATCH_DEBOUNCE_MS)
         self.stopping = False
         self._states: dict[Path, WorkspaceState] = {}

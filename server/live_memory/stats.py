@@ -1,10 +1,11 @@
 """What /stats, /metrics and the status page report: one place that reads the live state.
 
-Estimated tokens saved (per workspace): for every answered question, the size of the distinct
-files its tools read (chars / 4, the same estimate the window uses) is what the calling agent would
-otherwise have had to read itself to ground that answer; the answer's own output tokens are
-subtracted, since the caller still reads those. Files the model answered from without reading
-(teed or preloaded content) are not counted, so the figure is a lower bound.
+Estimated tokens saved (per workspace, an estimate): what the tools returned to Live Memory's model
+(the text of every successful tool result, chars / chars-per-token; a partial Read counts only the lines
+it returned) is what the calling agent would otherwise have read itself; from it Live Memory's own token
+spend is subtracted (uncached input, cache writes and output of questions and background calls, plus
+cache reads at a tenth, their price). The net may be negative. Teed or preloaded content the model
+answered from without a tool call is not counted.
 """
 
 from __future__ import annotations
@@ -14,27 +15,64 @@ import time
 from typing import Any
 
 from live_memory import __version__
+from live_memory.constants import CACHE_READ_WEIGHT
+from live_memory.records import Usage
+from live_memory.runtime import Runtime
 from live_memory.service import WorkspaceService
 from live_memory.spend import caps_of
-from live_memory.workspace import WorkspaceState
+from live_memory.workspace import WorkspaceState, WorkspaceStats
 
 TOKENS_SAVED_METHOD = (
-    "per answered question: estimated tokens of the distinct files its tools read (chars/4), minus the answer's "
-    "output tokens; teed/preloaded content the model used without reading is not counted (a lower bound)"
+    "an estimate: tokens the tools returned to Live Memory's model (chars / chars-per-token; partial reads count "
+    "only what they returned), minus Live Memory's own spend (uncached input + cache writes + output of questions "
+    "and background calls, cache reads at a tenth); may be negative"
 )
+
+
+def credential_kind(runtime: Runtime) -> str:
+    if runtime.provider is None:
+        return "missing"
+    return "subscription" if runtime.provider.info.subscription else "api key"
+
+
+def own_tokens(usage: Usage) -> int:
+    return (
+        usage.input_tokens
+        + usage.cache_write_tokens
+        + usage.output_tokens
+        + int(usage.cache_read_tokens * CACHE_READ_WEIGHT)
+    )
+
+
+def tokens_saved(stats: WorkspaceStats) -> dict[str, Any]:
+    own = own_tokens(stats.usage) + own_tokens(stats.background_usage)
+    return {
+        "estimate": True,
+        "tool_output_tokens": stats.tokens_saved,
+        "own_spend_tokens": own,
+        "net": stats.tokens_saved - own,
+    }
 
 
 def _share(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
 
-def workspace_stats(state: WorkspaceState) -> dict[str, Any]:
+def workspace_stats(state: WorkspaceState, service: WorkspaceService | None = None) -> dict[str, Any]:
+    """One workspace's figures; with the service, also its recent questions (text only when the
+    status_show_questions option is on)."""
     window = state.window
     stats = state.stats
     usage = stats.usage
     files = list(window.files.values())
+    saved = tokens_saved(stats)
+    recent: list[dict[str, Any]] = []
+    if service is not None:
+        show = service.settings.status_show_questions
+        recent = [q.to_json(with_text=show) for q in service.telemetry.recent(state.id)]
     return {
         "workspace": str(state.root),
+        "id": state.id,
         "loaded": state.loaded,
         "fill": {
             "used_tokens": window.prompt_tokens(),
@@ -62,7 +100,9 @@ def workspace_stats(state: WorkspaceState) -> dict[str, Any]:
         },
         "cache_read_share": _share(usage.cache_read_tokens, usage.prompt_tokens),
         "chars_per_token": round(window.chars_per_token / window.calibration, 3),
-        "estimated_tokens_saved": stats.tokens_saved,
+        "estimated_tokens_saved": saved["net"],
+        "tokens_saved": saved,
+        "recent_questions": recent,
         "in_flight": state.in_flight,
         "queue_depth": state.admission.waiting,
         "last_question_at": stats.last_question_at,
@@ -87,11 +127,7 @@ def server_stats(service: WorkspaceService, started_at: float) -> dict[str, Any]
         "endpoint": settings.base_url,
         "config_file": str(settings.config_file),
         "data_dir": str(settings.data_dir),
-        "credential": "missing"
-        if runtime.provider is None
-        else "subscription"
-        if runtime.provider.info.subscription
-        else "api key",
+        "credential": credential_kind(runtime),
         "workspaces_loaded": len(states),
         "questions_answered": sum(s.stats.questions for s in states),
         "in_flight": sum(s.in_flight for s in states),
@@ -103,6 +139,8 @@ def server_stats(service: WorkspaceService, started_at: float) -> dict[str, Any]
         "today": service.spend.report(caps_of(runtime)),
         "background_calls": settings.background,
         "cache_read_share": _share(read, prompt),
-        "estimated_tokens_saved": sum(s.stats.tokens_saved for s in states),
+        "latency": service.telemetry.latency(),
+        "provider_errors": dict(service.telemetry.provider_errors),
+        "estimated_tokens_saved": sum(tokens_saved(s.stats)["net"] for s in states),
         "estimated_tokens_saved_method": TOKENS_SAVED_METHOD,
     }

@@ -123,7 +123,7 @@ class WorkspaceStats:
     last_compaction_at: float | None = None
     background_usage: Usage = field(default_factory=Usage)  # summaries (and keep-warm pings)
     background_cost_usd: float = 0.0
-    tokens_saved: int = 0  # see stats.TOKENS_SAVED_METHOD
+    tokens_saved: int = 0  # estimated tokens the tools returned to the model; see stats.TOKENS_SAVED_METHOD
     rebased_commits: int = 0  # answers committed after a concurrent one, replayed onto it (never dropped)
 
     def to_json(self) -> dict[str, Any]:

@@ -92,16 +92,24 @@ def test_config_show_names_the_connection_and_the_servers_config_file(service: S
     assert "claude-haiku-4-5" in reason
 
 
-def test_config_set_round_trips_a_value_through_reload(service: Service, repo: Path) -> None:
-    reason = blocked_reason(service.url, repo, "config", "set max_iterations=7")
-    assert "saved" in reason and "reloaded" in reason and "max_iterations" in reason
+def test_config_set_posts_to_the_server_which_writes_its_own_file(service: Service, repo: Path) -> None:
+    reason = blocked_reason(service.url, repo, "config", "set max_iterations=7 port=7815")
+    assert f"saved to {service.data_dir / 'config.json'}" in reason and "applied now: max_iterations" in reason
+    assert "port takes effect at the next start" in reason
     config = json.loads((service.data_dir / "config.json").read_text())
-    assert config == {"max_iterations": "7"}
-    (reload_call,) = service.recorder.find("/reload")
-    assert reload_call.status == 200
-    assert "max_iterations" in reload_call.answer()["changed"]
+    assert config == {"max_iterations": 7, "port": 7815}  # typed by the server's options table
+    (call,) = service.recorder.find("/config")
+    assert call.method == "POST" and call.json() == {"max_iterations": "7", "port": "7815"} and call.status == 200
+    assert service.recorder.find("/reload") == []  # the route applies it itself
     shown = blocked_reason(service.url, repo, "config", "show")
     assert "max_iterations = 7" in shown
+
+
+def test_config_set_with_the_server_down_writes_nothing(repo: Path, sealed_environment: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    reason = blocked_reason(url, repo, "config", "set max_iterations=7")
+    assert "not changed" in reason and f"No server answers at {url}" in reason
+    assert not list(sealed_environment.rglob("config.json"))
 
 
 def test_config_set_a_value_the_server_rejects_restores_the_file(service: Service, repo: Path) -> None:
@@ -129,7 +137,7 @@ def test_config_show_masks_secrets_only_not_every_key_that_says_token(service: S
 def test_config_misuse_gets_a_usage_line(service: Service, repo: Path, args: str) -> None:
     reason = blocked_reason(service.url, repo, "config", args)
     assert "config" in reason
-    assert service.recorder.find("/reload") == []
+    assert [c for c in service.recorder.find("/config") if c.method == "POST"] == []
 
 
 def test_commands_of_other_plugins_pass_through_untouched(service: Service, repo: Path) -> None:
