@@ -121,13 +121,10 @@ def context_line(root: str) -> str:
     )
 
 
-def unavailable_line() -> str:
-    """The context line when the service does not answer: the skill would otherwise keep telling the model to
-    ask a tool that is not there (Claude Code connects once, at session start)."""
-    return (
-        "Live Memory is unavailable this session (its service is not running): do not call "
-        f"{TOOL_NAME}; explore with your normal tools."
-    )
+def unavailable_line(why: str = "its service is not running") -> str:
+    """The context line when the service does not answer (or cannot answer questions): the skill would
+    otherwise keep telling the model to ask a tool that fails (Claude Code connects once, at session start)."""
+    return f"Live Memory is unavailable this session ({why}): do not call {TOOL_NAME}; explore with your normal tools."
 
 
 def workspace_root(project: str) -> str:
@@ -311,6 +308,8 @@ def on_session_start(payload: dict[str, Any], root: str) -> str:
     status, health = _client.request("GET", "/health", timeout=HEALTH_TIMEOUT_S)
     if status == 200 and health is not None and health.get("status") == "ok":
         output["additionalContext"] = context_line(root)
+    elif status == 200 and health is not None and health.get("credential") == "missing":
+        output["additionalContext"] = unavailable_line("its service has no model credential")
     else:
         output["additionalContext"] = unavailable_line()
     return json.dumps({"hookSpecificOutput": output})

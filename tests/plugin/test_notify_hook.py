@@ -6,6 +6,8 @@ import json
 import shutil
 import socket
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -321,3 +323,29 @@ def test_token_protected_server_accepts_the_plugin_token_and_refusal_stays_silen
             run_script("notify.py", read_payload(repo, repo / "README.md"), env=right)
             calls = service.recorder.wait_for(lambda calls: len([c for c in calls if c.path == "/notify"]) == 2)
     assert [c.status for c in calls if c.path == "/notify"] == [401, 200]
+
+
+def test_session_start_against_a_server_without_credential_says_why_it_is_unavailable(repo: Path) -> None:
+    class Degraded(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"status": "degraded", "service": "live-memory", "credential": "missing"}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = HTTPServer(("127.0.0.1", 0), Degraded)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        run = run_script("notify.py", session_start_payload(repo), env=hook_env(url, repo))
+    finally:
+        server.shutdown()
+        server.server_close()
+    line = run.json()["hookSpecificOutput"]["additionalContext"]
+    assert "unavailable this session (its service has no model credential)" in line and "normal tools" in line
