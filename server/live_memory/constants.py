@@ -113,6 +113,16 @@ NOTIFY_MAX_EVENTS = 500
 ECHO_GRACE_S = 2.0
 WATCH_ENABLED = True
 WATCH_DEBOUNCE_MS = 200
+# Directories watched per workspace at most (one inotify watch each, under the kernel's historical default
+# of 8,192 per user); past it the workspace is not watched and hooks + hash re-validation keep it current.
+WATCH_MAX_DIRECTORIES = 8_000
+# A failed watcher restarts after this long, doubling up to the maximum.
+WATCH_RESTART_DELAY_S = 1.0
+WATCH_RESTART_MAX_DELAY_S = 60.0
+# One wait for file events returns after this long without any (so a stop is noticed), and groups events
+# arriving within a step of each other.
+WATCH_POLL_MS = 5_000
+WATCH_STEP_MS = 50
 
 # --- workspaces and admission ------------------------------------------------------------------
 CONCURRENCY_MODE = "parallel"
