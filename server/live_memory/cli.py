@@ -27,7 +27,7 @@ import httpx
 
 from live_memory import __version__
 from live_memory.config import Settings, load_settings, write_config_value
-from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME
+from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME, SHUTDOWN_THREAD_WAIT_S
 from live_memory.errors import ConfigError
 from live_memory.logging_setup import configure_logging
 from live_memory.security import check_bind
@@ -80,7 +80,7 @@ def cmd_serve(settings: Settings) -> int:
     Everything else about serving and stopping lives in the app's lifespan."""
     import uvicorn
 
-    from live_memory.app import Timings, create_app
+    from live_memory.app import Timings, create_app, serve_until_stopped
 
     check_bind(settings.host, settings.auth_token)
     try:
@@ -116,8 +116,9 @@ def cmd_serve(settings: Settings) -> int:
         lifespan="on",
         timeout_graceful_shutdown=int(settings.shutdown_grace_s) + 5,
     )
-    uvicorn.Server(config).run(sockets=[sock])
-    return 0
+    # Once the server has stopped, a stuck worker thread does not keep the process (and the port) alive.
+    thread_wait_s = min(settings.shutdown_grace_s, SHUTDOWN_THREAD_WAIT_S)
+    return serve_until_stopped(uvicorn.Server(config), [sock], thread_wait_s=thread_wait_s)
 
 
 def _exit_quietly(sig: int, frame: FrameType | None) -> None:

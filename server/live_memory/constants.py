@@ -15,12 +15,17 @@ SERVER_NAME = "live-memory"
 PROJECT_HEADER = "x-live-memory-project"
 # How long `serve` waits for an existing server's /health before deciding the port is foreign.
 HEALTH_PROBE_TIMEOUT_S = 2.0
+# /health sends a no-op to the worker threads (file I/O, hashing); no answer within this long: "stuck".
+HEALTH_WORKER_PROBE_S = 1.0
 # Grace period on SIGTERM for running questions before they return best-effort answers.
 SHUTDOWN_GRACE_S = 10.0
 # After the requests are done, at most this long to write every workspace's snapshot.
 # Temp files of interrupted writes older than this are removed at startup (a write takes milliseconds).
 STALE_TEMP_FILE_AGE_S = 60.0
 SHUTDOWN_FLUSH_DEADLINE_S = 20.0
+# Once the server has stopped, worker threads get at most this long (and no more than the grace period)
+# before the process exits without them: a thread stuck on a FIFO or a hung mount must not keep it alive.
+SHUTDOWN_THREAD_WAIT_S = 5.0
 # Keep-alive comment on an idle MCP event stream (the SDK's own interval).
 IDLE_STREAM_PING_S = 15.0
 # Beyond the grace period, how long a stop waits for the last answers to be delivered before the

@@ -43,14 +43,29 @@ ProviderFactory = Callable[..., ChatProvider | None]
 
 def build_routes(service: WorkspaceService, started_at: float, provider_factory: ProviderFactory) -> list[Route]:
     async def health(request: Request) -> JSONResponse:
+        """ "ok" (200), or "degraded" (503) naming what is wrong: the worker threads that file I/O and
+        hashing need do not answer (a no-op sent to them does not return within the probe time), or
+        snapshots cannot be written (answers are kept in memory until they can)."""
+        probe_s: float = request.app.state.timings.health_probe_s
+        try:
+            await asyncio.wait_for(asyncio.to_thread(int), probe_s)
+            workers = "ok"
+        except TimeoutError:
+            workers = "stuck"
+        failing = service.store.failing()
+        snapshots = "ok" if failing is None else f"failing: {failing}"
+        healthy = workers == "ok" and failing is None
         return JSONResponse(
             {
-                "status": "ok",
+                "status": "ok" if healthy else "degraded",
                 "service": SERVER_NAME,
                 "version": __version__,
                 "pid": os.getpid(),
                 "uptime_s": round(time.monotonic() - started_at, 1),
-            }
+                "workers": workers,
+                "snapshots": snapshots,
+            },
+            status_code=200 if healthy else 503,
         )
 
     async def loaded_state(request: Request) -> WorkspaceState:
