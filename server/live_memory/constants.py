@@ -17,6 +17,16 @@ PROJECT_HEADER = "x-live-memory-project"
 HEALTH_PROBE_TIMEOUT_S = 2.0
 # /health sends a no-op to the worker threads (file I/O, hashing); no answer within this long: "stuck".
 HEALTH_WORKER_PROBE_S = 1.0
+# Client connections open at once (also at most half the open-file limit); past it the longest-open idle
+# one is closed. Requests beyond it while every connection is busy are answered 503.
+MAX_CONNECTIONS = 1000
+MIN_CONNECTIONS = 16
+# A connection must send a complete request head within this long of opening (or of its last answer);
+# an idle kept-alive connection is closed after KEEP_ALIVE_TIMEOUT_S.
+REQUEST_HEADER_TIMEOUT_S = 10.0
+KEEP_ALIVE_TIMEOUT_S = 5
+# Largest request head (request line + headers) read before the connection is refused.
+MAX_REQUEST_HEAD_BYTES = 16 * 1024
 # Grace period on SIGTERM for running questions before they return best-effort answers.
 SHUTDOWN_GRACE_S = 10.0
 # After the requests are done, at most this long to write every workspace's snapshot.
@@ -156,6 +166,10 @@ KEEP_WARM_MAX_IDLE_S = 1800.0
 LOG_LEVEL = "info"
 LOG_FILE_MAX_BYTES = 10 * 1024 * 1024
 LOG_FILE_BACKUPS = 3
+# The same log message (logger, level, template) is written at most this many times per window; the rest
+# are counted and the count is logged with the next one let through.
+LOG_REPEAT_BURST = 5
+LOG_REPEAT_WINDOW_S = 60.0
 
 # Child processes (ripgrep, git) running at once; further tool calls wait for a slot.
 MAX_CONCURRENT_SUBPROCESSES = 8
