@@ -166,3 +166,99 @@ def test_client_connections_get_at_most_half_the_open_file_limit() -> None:
     assert connection_cap(256) == 128
     assert connection_cap(1024) == 512
     assert connection_cap(65536) == 1000
+
+
+def _size(n: int) -> str:
+    return f"{n // (1024 * 1024)} MiB" if n % (1024 * 1024) == 0 else f"{n // 1024} KiB"
+
+
+def limits_table() -> str:
+    """The limits table of docs/operations.md, from the constants it documents."""
+    from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+
+    from live_memory import constants as C
+    from live_memory.http_bodies import SMALL_BODY_BYTES
+
+    rows = [
+        ("question length", f"{C.MAX_QUESTION_CHARS:,} characters", "refused with a clear error"),
+        ("MCP request body (`/mcp`)", _size(DEFAULT_MAX_REQUEST_BODY_SIZE), "refused with HTTP 413 (MCP SDK)"),
+        ("`/notify` body", _size(C.NOTIFY_MAX_BODY_BYTES), "refused with HTTP 413"),
+        ("`/notify` events per request", f"{C.NOTIFY_MAX_EVENTS:,}", "refused with HTTP 422"),
+        ("other JSON bodies (`/reset`, `/ledger/forget`, ...)", _size(SMALL_BODY_BYTES), "refused with HTTP 413"),
+        (
+            "questions running at once, per workspace",
+            f"{C.MAX_PARALLEL_QUERIES} (option `max_parallel_queries`)",
+            "the next ones wait",
+        ),
+        (
+            "questions waiting, per workspace",
+            f"{C.MAX_WAITING_QUERIES} (option `max_waiting_queries`)",
+            f"told to retry after {C.BUSY_RETRY_AFTER_S:.0f} s",
+        ),
+        (
+            "time a question may wait for its turn",
+            f"{C.ADMISSION_WAIT_SHARE:.0%} of its deadline",
+            f"told to retry after {C.BUSY_RETRY_AFTER_S:.0f} s",
+        ),
+        (
+            "workspaces in memory",
+            f"{C.MAX_LOADED_WORKSPACES} (option `max_loaded_workspaces`)",
+            "the least recently used idle one is unloaded (its snapshot stays)",
+        ),
+        (
+            "open client connections",
+            f"{C.MAX_CONNECTIONS:,}, and at most half the open-file limit",
+            "the longest-open idle connection is closed; with every connection busy, new requests get HTTP 503",
+        ),
+        (
+            "time to send a complete request head",
+            f"{C.REQUEST_HEADER_TIMEOUT_S:.0f} s",
+            "the connection is closed",
+        ),
+        ("idle kept-alive connection", f"{C.KEEP_ALIVE_TIMEOUT_S} s", "the connection is closed"),
+        ("request head (request line and headers)", _size(C.MAX_REQUEST_HEAD_BYTES), "refused with HTTP 400"),
+        (
+            "watched directories per workspace",
+            f"{C.WATCH_MAX_DIRECTORIES:,}",
+            'not watched; `/stats` shows `"off (too many directories)"` (hooks and re-validation still apply)',
+        ),
+        (
+            "identical log lines",
+            f"{C.LOG_REPEAT_BURST} per {C.LOG_REPEAT_WINDOW_S:.0f} s",
+            "counted; the count is logged with the next one written",
+        ),
+        (
+            "`/health` worker probe",
+            f"{C.HEALTH_WORKER_PROBE_S:.0f} s",
+            '`"workers": "stuck"`, status `degraded`, HTTP 503',
+        ),
+        (
+            "worker threads after the server stopped",
+            f"{C.SHUTDOWN_THREAD_WAIT_S:.0f} s (at most the grace period)",
+            "the process exits without them",
+        ),
+    ]
+    lines = ["| limit | value | beyond it |", "| --- | --- | --- |"]
+    lines += [f"| {name} | {value} | {beyond} |" for name, value, beyond in rows]
+    return "\n".join(lines)
+
+
+def _between_markers(text: str) -> str:
+    start, end = "<!-- limits table: generated from the constants, checked by tests/test_limits.py -->", "<!-- end -->"
+    assert start in text, "docs/operations.md has no limits table"
+    return text.split(start, 1)[1].split(end, 1)[0].strip()
+
+
+def test_the_documented_limits_are_the_ones_in_the_code() -> None:
+    docs = Path(__file__).parent.parent / "docs" / "operations.md"
+    assert _between_markers(docs.read_text(encoding="utf-8")) == limits_table(), (
+        "docs/operations.md's limits table is out of date; regenerate it from tests.test_limits.limits_table()"
+    )
+
+
+def test_the_units_allow_the_documented_open_files() -> None:
+    deploy = Path(__file__).parent.parent / "deploy"
+    docs = (Path(__file__).parent.parent / "docs" / "operations.md").read_text(encoding="utf-8")
+    for unit in ("live-memory.service", "live-memory.user.service"):
+        assert "\nLimitNOFILE=65536\n" in (deploy / unit).read_text(encoding="utf-8")
+    assert "`LimitNOFILE=65536`" in docs
