@@ -199,7 +199,9 @@ class Answerer:
         state.stats.last_question_at = self.wall_clock()
         state.last_prompt_at = self.clock()
         # Both files are written before the answer returns; side by side, not one after the other.
-        await asyncio.gather(spend.save_after(cost), self.service.persist(state))
+        _, unsaved = await asyncio.gather(spend.save_after(cost), self.service.persist(state))
+        if unsaved is not None:  # the answer stands; the caller learns it is not durable yet, and why
+            out.answer = f"{out.answer}\n\n(answer given, not yet saved: {unsaved}; see the server log)"
         return cost
 
     def _compactor(self, state: WorkspaceState, runtime: Runtime) -> Compactor:

@@ -11,7 +11,12 @@ tasks, flushes every snapshot under a deadline and closes the providers.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import socket
+import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -24,6 +29,7 @@ from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn import Server
 
 from live_memory import __version__
 from live_memory import constants as C
@@ -60,6 +66,7 @@ class Timings:
     stream_settle_s: float = C.STREAM_SETTLE_S
     keep_warm_check_s: float = C.KEEP_WARM_CHECK_S
     deadline_reserve_s: float = C.FINAL_ANSWER_RESERVE_S
+    health_probe_s: float = C.HEALTH_WORKER_PROBE_S
 
 
 def prepare_data_dir(data_dir: Path) -> None:
@@ -180,7 +187,57 @@ def create_app(
     app.state.answerer = answerer
     app.state.keep_warm = keep_warm
     app.state.stop = stop
+    app.state.timings = timings
     app.add_middleware(McpTrailingSlash)
     app.add_middleware(IdleStreams, stop=stop, ping_interval_s=timings.idle_stream_ping_s)
     app.add_middleware(SecurityMiddleware, policy=policy)  # outermost: every route, /mcp included
     return app
+
+
+def serve_until_stopped(server: Server, sockets: list[socket.socket], *, thread_wait_s: float) -> int:
+    """Run uvicorn until it stops, then exit even if a worker thread is stuck (a read blocked on a FIFO or a
+    hung network mount). asyncio waits for every worker thread at exit, so one stuck thread would keep a
+    stopped server alive forever, holding its port; here the threads get `thread_wait_s`, and then the
+    process ends anyway (the snapshots were flushed by the lifespan before uvicorn returned)."""
+    factory = server.config.get_loop_factory()
+    loop = factory() if factory is not None else asyncio.new_event_loop()
+    status = 1
+    try:
+        loop.run_until_complete(server.serve(sockets=sockets))
+        status = 0
+    except SystemExit as exc:  # a stop signal, re-raised by uvicorn once it has stopped
+        status = exc.code if isinstance(exc.code, int) else 0
+    finally:
+        stuck = _close_loop(loop, thread_wait_s)
+        if stuck:
+            logger.error(
+                "worker threads still busy %.1f s after the server stopped (%s); exiting without them",
+                thread_wait_s,
+                ", ".join(stuck),
+            )
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+    return status
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop, wait_s: float) -> list[str]:
+    """Cancel what is left on the loop and close it without waiting for its worker threads (unlike
+    asyncio.run); then give every other non-daemon thread until the deadline. Returns the stuck ones."""
+    deadline = time.monotonic() + wait_s
+    try:
+        left = asyncio.all_tasks(loop)
+        for task in left:
+            task.cancel()
+        if left:
+            gathered = asyncio.gather(*left, return_exceptions=True)
+            loop.run_until_complete(asyncio.wait([gathered], timeout=wait_s))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()  # shuts the default executor down without waiting for its threads
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+    return [t.name for t in threading.enumerate() if t is not current and not t.daemon and t.is_alive()]

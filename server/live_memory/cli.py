@@ -27,7 +27,14 @@ import httpx
 
 from live_memory import __version__
 from live_memory.config import Settings, load_settings, write_config_value
-from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME
+from live_memory.constants import (
+    HEALTH_PROBE_TIMEOUT_S,
+    KEEP_ALIVE_TIMEOUT_S,
+    MAX_REQUEST_HEAD_BYTES,
+    MCP_PATH,
+    SERVER_NAME,
+    SHUTDOWN_THREAD_WAIT_S,
+)
 from live_memory.errors import ConfigError
 from live_memory.logging_setup import configure_logging
 from live_memory.security import check_bind
@@ -80,7 +87,8 @@ def cmd_serve(settings: Settings) -> int:
     Everything else about serving and stopping lives in the app's lifespan."""
     import uvicorn
 
-    from live_memory.app import Timings, create_app
+    from live_memory.app import Timings, create_app, serve_until_stopped
+    from live_memory.connections import bounded_protocol, connection_cap
 
     check_bind(settings.host, settings.auth_token)
     try:
@@ -115,9 +123,16 @@ def cmd_serve(settings: Settings) -> int:
         log_level=settings.log_level,
         lifespan="on",
         timeout_graceful_shutdown=int(settings.shutdown_grace_s) + 5,
+        # Connection bounds (docs/operations.md, "Limits"): idle connections are closed, at most
+        # connection_cap() are open, requests beyond it while all are busy get 503.
+        http=bounded_protocol(connection_cap()),
+        limit_concurrency=connection_cap() + 1,
+        timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S,
+        h11_max_incomplete_event_size=MAX_REQUEST_HEAD_BYTES,
     )
-    uvicorn.Server(config).run(sockets=[sock])
-    return 0
+    # Once the server has stopped, a stuck worker thread does not keep the process (and the port) alive.
+    thread_wait_s = min(settings.shutdown_grace_s, SHUTDOWN_THREAD_WAIT_S)
+    return serve_until_stopped(uvicorn.Server(config), [sock], thread_wait_s=thread_wait_s)
 
 
 def _exit_quietly(sig: int, frame: FrameType | None) -> None:

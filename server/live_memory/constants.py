@@ -15,12 +15,27 @@ SERVER_NAME = "live-memory"
 PROJECT_HEADER = "x-live-memory-project"
 # How long `serve` waits for an existing server's /health before deciding the port is foreign.
 HEALTH_PROBE_TIMEOUT_S = 2.0
+# /health sends a no-op to the worker threads (file I/O, hashing); no answer within this long: "stuck".
+HEALTH_WORKER_PROBE_S = 1.0
+# Client connections open at once (also at most half the open-file limit); past it the longest-open idle
+# one is closed. Requests beyond it while every connection is busy are answered 503.
+MAX_CONNECTIONS = 1000
+MIN_CONNECTIONS = 16
+# A connection must send a complete request head within this long of opening (or of its last answer);
+# an idle kept-alive connection is closed after KEEP_ALIVE_TIMEOUT_S.
+REQUEST_HEADER_TIMEOUT_S = 10.0
+KEEP_ALIVE_TIMEOUT_S = 5
+# Largest request head (request line + headers) read before the connection is refused.
+MAX_REQUEST_HEAD_BYTES = 16 * 1024
 # Grace period on SIGTERM for running questions before they return best-effort answers.
 SHUTDOWN_GRACE_S = 10.0
 # After the requests are done, at most this long to write every workspace's snapshot.
 # Temp files of interrupted writes older than this are removed at startup (a write takes milliseconds).
 STALE_TEMP_FILE_AGE_S = 60.0
 SHUTDOWN_FLUSH_DEADLINE_S = 20.0
+# Once the server has stopped, worker threads get at most this long (and no more than the grace period)
+# before the process exits without them: a thread stuck on a FIFO or a hung mount must not keep it alive.
+SHUTDOWN_THREAD_WAIT_S = 5.0
 # Keep-alive comment on an idle MCP event stream (the SDK's own interval).
 IDLE_STREAM_PING_S = 15.0
 # Beyond the grace period, how long a stop waits for the last answers to be delivered before the
@@ -113,6 +128,18 @@ NOTIFY_MAX_EVENTS = 500
 ECHO_GRACE_S = 2.0
 WATCH_ENABLED = True
 WATCH_DEBOUNCE_MS = 200
+# Directories watched per workspace at most (one inotify watch each; the kernel's historical default is 8,192
+# per user); past it the workspace is not watched and hooks + hash re-validation keep it current. Adding the
+# watches runs in a thread but the native watcher holds the GIL meanwhile (~17 us per directory: 4,000
+# directories stall the loop ~70 ms once per load).
+WATCH_MAX_DIRECTORIES = 4_000
+# A failed watcher restarts after this long, doubling up to the maximum.
+WATCH_RESTART_DELAY_S = 1.0
+WATCH_RESTART_MAX_DELAY_S = 60.0
+# One wait for file events returns after this long without any (so a stop is noticed), and groups events
+# arriving within a step of each other.
+WATCH_POLL_MS = 5_000
+WATCH_STEP_MS = 50
 
 # --- workspaces and admission ------------------------------------------------------------------
 CONCURRENCY_MODE = "parallel"
@@ -150,6 +177,10 @@ RECENT_LATENCIES_KEPT = 1000
 LATENCY_BUCKETS_S: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 120.0)
 LOG_FILE_MAX_BYTES = 10 * 1024 * 1024
 LOG_FILE_BACKUPS = 3
+# The same log message (logger, level, template) is written at most this many times per window; the rest
+# are counted and the count is logged with the next one let through.
+LOG_REPEAT_BURST = 5
+LOG_REPEAT_WINDOW_S = 60.0
 
 # Child processes (ripgrep, git) running at once; further tool calls wait for a slot.
 MAX_CONCURRENT_SUBPROCESSES = 8

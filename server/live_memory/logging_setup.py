@@ -7,10 +7,12 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from live_memory.constants import LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES
+from live_memory.constants import LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES, LOG_REPEAT_BURST, LOG_REPEAT_WINDOW_S
 
 PLAIN = "%(levelname)s %(name)s: %(message)s"
 STAMPED = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -26,6 +28,52 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         return stream
 
 
+class RepeatFilter(logging.Filter):
+    """Lets the first `burst` records with the same logger, level and message template through per
+    `window_s`, then counts the rest; the first one let through in a later window says how many were
+    dropped. Out of file descriptors, the same accept error with its traceback once filled the log at
+    6-13 MB/s."""
+
+    def __init__(
+        self,
+        burst: int = LOG_REPEAT_BURST,
+        window_s: float = LOG_REPEAT_WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.burst = burst
+        self.window_s = window_s
+        self.clock = clock
+        self._lock = threading.Lock()  # records arrive from worker threads too
+        # key -> [window start, records let through in it, records dropped in it]
+        self._seen: dict[tuple[str, int, str], list[float]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        verdict = getattr(record, "_repeat_verdict", None)  # one record can pass several handlers
+        if verdict is not None:
+            return bool(verdict)
+        key = (record.name, record.levelno, str(record.msg))
+        now = self.clock()
+        with self._lock:
+            entry = self._seen.get(key)
+            dropped = 0
+            if entry is None or now - entry[0] >= self.window_s:
+                dropped = int(entry[2]) if entry is not None else 0
+                entry = self._seen[key] = [now, 0, 0]
+                if len(self._seen) > 1024:  # forget the oldest keys; memory stays bounded
+                    for stale in [k for k, v in self._seen.items() if now - v[0] >= self.window_s]:
+                        del self._seen[stale]
+            verdict = entry[1] < self.burst
+            entry[1 if verdict else 2] += 1
+        if verdict and dropped:
+            record.msg = (
+                f"{record.getMessage()} ({dropped} more like this in the last {self.window_s:.0f} s were not logged)"
+            )
+            record.args = None
+        record._repeat_verdict = verdict
+        return verdict
+
+
 def configure_logging(level: str, log_file: str = "", env: Mapping[str, str] | None = None) -> None:
     env = os.environ if env is None else env
     root = logging.getLogger()
@@ -36,7 +84,15 @@ def configure_logging(level: str, log_file: str = "", env: Mapping[str, str] | N
     stderr = logging.StreamHandler()
     # journald stamps each line itself; a second timestamp is noise.
     stderr.setFormatter(logging.Formatter(PLAIN if env.get("JOURNAL_STREAM") else STAMPED))
+    repeat = RepeatFilter()
+    stderr.addFilter(repeat)
     root.addHandler(stderr)
+    # asyncio's own accept errors and uvicorn's error log are filtered too (uvicorn's logger has its own handler).
+    for name in ("asyncio", "uvicorn.error"):
+        logging.getLogger(name).filters[:] = [
+            f for f in logging.getLogger(name).filters if not isinstance(f, RepeatFilter)
+        ]
+        logging.getLogger(name).addFilter(repeat)
     if log_file:
         path = Path(log_file).expanduser()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -46,6 +102,7 @@ def configure_logging(level: str, log_file: str = "", env: Mapping[str, str] | N
             path, maxBytes=LOG_FILE_MAX_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
         )
         rotating.setFormatter(logging.Formatter(STAMPED))
+        rotating.addFilter(repeat)
         root.addHandler(rotating)
     # Request lines from HTTP clients would repeat every provider call; keep them at debug.
     for noisy in ("httpx", "httpx2", "httpcore", "anthropic", "openai", "watchfiles"):

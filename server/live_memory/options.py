@@ -198,6 +198,12 @@ class Options:
         "show directories with file counts.",
         low=200,
     )
+    watch_max_directories: int = option(
+        C.WATCH_MAX_DIRECTORIES,
+        "Most directories the OS watcher watches per workspace; beyond it the workspace relies on the hooks and "
+        "SHA-256 re-validation, and /stats says so.",
+        low=1,
+    )
     secret_globs: tuple[str, ...] = option(
         C.DEFAULT_SECRET_GLOBS,
         "Files withheld from the model (listed as present-but-withheld; never read, grepped or teed).",

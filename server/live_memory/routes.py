@@ -74,16 +74,32 @@ def build_routes(service: WorkspaceService, started_at: float, provider_factory:
     config_lock = asyncio.Lock()  # one read-modify-write of config.json at a time
 
     async def health(request: Request) -> JSONResponse:
+        """ "ok", or "degraded" naming what is wrong: no model credential (200: the service runs, questions
+        say what to set); the worker threads that file I/O and hashing need do not answer (a no-op sent to
+        them does not return within the probe time), or snapshots cannot be written (answers are kept in
+        memory until they can) — both 503, so a supervisor restarts a wedged service."""
+        probe_s: float = request.app.state.timings.health_probe_s
+        try:
+            await asyncio.wait_for(asyncio.to_thread(int), probe_s)
+            workers = "ok"
+        except TimeoutError:
+            workers = "stuck"
+        failing = service.store.failing()
+        snapshots = "ok" if failing is None else f"failing: {failing}"
+        healthy = workers == "ok" and failing is None
         credential = credential_kind(service.runtime)
         return JSONResponse(
             {
-                "status": "degraded" if credential == "missing" else "ok",
+                "status": "ok" if healthy and credential != "missing" else "degraded",
                 "credential": credential,
                 "service": SERVER_NAME,
                 "version": __version__,
                 "pid": os.getpid(),
                 "uptime_s": round(time.monotonic() - started_at, 1),
-            }
+                "workers": workers,
+                "snapshots": snapshots,
+            },
+            status_code=200 if healthy else 503,
         )
 
     async def loaded_state(request: Request) -> WorkspaceState:

@@ -34,7 +34,7 @@ from live_memory.records import FileEvent, IngestResult
 from live_memory.runtime import Runtime
 from live_memory.snapshot import SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import SpendTracker
-from live_memory.store import SnapshotStore
+from live_memory.store import SnapshotNotSaved, SnapshotStore
 from live_memory.telemetry import Telemetry
 from live_memory.watcher import WorkspaceWatcher
 from live_memory.workspace import (
@@ -104,7 +104,9 @@ class WorkspaceService:
         self.store = SnapshotStore(runtime.settings.data_dir, clock=wall_clock)
         self.spend = SpendTracker(runtime.settings.data_dir, wall_clock)
         self.telemetry = Telemetry()  # recent questions, latencies, provider errors (in memory only)
-        self.watcher = WorkspaceWatcher(debounce_ms=C.WATCH_DEBOUNCE_MS)
+        self.watcher = WorkspaceWatcher(
+            debounce_ms=C.WATCH_DEBOUNCE_MS, max_directories=runtime.settings.watch_max_directories
+        )
         self.stopping = False
         self._states: dict[Path, WorkspaceState] = {}
         self._locations: OrderedDict[str, Location] = OrderedDict()
@@ -241,14 +243,21 @@ class WorkspaceService:
         return state, removed
 
     # --- persistence, wipes, unloading ---------------------------------------------------------
-    async def persist(self, state: WorkspaceState) -> None:
+    async def persist(self, state: WorkspaceState) -> str | None:
+        """Write the state's snapshot. None when written (or nothing new); else why it is not on disk yet
+        (the state stays in memory; the next persist and the flush at shutdown retry)."""
+
         def meta() -> SnapshotMeta:
             return snapshot_meta(state)
 
         def snapshot() -> tuple[int, dict[str, Any]]:
             return state.changes, snapshot_payload(str(state.root), state.window, state.stats)
 
-        await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta)
+        try:
+            await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta)
+        except SnapshotNotSaved as exc:
+            return exc.reason
+        return None
 
     async def wipe(self, cwd: str, *, reload_now: bool) -> dict[str, Any]:
         """Drop history, ledger, files and the snapshot. Reset reloads (and preloads) at once."""
@@ -281,7 +290,8 @@ class WorkspaceService:
             return
         idle = sorted((s for s in self._states.values() if s is not keep and not s.busy), key=lambda s: s.last_used)
         for state in idle[:excess]:
-            await self.persist(state)
+            if await self.persist(state) is not None:
+                continue  # not on disk yet: unloading would lose it
             await self._unload(state.root)
             logger.info("unloaded idle workspace %s (more than %d loaded)", state.root, limit)
 
@@ -309,15 +319,12 @@ class WorkspaceService:
             state.admission.close()
 
     async def flush(self) -> None:
-        """Write every workspace in memory (errors logged, never raised: the others still flush)."""
+        """Write every workspace in memory (failures logged, never raised: the others still flush)."""
         await self.watcher.aclose()
         for state in self._states.values():
             if not state.restored:
                 continue
-            try:
-                await self.persist(state)
-            except OSError:
-                logger.exception("could not write the snapshot of %s", state.root)
+            await self.persist(state)  # a failure is logged by the store
 
     async def aclose(self) -> None:
         for provider in [*self._retired, self.runtime.provider]:

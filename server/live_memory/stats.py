@@ -125,6 +125,8 @@ def server_stats(service: WorkspaceService, started_at: float) -> dict[str, Any]
         "provider": settings.profile.name,
         "model": settings.model,
         "endpoint": settings.base_url,
+        "watching": service.watcher.statuses(),
+        "snapshots": "ok" if (failing := service.store.failing()) is None else f"failing: {failing}",
         "config_file": str(settings.config_file),
         "data_dir": str(settings.data_dir),
         "credential": credential_kind(runtime),

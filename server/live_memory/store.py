@@ -10,6 +10,7 @@ never part of a snapshot (the window's own JSON excludes them).
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 import logging
@@ -37,12 +38,39 @@ SNAPSHOT_DIR = "workspaces"
 META_MAX_BYTES = 64 * 1024
 
 
+class SnapshotNotSaved(OSError):
+    """A snapshot could not be written; `reason` says why in words an operator can act on."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def describe_write_error(exc: OSError, data_dir: Path) -> str:
+    """Why a write into the data dir failed, precisely (the errno, not a traceback)."""
+    if exc.errno == errno.ENOSPC:
+        return f"the data dir {data_dir} is full (no space left on the device)"
+    if exc.errno == errno.EDQUOT:
+        return f"the data dir {data_dir} is over its disk quota"
+    if exc.errno == errno.EROFS:
+        return f"the data dir {data_dir} is on a read-only file system"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"the data dir {data_dir} is not writable (permission denied)"
+    return f"writing into the data dir {data_dir} failed ({exc.strerror or exc})"
+
+
 class SnapshotStore:
     def __init__(self, data_dir: Path, clock: Callable[[], float] = time.time) -> None:
         self.dir = data_dir / SNAPSHOT_DIR
         self.clock = clock
         self._locks: dict[str, asyncio.Lock] = {}
         self._written: dict[str, int] = {}  # workspace id -> generation last written
+        # workspace id -> why its latest state is not on disk (cleared by the next successful write)
+        self.failures: dict[str, str] = {}
+
+    def failing(self) -> str | None:
+        """Why some workspace's latest state is not on disk yet; None when every write succeeded."""
+        return next(iter(self.failures.values()), None)
 
     def path_for(self, workspace_id: str) -> Path:
         return self.dir / f"{workspace_id}.json"
@@ -61,7 +89,8 @@ class SnapshotStore:
         """Write the current state unless a newer generation is on disk or the workspace was wiped.
 
         `snapshot()` runs under the lock, on the event loop, so the payload is one consistent view;
-        only serialisation and I/O run in the worker thread.
+        only serialisation and I/O run in the worker thread. Raises SnapshotNotSaved when the write
+        fails: the state stays in memory, and the next save (or the flush at shutdown) tries again.
         """
         async with self._lock(workspace_id):
             if not still_wanted():
@@ -70,7 +99,21 @@ class SnapshotStore:
             if self._written.get(workspace_id, -1) >= generation:
                 return False
             summary = meta() if meta is not None else None
-            await asyncio.to_thread(self.write_now, workspace_id, payload, summary)
+            try:
+                await asyncio.to_thread(self.write_now, workspace_id, payload, summary)
+            except OSError as exc:
+                reason = describe_write_error(exc, self.dir.parent)
+                if self.failures.get(workspace_id) != reason:  # once per cause, not once per question
+                    logger.error(
+                        "snapshot of workspace %s not saved: %s; kept in memory and retried on the next "
+                        "change and at shutdown",
+                        workspace_id,
+                        reason,
+                    )
+                self.failures[workspace_id] = reason
+                raise SnapshotNotSaved(reason) from None
+            if self.failures.pop(workspace_id, None) is not None:
+                logger.warning("snapshot of workspace %s saved again", workspace_id)
             self._written[workspace_id] = generation
             return True
 
@@ -104,6 +147,7 @@ class SnapshotStore:
         """Remove the snapshot; under the lock, so a save already running finishes first."""
         async with self._lock(workspace_id):
             self._written.pop(workspace_id, None)
+            self.failures.pop(workspace_id, None)
             return await asyncio.to_thread(self._unlink, workspace_id)
 
     def _unlink(self, workspace_id: str) -> bool:

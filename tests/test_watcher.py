@@ -1,0 +1,150 @@
+"""The OS file watcher: stays inside the workspace, skips what the tree skips, is capped, survives failures."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from live_memory.records import FileEvent
+from live_memory.watcher import (
+    WATCHING_FAILED,
+    WATCHING_ON,
+    WATCHING_TOO_MANY,
+    WorkspaceWatcher,
+    watched_directories,
+)
+from tests.fakes.engine import until
+
+
+class Seen:
+    """What the watcher delivered: (path, kind) pairs, and an event per arrival."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.arrived = asyncio.Event()
+
+    async def sink(self, root: Path, events: Sequence[FileEvent]) -> None:
+        self.events.extend((e.path, e.kind) for e in events)
+        self.arrived.set()
+
+    async def wait_for(self, path: str, timeout_s: float = 10.0) -> None:
+        async with asyncio.timeout(timeout_s):
+            while not any(p == path for p, _ in self.events):
+                self.arrived.clear()
+                await self.arrived.wait()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / ".git" / "objects").mkdir(parents=True)
+    (root / "node_modules" / "lib").mkdir(parents=True)
+    (root / "build" / "out").mkdir(parents=True)
+    (root / ".gitignore").write_text("build/\n")
+    (root / "src" / "pkg" / "app.py").write_text("VALUE = 1\n")
+    return root
+
+
+@pytest.fixture
+async def watcher() -> AsyncIterator[WorkspaceWatcher]:
+    watching = WorkspaceWatcher(debounce_ms=50, poll_ms=200, restart_delay_s=0.01, restart_max_delay_s=0.05)
+    yield watching
+    await watching.aclose()
+
+
+def test_the_directories_watched_are_the_real_ones_inside_the_workspace(repo: Path) -> None:
+    (repo / "src" / "to-root").symlink_to("/")
+    (repo / "src" / "to-usr").symlink_to("/usr")
+    found = watched_directories(repo, 100)
+    assert sorted(os.path.relpath(d, repo) for d in found) == [".", "src", "src/pkg"]
+
+
+async def test_a_link_to_the_filesystem_root_is_not_followed_and_edits_still_arrive(
+    repo: Path, watcher: WorkspaceWatcher
+) -> None:
+    (repo / "src" / "to-root").symlink_to("/")
+    seen = Seen()
+    watcher.watch(repo, lambda rel: True, seen.sink)
+    await until(lambda: watcher.status(repo) == WATCHING_ON, timeout_s=10)
+    assert watcher.directories(repo) == 3  # the root, src, src/pkg: not /, not .git, node_modules or build
+    await asyncio.to_thread((repo / "src" / "pkg" / "app.py").write_text, "VALUE = 2\n")
+    await seen.wait_for("src/pkg/app.py")
+    assert ("src/pkg/app.py", "change") in seen.events
+    assert watcher.statuses() == {str(repo): WATCHING_ON}
+
+
+async def test_edits_in_ignored_directories_are_not_reported(repo: Path, watcher: WorkspaceWatcher) -> None:
+    seen = Seen()
+    watcher.watch(repo, lambda rel: True, seen.sink)
+    await until(lambda: watcher.status(repo) == WATCHING_ON, timeout_s=10)
+    for noise in ("build/out/a.o", "node_modules/lib/x.js", ".git/objects/ab"):
+        await asyncio.to_thread((repo / noise).write_text, "x")
+    await asyncio.to_thread((repo / "src" / "marker.py").write_text, "x")
+    await seen.wait_for("src/marker.py")
+    assert [p for p, _ in seen.events] == ["src/marker.py"]
+
+
+async def test_a_directory_created_later_is_watched_too(repo: Path, watcher: WorkspaceWatcher) -> None:
+    seen = Seen()
+    watcher.watch(repo, lambda rel: True, seen.sink)
+    await until(lambda: watcher.status(repo) == WATCHING_ON, timeout_s=10)
+    await asyncio.to_thread((repo / "src" / "new").mkdir)
+    await until(lambda: watcher.directories(repo) == 4, timeout_s=10)
+    await asyncio.to_thread((repo / "src" / "new" / "mod.py").write_text, "x")
+    await seen.wait_for("src/new/mod.py")
+
+
+def _deep_tree(root: Path, count: int) -> None:
+    for i in range(count):
+        (root / f"d{i // 100}" / f"e{i % 100}").mkdir(parents=True, exist_ok=True)
+
+
+async def test_a_workspace_with_more_directories_than_the_cap_is_not_watched_and_says_so(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "big"
+    _deep_tree(root, 3000)
+    watching = WorkspaceWatcher(debounce_ms=50, max_directories=2000)
+    try:
+        watching.watch(root, lambda rel: True, Seen().sink)
+        await until(lambda: watching.status(root) == WATCHING_TOO_MANY, timeout_s=10)
+        assert watching.statuses() == {str(root): "off (too many directories)"}
+    finally:
+        await watching.aclose()
+
+
+async def test_a_deep_tree_under_the_cap_is_watched_to_its_leaves(tmp_path: Path, watcher: WorkspaceWatcher) -> None:
+    root = tmp_path / "deep"
+    _deep_tree(root, 3000)
+    seen = Seen()
+    watcher.watch(root, lambda rel: True, seen.sink)
+    await until(lambda: watcher.status(root) == WATCHING_ON, timeout_s=20)
+    assert watcher.directories(root) == 1 + 30 + 3000
+    await asyncio.to_thread((root / "d29" / "e99" / "leaf.txt").write_text, "x")
+    await seen.wait_for("d29/e99/leaf.txt")
+
+
+async def test_a_watcher_that_fails_is_restarted(tmp_path: Path, watcher: WorkspaceWatcher) -> None:
+    root = tmp_path / "later"  # missing: adding the watch fails until it exists
+    seen = Seen()
+    watcher.watch(root, lambda rel: True, seen.sink)
+    await until(lambda: watcher.status(root) == WATCHING_FAILED, timeout_s=10)
+    await asyncio.to_thread(root.mkdir)
+    await until(lambda: watcher.status(root) == WATCHING_ON, timeout_s=10)
+    await asyncio.to_thread((root / "f.txt").write_text, "x")
+    await seen.wait_for("f.txt")
+
+
+async def test_only_known_files_reach_the_memory(repo: Path, watcher: WorkspaceWatcher) -> None:
+    seen = Seen()
+    watcher.watch(repo, lambda rel: rel == "src/pkg/app.py", seen.sink)
+    await until(lambda: watcher.status(repo) == WATCHING_ON, timeout_s=10)
+    await asyncio.to_thread((repo / "src" / "other.py").write_text, "x")
+    await asyncio.to_thread((repo / "src" / "pkg" / "app.py").write_text, "VALUE = 3\n")
+    await seen.wait_for("src/pkg/app.py")
+    assert {p for p, _ in seen.events} == {"src/pkg/app.py"}
