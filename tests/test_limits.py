@@ -86,7 +86,7 @@ def test_idle_connections_cannot_starve_the_server_of_file_descriptors(server: S
         started = time.monotonic()
         for _ in range(5):
             response = httpx.get(server.url + "/health", timeout=5)
-            assert response.status_code == 200 and response.json()["status"] == "ok"
+            assert response.status_code == 200 and response.json()["workers"] == "ok"  # it answers, promptly
         assert time.monotonic() - started < 5
         time.sleep(1.0)  # the flood, if any, is measured over a wall-clock interval
         assert server.log_bytes - before < 20_000, f"{server.log_bytes - before} bytes logged"
