@@ -107,6 +107,7 @@ async def test_submit_then_result_hands_the_answer_over_once(tmp_path: Path, wor
                 text = text_of(await client.call_tool("ask_live_memory_result", {"job_id": job_id}))
                 if "running" not in text:
                     break
+                await anyio.sleep(0.02)  # a client's poll interval: lets the question's worker threads report
         again = await client.call_tool("ask_live_memory_result", {"job_id": job_id})
     assert text.startswith("later")
     assert again.is_error and "unknown job id" in text_of(again)
