@@ -17,18 +17,29 @@ import os
 import signal
 import socket
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from live_memory import __version__
+from live_memory.cli_help import HELP
+from live_memory.client import (
+    ASK_START_WAIT_S,
+    BROKEN_PIPE_EXIT,
+    STDIN_QUESTION,
+    ClientError,
+    auth_headers,
+    base_url,
+    error_of,
+    not_ours,
+    probe_health,
+    request_json,
+    wait_for_server,
+    who_answers,
+)
 from live_memory.config import Settings, load_settings, write_config_value
 from live_memory.constants import (
-    HEALTH_PROBE_TIMEOUT_S,
     KEEP_ALIVE_TIMEOUT_S,
     MAX_REQUEST_HEAD_BYTES,
     MCP_PATH,
@@ -43,27 +54,6 @@ if TYPE_CHECKING:
     import httpx2
 
 logger = logging.getLogger("live_memory")
-
-
-def _client_host(settings: Settings) -> str:
-    host = str(settings.host)
-    if host in ("0.0.0.0", "", "::"):
-        return "127.0.0.1"
-    return f"[{host}]" if ":" in host else host
-
-
-def base_url(settings: Settings) -> str:
-    return f"http://{_client_host(settings)}:{settings.port}"
-
-
-def probe_health(url: str) -> dict[str, Any] | None:
-    """The /health JSON of whatever answers at `url`, or None."""
-    try:
-        response = httpx.get(f"{url}/health", timeout=HEALTH_PROBE_TIMEOUT_S)
-        data = response.json()
-    except (httpx.HTTPError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -139,98 +129,6 @@ def _exit_quietly(sig: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
-# How long `ask` waits for a server that is still starting (polling /health), and how often it looks.
-ASK_START_WAIT_S = 10.0
-ASK_START_POLL_S = 0.1
-CLIENT_TIMEOUT_S = 10.0
-STDIN_QUESTION = "-"
-# Exit status of a command whose reader went away (`live-memory stats | head`): 128 + SIGPIPE, as the shell shows.
-BROKEN_PIPE_EXIT = 128 + int(signal.SIGPIPE)
-
-
-class ClientError(Exception):
-    """A client command cannot go on; the message says why and what to do. The CLI prints it and exits 1."""
-
-
-def _auth_headers(settings: Settings) -> dict[str, str]:
-    return {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
-
-
-def who_answers(url: str) -> tuple[str, dict[str, Any] | None]:
-    """("ours", health) when Live Memory answers /health at `url`, ("foreign", None) when another program
-    holds the port, ("absent", None) when nothing listens."""
-    try:
-        response = httpx.get(f"{url}/health", timeout=HEALTH_PROBE_TIMEOUT_S)
-    except httpx.ConnectError:
-        return "absent", None
-    except httpx.HTTPError:  # it accepted the connection but spoke no usable HTTP in time
-        return "foreign", None
-    try:
-        data = response.json()
-    except ValueError:
-        return "foreign", None
-    if isinstance(data, dict) and data.get("service") == SERVER_NAME:
-        return "ours", data
-    return "foreign", None
-
-
-def _not_ours(url: str) -> str:
-    return (
-        f"the program answering at {url} is not Live Memory; stop it, or point the CLI at Live Memory's port "
-        "with LIVE_MEMORY_PORT (and LIVE_MEMORY_HOST)"
-    )
-
-
-def request_json(
-    settings: Settings,
-    method: str,
-    path: str,
-    *,
-    params: dict[str, str] | None = None,
-    body: dict[str, Any] | None = None,
-) -> tuple[int, dict[str, Any]]:
-    """One request to the running server: (status, JSON object). Raises ClientError when no server answers
-    or what answers is not Live Memory (a reply that is not a JSON object)."""
-    base = base_url(settings)
-    try:
-        response = httpx.request(
-            method, base + path, params=params, json=body, headers=_auth_headers(settings), timeout=CLIENT_TIMEOUT_S
-        )
-    except httpx.ConnectError:
-        raise ClientError(f"no server answers at {base}; start one with `live-memory serve`") from None
-    except httpx.HTTPError as exc:
-        raise ClientError(f"the server at {base} did not answer {path} ({type(exc).__name__})") from None
-    try:
-        data = response.json()
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        raise ClientError(_not_ours(base) + f" (it answered {path} with HTTP {response.status_code}, not JSON)")
-    return response.status_code, data
-
-
-def _error_of(status: int, data: dict[str, Any]) -> str:
-    return str(data.get("error") or f"the server answered HTTP {status}")
-
-
-def wait_for_server(url: str, wait_s: float) -> None:
-    """Return once Live Memory answers at `url`; wait up to `wait_s` for one that is still starting."""
-    deadline = time.monotonic() + max(0.0, wait_s)
-    announced = False
-    while True:
-        state, _ = who_answers(url)
-        if state == "ours":
-            return
-        if state == "foreign":
-            raise ClientError(_not_ours(url))
-        if time.monotonic() >= deadline:
-            raise ClientError(f"no server answers at {url}; start one with `live-memory serve`")
-        if not announced:
-            print("live-memory: waiting for the server to start…", file=sys.stderr, flush=True)
-            announced = True
-        time.sleep(ASK_START_POLL_S)  # polling a port that is not open yet: there is no event to wait on
-
-
 async def _ask(http: httpx2.AsyncClient, url: str, question: str, cwd: str, max_answer_tokens: int) -> tuple[str, bool]:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -262,7 +160,7 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     wait_for_server(url.removesuffix(MCP_PATH).rstrip("/"), args.wait)
     timeout_s = float(settings.default_timeout_s) + 60.0
     # built before the event loop starts: a client loads its certificate store from disk
-    http = httpx2.AsyncClient(headers=_auth_headers(settings), timeout=httpx2.Timeout(30.0, read=timeout_s))
+    http = httpx2.AsyncClient(headers=auth_headers(settings), timeout=httpx2.Timeout(30.0, read=timeout_s))
     try:
         text, is_error = asyncio.run(_ask(http, url, question, cwd, args.max_answer_tokens))
     except Exception as exc:  # the MCP client raises several transport error types
@@ -276,7 +174,7 @@ def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
     params = {"cwd": os.path.abspath(args.cwd)} if args.cwd else None
     status, data = request_json(settings, "GET", "/stats", params=params)
     if status != 200:
-        print(f"live-memory: {_error_of(status, data)}", file=sys.stderr)
+        print(f"live-memory: {error_of(status, data)}", file=sys.stderr)
         return 1
     print(json.dumps(data, indent=2))
     return 0
@@ -300,12 +198,12 @@ def running_config(settings: Settings) -> tuple[str, dict[str, Any] | None]:
     base = base_url(settings)
     state, _ = who_answers(base)
     if state == "foreign":
-        raise ClientError(_not_ours(base))
+        raise ClientError(not_ours(base))
     if state == "absent":
         return base, None
     status, data = request_json(settings, "GET", "/config")
     if status != 200:
-        raise ClientError(f"the server at {base} did not show its configuration: {_error_of(status, data)}")
+        raise ClientError(f"the server at {base} did not show its configuration: {error_of(status, data)}")
     return base, data
 
 
@@ -373,7 +271,7 @@ def cmd_config_set(settings: Settings, item: str) -> int:
         return 0
     status, data = request_json(settings, "POST", "/config", body={key: raw})
     if status != 200:
-        print(f"live-memory: the {_server_label(config)} refused it: {_error_of(status, data)}", file=sys.stderr)
+        print(f"live-memory: the {_server_label(config)} refused it: {error_of(status, data)}", file=sys.stderr)
         return 1
     print(f"live-memory: {key} saved to the {_server_label(config)}'s {data.get('config_file')}")
     if key in (data.get("applied") or []):
@@ -395,7 +293,7 @@ def cmd_ledger(settings: Settings, args: argparse.Namespace) -> int:
     else:
         status, data = request_json(settings, "GET", "/ledger", params={"cwd": cwd})
     if status != 200:
-        print(f"live-memory: {_error_of(status, data)}", file=sys.stderr)
+        print(f"live-memory: {error_of(status, data)}", file=sys.stderr)
         return 1
     if args.action == "forget":
         print(f"live-memory: forgot {data.get('forgotten', 0)} fact(s) in {data.get('workspace', cwd)}")
@@ -451,76 +349,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # The environment each command reads; shown in its --help.
-_CONNECT_ENV = (
-    "LIVE_MEMORY_HOST, LIVE_MEMORY_PORT   where the server listens (default 127.0.0.1:7711)\n"
-    "  LIVE_MEMORY_AUTH_TOKEN               the bearer token, if the server requires one\n"
-    "  LIVE_MEMORY_DATA_DIR                 the data dir whose config.json is read too "
-    "(default ~/.local/share/live-memory)"
-)
-_ALL_OPTIONS_ENV = (
-    "every option as LIVE_MEMORY_<KEY> (docs/configuration.md; `live-memory config show` lists them with\n"
-    "  their sources), LIVE_MEMORY_DATA_DIR (default ~/.local/share/live-memory, holds config.json), and the\n"
-    "  provider's own variables (ANTHROPIC_API_KEY, OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...)"
-)
-HELP: dict[str, tuple[str, str, str]] = {
-    # command: (one-line help, description, environment)
-    "serve": (
-        "run the server (exits 0 if one is already running)",
-        "Run the Live Memory service in the foreground: MCP at /mcp, plus /health, /stats, /notify and the\n"
-        "other routes. A second `serve` finds the running one and exits 0; a port held by another program\n"
-        "exits 1. SIGTERM lets running questions answer, flushes the snapshots and exits 0.",
-        _ALL_OPTIONS_ENV + "\n  (--host and --port override LIVE_MEMORY_HOST and LIVE_MEMORY_PORT)",
-    ),
-    "ask": (
-        "ask a running server a question",
-        "Ask the running server one question about a workspace and print the answer with its metadata\n"
-        "trailer. Waits up to --wait seconds for a server that is still starting. `ask -` reads the\n"
-        "question from standard input.",
-        _CONNECT_ENV
-        + "\n  LIVE_MEMORY_DEFAULT_TIMEOUT_S        the server's soft deadline; the client waits a minute longer",
-    ),
-    "stats": (
-        "print /stats of a running server",
-        "Print the running server's statistics as JSON: every loaded workspace, or one with --cwd.",
-        _CONNECT_ENV,
-    ),
-    "ledger": (
-        "show, export or edit what the memory believes",
-        "Show the knowledge ledger of a workspace (`show`), export it as Markdown or JSON (`export`), or\n"
-        'drop the facts containing a text (`forget "<text>"`).',
-        _CONNECT_ENV,
-    ),
-    "doctor": (
-        "check the setup and print fixes",
-        "Check Python, the configuration, the data dir, the server, the credential, a 1-token round trip to\n"
-        "the model and (with --plugin-dir) the plugin's URL; print a fix for each failure. Exits 1 if any fails.",
-        _ALL_OPTIONS_ENV,
-    ),
-    "install-service": (
-        "install the systemd unit and start it (docs/operations.md)",
-        "Render the systemd unit for this installation, write it (and a 0600 environment file if none\n"
-        "exists), create the data dir (0700), then run systemctl daemon-reload and enable --now.",
-        "LIVE_MEMORY_DATA_DIR (the data dir, unless --data-dir or the env file names one), HOME,\n"
-        "  XDG_CONFIG_HOME (where user units and the env file go), SUDO_USER (--system: the default account),\n"
-        "  and the provider variables, only to warn when the env file lacks them",
-    ),
-    "config": (
-        "show, get or set configuration",
-        "`show` prints every option's effective value and its source (secrets masked) as the running server\n"
-        "sees them (GET /config), else as this shell would start one; `get KEY` prints one; `set KEY=VALUE`\n"
-        "goes through the running server (POST /config: it writes its own config.json and applies it; options\n"
-        "read at start apply at the next start), else into this shell's data dir config.json.",
-        _ALL_OPTIONS_ENV + "\n  LIVE_MEMORY_HOST, LIVE_MEMORY_PORT, LIVE_MEMORY_AUTH_TOKEN   the server asked first",
-    ),
-    "demo": (
-        "run a scripted demo: a fake model, a throwaway server, two questions",
-        "Start a scripted model on loopback, a throwaway server with a temporary data dir, ask two questions\n"
-        "about this checkout and print the answers, then stop everything. Needs no key and no network.",
-        "none: the demo ignores LIVE_MEMORY_* and provider variables and sets its own",
-    ),
-}
-
-
 def _subparser(sub: Any, name: str) -> argparse.ArgumentParser:
     short, description, environment = HELP[name]
     parser: argparse.ArgumentParser = sub.add_parser(

@@ -279,7 +279,7 @@ def server_env(model_url: str, port: int, data_dir: Path, repo: Path) -> dict[st
 
 def wait_until_serving(url: str, process: subprocess.Popen[bytes], timeout_s: float) -> str | None:
     """None once Live Memory answers /health at `url`; else why not (the server exited, or the bound passed)."""
-    from live_memory.cli import who_answers
+    from live_memory.client import who_answers
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -1,0 +1,73 @@
+"""What `live-memory <command> --help` says: each command's one line, its description, and the
+environment variables it reads. Text only; `cli.py` builds the parser from it."""
+
+from __future__ import annotations
+
+_CONNECT_ENV = (
+    "LIVE_MEMORY_HOST, LIVE_MEMORY_PORT   where the server listens (default 127.0.0.1:7711)\n"
+    "  LIVE_MEMORY_AUTH_TOKEN               the bearer token, if the server requires one\n"
+    "  LIVE_MEMORY_DATA_DIR                 the data dir whose config.json is read too "
+    "(default ~/.local/share/live-memory)"
+)
+_ALL_OPTIONS_ENV = (
+    "every option as LIVE_MEMORY_<KEY> (docs/configuration.md; `live-memory config show` lists them with\n"
+    "  their sources), LIVE_MEMORY_DATA_DIR (default ~/.local/share/live-memory, holds config.json), and the\n"
+    "  provider's own variables (ANTHROPIC_API_KEY, OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...)"
+)
+HELP: dict[str, tuple[str, str, str]] = {
+    # command: (one-line help, description, environment)
+    "serve": (
+        "run the server (exits 0 if one is already running)",
+        "Run the Live Memory service in the foreground: MCP at /mcp, plus /health, /stats, /notify and the\n"
+        "other routes. A second `serve` finds the running one and exits 0; a port held by another program\n"
+        "exits 1. SIGTERM lets running questions answer, flushes the snapshots and exits 0.",
+        _ALL_OPTIONS_ENV + "\n  (--host and --port override LIVE_MEMORY_HOST and LIVE_MEMORY_PORT)",
+    ),
+    "ask": (
+        "ask a running server a question",
+        "Ask the running server one question about a workspace and print the answer with its metadata\n"
+        "trailer. Waits up to --wait seconds for a server that is still starting. `ask -` reads the\n"
+        "question from standard input.",
+        _CONNECT_ENV
+        + "\n  LIVE_MEMORY_DEFAULT_TIMEOUT_S        the server's soft deadline; the client waits a minute longer",
+    ),
+    "stats": (
+        "print /stats of a running server",
+        "Print the running server's statistics as JSON: every loaded workspace, or one with --cwd.",
+        _CONNECT_ENV,
+    ),
+    "ledger": (
+        "show, export or edit what the memory believes",
+        "Show the knowledge ledger of a workspace (`show`), export it as Markdown or JSON (`export`), or\n"
+        'drop the facts containing a text (`forget "<text>"`).',
+        _CONNECT_ENV,
+    ),
+    "doctor": (
+        "check the setup and print fixes",
+        "Check Python, the configuration, the data dir, the server, the credential, a 1-token round trip to\n"
+        "the model and (with --plugin-dir) the plugin's URL; print a fix for each failure. Exits 1 if any fails.",
+        _ALL_OPTIONS_ENV,
+    ),
+    "install-service": (
+        "install the systemd unit and start it (docs/operations.md)",
+        "Render the systemd unit for this installation, write it (and a 0600 environment file if none\n"
+        "exists), create the data dir (0700), then run systemctl daemon-reload and enable --now.",
+        "LIVE_MEMORY_DATA_DIR (the data dir, unless --data-dir or the env file names one), HOME,\n"
+        "  XDG_CONFIG_HOME (where user units and the env file go), SUDO_USER (--system: the default account),\n"
+        "  and the provider variables, only to warn when the env file lacks them",
+    ),
+    "config": (
+        "show, get or set configuration",
+        "`show` prints every option's effective value and its source (secrets masked) as the running server\n"
+        "sees them (GET /config), else as this shell would start one; `get KEY` prints one; `set KEY=VALUE`\n"
+        "goes through the running server (POST /config: it writes its own config.json and applies it; options\n"
+        "read at start apply at the next start), else into this shell's data dir config.json.",
+        _ALL_OPTIONS_ENV + "\n  LIVE_MEMORY_HOST, LIVE_MEMORY_PORT, LIVE_MEMORY_AUTH_TOKEN   the server asked first",
+    ),
+    "demo": (
+        "run a scripted demo: a fake model, a throwaway server, two questions",
+        "Start a scripted model on loopback, a throwaway server with a temporary data dir, ask two questions\n"
+        "about this checkout and print the answers, then stop everything. Needs no key and no network.",
+        "none: the demo ignores LIVE_MEMORY_* and provider variables and sets its own",
+    ),
+}
