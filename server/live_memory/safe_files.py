@@ -323,25 +323,34 @@ def ensure_private_dir(path: str | os.PathLike[str]) -> Path:
     (it is not ours to change). Raises NotADirectoryError when something else is in the way.
     """
     target = Path(path)
-    missing: list[Path] = []
-    probe = target
-    while not probe.exists() and not probe.is_symlink():
-        missing.append(probe)
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    for directory in reversed(missing):
-        try:
-            os.mkdir(directory, 0o700)
-        except FileExistsError:
-            continue  # created meanwhile by someone else: checked below like any existing directory
-        os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask
+    make_private_dirs(target)
     info = os.stat(target)
     if not stat.S_ISDIR(info.st_mode):
         raise NotADirectoryError(errno.ENOTDIR, f"'{target}' exists and is not a directory")
     if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o077:
         os.chmod(target, 0o700)
     return target
+
+
+def make_private_dirs(path: str | os.PathLike[str]) -> list[Path]:
+    """Create `path` and its missing parents 0700 (whatever the umask); returns the ones created, outermost
+    first (a caller running as root may hand them to the account that will use them)."""
+    missing: list[Path] = []
+    probe = Path(path)
+    while not probe.exists() and not probe.is_symlink():
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    created: list[Path] = []
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            continue  # created meanwhile by someone else: the caller checks it like any existing directory
+        os.chmod(directory, 0o700)  # mkdir's mode is filtered by the umask
+        created.append(directory)
+    return created
 
 
 def clean_stale_temp_files(

@@ -32,7 +32,7 @@ from live_memory.config import default_data_dir
 from live_memory.errors import ConfigError
 from live_memory.options import OPTIONS
 from live_memory.providers.profiles import PROFILES
-from live_memory.safe_files import atomic_write
+from live_memory.safe_files import atomic_write, make_private_dirs
 
 Mode = Literal["user", "system"]
 
@@ -381,20 +381,13 @@ def _create_env_file(path: Path, text: str) -> bool:
 
 def _make_data_dir(path: Path, account: pwd.struct_passwd | None) -> bool:
     """Create `path` (0700) and any missing parents; as root, hand each created directory to `account`."""
-    if path.is_dir():
-        return False
-    if path.exists():
+    if path.exists() and not path.is_dir():
         raise ConfigError(f"the data dir {path} exists but is not a directory")
-    missing: list[Path] = []
-    probe = path
-    while not probe.exists():
-        missing.append(probe)
-        probe = probe.parent
-    for directory in reversed(missing):
-        directory.mkdir(mode=0o700)
-        if account is not None:
+    created = make_private_dirs(path)
+    if account is not None:
+        for directory in created:
             os.chown(directory, account.pw_uid, account.pw_gid)
-    return True
+    return bool(created)
 
 
 def _run(argv: Sequence[str]) -> CommandResult:
