@@ -33,7 +33,6 @@ from live_memory.client import (
     base_url,
     error_of,
     not_ours,
-    probe_health,
     request_json,
     wait_for_server,
     who_answers,
@@ -43,7 +42,6 @@ from live_memory.constants import (
     KEEP_ALIVE_TIMEOUT_S,
     MAX_REQUEST_HEAD_BYTES,
     MCP_PATH,
-    SERVER_NAME,
     SHUTDOWN_THREAD_WAIT_S,
 )
 from live_memory.errors import ConfigError
@@ -87,8 +85,8 @@ def cmd_serve(settings: Settings) -> int:
         if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
             print(f"live-memory: cannot bind {settings.host}:{settings.port}: {exc}", file=sys.stderr)
             return 1
-        health = probe_health(base_url(settings))
-        if health and health.get("service") == SERVER_NAME:
+        holder, health = who_answers(base_url(settings))
+        if holder == "ours" and health is not None:
             print(
                 f"live-memory: already running at {base_url(settings)} (pid {health.get('pid')}, "
                 f"version {health.get('version')}); nothing to do."

@@ -29,16 +29,6 @@ def base_url(settings: Settings) -> str:
     return f"http://{_client_host(settings)}:{settings.port}"
 
 
-def probe_health(url: str) -> dict[str, Any] | None:
-    """The /health JSON of whatever answers at `url`, or None."""
-    try:
-        response = httpx.get(f"{url}/health", timeout=HEALTH_PROBE_TIMEOUT_S)
-        data = response.json()
-    except (httpx.HTTPError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 # How long `ask` waits for a server that is still starting (polling /health), and how often it looks.
 ASK_START_WAIT_S = 10.0
 ASK_START_POLL_S = 0.1
