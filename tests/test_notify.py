@@ -79,29 +79,6 @@ async def test_change_and_unlink_arrive_as_deltas_with_the_prefix_intact(
     assert_prefix_invariant([r.body for r in fake.requests], compactions=0)
 
 
-@pytest.mark.parametrize(
-    ("event", "reason"),
-    [
-        ({"path": "../../etc/passwd", "kind": "read", "content": "root:x:0:0"}, "'..' is not allowed"),
-        ({"path": "/etc/passwd", "kind": "read", "content": "root:x:0:0"}, "outside the workspace"),
-        ({"path": ".env", "kind": "read", "content": "API_TOKEN=hunter2"}, "secret-file guard"),
-        ({"path": "src/blob.bin", "kind": "read", "content": "a\u0000b"}, "binary content"),
-        ({"path": ".git/config", "kind": "read", "content": "[core]"}, "inside .git"),
-        ({"path": "src/never_read.py", "kind": "change"}, "not in memory"),
-    ],
-)
-async def test_refused_events_are_ignored_with_a_reason_and_change_nothing(
-    server: LiveServer, fake: FakeLLM, workspace: Path, event: dict[str, str], reason: str
-) -> None:
-    await ask(server, workspace, "warm up")
-    answer = (await post(server, "/notify", {"cwd": str(workspace), "events": [event]})).json()
-    assert answer["accepted"] == 0 and answer["ignored"] == 1
-    assert reason in answer["reasons"][0]
-    await ask(server, workspace, "again")
-    prompt = str(fake.requests[-1].body)
-    assert "hunter2" not in prompt and "root:x:0:0" not in prompt and "[core]" not in prompt
-
-
 async def test_a_tee_before_any_question_reaches_the_first_request(
     server: LiveServer, fake: FakeLLM, workspace: Path
 ) -> None:
@@ -162,19 +139,6 @@ async def test_after_a_restart_stats_and_held_files_come_back_before_any_questio
     assert "return 'v1'" in prompt and "postgres" not in prompt
 
 
-async def test_file_globs_limit_the_monitoring_scope(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
-    fake.responder = lambda request: Reply.text("ok")
-    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0, file_globs="docs/*")
-    with live_server(settings) as running:
-        await ask(running, workspace, "warm up")
-        events = [
-            {"path": "src/app.py", "kind": "read", "content": "x = 1"},
-            {"path": "docs/guide/intro.md", "kind": "read", "content": "# Intro"},
-        ]
-        answer = (await post(running, "/notify", {"cwd": str(workspace), "events": events})).json()
-    assert answer["accepted"] == 1 and answer["reasons"] == ["src/app.py: outside file_globs"]
-
-
 @pytest.mark.parametrize(
     ("send", "status", "message"),
     [
@@ -201,20 +165,6 @@ async def test_oversized_body_is_refused_with_413(server: LiveServer, workspace:
     response = await post(server, "/notify", body)
     assert response.status_code == 413
     assert "too large" in response.json()["error"]
-
-
-async def test_a_file_over_the_per_file_cap_is_kept_manifest_only(
-    server: LiveServer, fake: FakeLLM, workspace: Path
-) -> None:
-    await ask(server, workspace, "warm up")
-    big = "y = 1  # padding\n" * 20_000  # ~340 KB, over the 256 KiB cap
-    body = {"cwd": str(workspace), "events": [{"path": "src/big.py", "kind": "read", "content": big}]}
-    assert (await post(server, "/notify", body)).json()["accepted"] == 1
-    async with httpx.AsyncClient(base_url=server.url) as client:
-        stats = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
-    assert stats["file_contexts"] == 1
-    await ask(server, workspace, "q")
-    assert "padding" not in str(fake.requests[-1].body)
 
 
 async def test_concurrent_clients_lose_no_update(server: LiveServer, fake: FakeLLM, workspace: Path) -> None:
@@ -251,23 +201,6 @@ async def test_concurrent_clients_lose_no_update(server: LiveServer, fake: FakeL
     await ask(server, workspace, "after the burst")
     prompt = str(fake.requests[-1].body)
     assert all(content in prompt for content in expected.values())  # and the next question sees them
-
-
-async def test_by_default_a_teed_file_is_named_not_copied(fake: FakeLLM, tmp_path: Path, workspace: Path) -> None:
-    """The default holding policy keeps knowledge, not bytes: the next prompt names the file the agent read,
-    and says to Read it, without carrying a copy (measured cheaper by bench/session_bill.py)."""
-    fake.responder = lambda request: Reply.text("ok")
-    with live_server(settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)) as running:
-        event = {"path": "src/app.py", "kind": "read", "content": (workspace / "src/app.py").read_text()}
-        await post(running, "/notify", {"cwd": str(workspace), "events": [event]})
-        await ask(running, workspace, "where is main?")
-        edited = {"path": "src/app.py", "kind": "write", "content": "def main():\n    return 'v2'\n"}
-        (workspace / "src/app.py").write_text(edited["content"])
-        await post(running, "/notify", {"cwd": str(workspace), "events": [edited]})
-        await ask(running, workspace, "and now?")
-    first, last = (str(r.body) for r in (fake.requests[0], fake.requests[-1]))
-    assert "src/app.py" in first and "return 'v1'" not in first
-    assert "return 'v2'" not in last and "src/app.py: EDITED by an agent" in last
 
 
 async def test_an_over_long_path_component_in_cwd_is_a_precise_400(server: LiveServer) -> None:
