@@ -149,7 +149,7 @@ async def test_a_cache_that_lasts_hours_is_never_pinged(tmp_path: Path, clock: C
     provider = ScriptedProvider()
     engine = engine_for(tmp_path, provider, keep_warm="1")
     env = {"HOME": str(tmp_path), "LIVE_MEMORY_PROVIDER": "deepseek", "LIVE_MEMORY_KEEP_WARM": "1"}
-    env["LIVE_MEMORY_API_KEY"] = "x"
+    env.update({"LIVE_MEMORY_API_KEY": "x", "LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD": "0"})
     deepseek = off_loop(load_settings, env=env, data_dir=tmp_path / "data")
     engine.service.runtime = Runtime(deepseek, provider)
     state = await asked(engine, repo(tmp_path), clock)
