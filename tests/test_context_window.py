@@ -7,9 +7,8 @@ import itertools
 from dataclasses import replace
 
 from live_memory.context_window import ContextWindow
-from live_memory.ledger import Ledger, attribute, split_facts
 from live_memory.prompt_layout import build_prompt
-from live_memory.prompts import MANIFEST_HEADING, OBSERVED_HEADING, STALE_LEDGER_HEADING
+from live_memory.prompts import MANIFEST_HEADING, OBSERVED_HEADING
 from live_memory.providers.base import Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.snapshot import window_json
 
@@ -127,30 +126,6 @@ def test_cold_until_content_ledger_or_history_exists() -> None:
     assert window.cold
     window.observe("a.py", "A\n", sha("A"))
     assert not window.cold
-
-
-def test_ledger_attributes_facts_by_path_or_basename_and_demotes_on_change() -> None:
-    manifest = {"src/auth/session.py": sha("s"), "src/api/middleware.py": sha("m")}
-    ledger = Ledger()
-    ledger.set_from_summary(
-        "- SessionManager (src/auth/session.py) issues tokens\n- middleware.py checks them\n- Uses Postgres",
-        manifest,
-    )
-    assert [set(f.sources) for f in ledger.facts] == [
-        {"src/auth/session.py"},
-        {"src/api/middleware.py"},
-        set(),
-    ]
-    assert ledger.mark_stale("src/auth/session.py") == 1
-    rendered = ledger.render()
-    fresh, stale = rendered.split(STALE_LEDGER_HEADING)
-    assert "SessionManager" in stale and "SessionManager" not in fresh
-    assert "Uses Postgres" in fresh
-
-
-def test_split_facts_dedupes_and_strips_bullets() -> None:
-    assert split_facts("# Ledger\n- a fact\n* a fact\n1. other fact\n\n") == ["a fact", "other fact"]
-    assert attribute("see config.py", {"pkg/config.py": "h", "pkg/other.py": "g"}) == {"pkg/config.py": "h"}
 
 
 def test_a_burst_of_deltas_gets_a_lookback_anchor_on_the_next_question() -> None:

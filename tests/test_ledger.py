@@ -1,0 +1,134 @@
+"""The knowledge ledger: facts split from a summary, attributed to the files they name, demoted when
+those files change, rendered for the model and exported for people."""
+
+from __future__ import annotations
+
+import hashlib
+
+from live_memory.ledger import Ledger, LedgerFact, attribute, split_facts
+from live_memory.prompts import EMPTY_LEDGER_TEXT, LEDGER_HEADING, STALE_LEDGER_HEADING
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_ledger_attributes_facts_by_path_or_basename_and_demotes_on_change() -> None:
+    manifest = {"src/auth/session.py": sha("s"), "src/api/middleware.py": sha("m")}
+    ledger = Ledger()
+    ledger.set_from_summary(
+        "- SessionManager (src/auth/session.py) issues tokens\n- middleware.py checks them\n- Uses Postgres",
+        manifest,
+    )
+    assert [set(f.sources) for f in ledger.facts] == [
+        {"src/auth/session.py"},
+        {"src/api/middleware.py"},
+        set(),
+    ]
+    assert ledger.mark_stale("src/auth/session.py") == 1
+    rendered = ledger.render()
+    fresh, stale = rendered.split(STALE_LEDGER_HEADING)
+    assert "SessionManager" in stale and "SessionManager" not in fresh
+    assert "Uses Postgres" in fresh
+
+
+def test_split_facts_dedupes_and_strips_bullets() -> None:
+    assert split_facts("# Ledger\n- a fact\n* a fact\n1. other fact\n\n") == ["a fact", "other fact"]
+    assert attribute("see config.py", {"pkg/config.py": "h", "pkg/other.py": "g"}) == {"pkg/config.py": "h"}
+
+
+def test_split_facts_keeps_order_and_treats_case_and_spacing_as_the_same_fact() -> None:
+    summary = "• First  Fact\n2) second fact\n- first fact\n   \n## Heading\n3. Third"
+    assert split_facts(summary) == ["First  Fact", "second fact", "Third"]
+
+
+def test_a_basename_only_counts_as_a_whole_word() -> None:
+    manifest = {"pkg/config.py": "h1"}
+    assert attribute("myconfig.py holds defaults", manifest) == {}
+    assert attribute("config.pyc is compiled", manifest) == {}
+    assert attribute("lib/config.py is another file", manifest) == {}  # a different directory's file
+    assert attribute("(config.py) and `config.py`", manifest) == {"pkg/config.py": "h1"}
+
+
+def test_an_ambiguous_basename_is_attributed_to_every_file_of_that_name() -> None:
+    manifest = {"a/util.py": "ha", "b/util.py": "hb", "c/other.py": "hc"}
+    assert attribute("retry lives in util.py", manifest) == {"a/util.py": "ha", "b/util.py": "hb"}
+    assert attribute("retry lives in a/util.py", manifest) == {"a/util.py": "ha"}
+
+
+def test_demoting_counts_only_facts_newly_demoted() -> None:
+    ledger = Ledger([LedgerFact("a.py defines A", {"a.py": "h"}), LedgerFact("b.py uses A", {"b.py": "g"})])
+    assert ledger.cites("a.py") and not ledger.cites("c.py")
+    assert ledger.mark_stale("a.py") == 1
+    assert ledger.mark_stale("a.py") == 0
+    assert [f.stale for f in ledger.facts] == [True, False]
+
+
+def test_revalidation_demotes_facts_whose_files_changed_or_vanished() -> None:
+    ledger = Ledger(
+        [
+            LedgerFact("a.py defines A", {"a.py": sha("a")}),
+            LedgerFact("b.py uses A", {"b.py": sha("b")}),
+            LedgerFact("c.py is gone", {"c.py": sha("c")}),
+        ]
+    )
+    demoted = ledger.revalidate({"a.py": sha("a"), "b.py": sha("b, edited"), "c.py": None})
+    assert demoted == 2
+    assert [f.stale for f in ledger.facts] == [False, True, True]
+
+
+def test_a_new_summary_replaces_the_facts_and_clears_their_flags() -> None:
+    ledger = Ledger([LedgerFact("old", {"a.py": "h"}, stale=True)], legacy_text="legacy notes")
+    ledger.set_from_summary("- a.py defines A", {"a.py": "new"})
+    assert ledger.facts == [LedgerFact("a.py defines A", {"a.py": "new"})]
+    assert ledger.legacy_text == ""
+
+
+def test_the_summarizer_sees_stale_facts_marked_for_re_checking() -> None:
+    ledger = Ledger([LedgerFact("a.py defines A", {"a.py": "h"}, stale=True), LedgerFact("Uses Postgres")])
+    assert ledger.text_for_summary() == "- (possibly stale) a.py defines A\n- Uses Postgres"
+    assert Ledger(legacy_text="  Auth lives in src/auth.  \n").text_for_summary() == "Auth lives in src/auth."
+
+
+def test_forgetting_drops_facts_containing_the_text_in_any_case() -> None:
+    ledger = Ledger([LedgerFact("Uses POSTGRES 15"), LedgerFact("postgres runs in docker"), LedgerFact("Redis")])
+    assert ledger.forget("Postgres") == 2
+    assert [f.text for f in ledger.facts] == ["Redis"]
+    assert ledger.forget("mysql") == 0
+
+
+def test_a_copy_is_independent_of_the_original() -> None:
+    ledger = Ledger([LedgerFact("a.py defines A", {"a.py": "h"})])
+    twin = ledger.copy()
+    twin.mark_stale("a.py")
+    twin.forget("a.py")
+    assert ledger.facts == [LedgerFact("a.py defines A", {"a.py": "h"})]
+
+
+def test_rendering_for_the_model_shows_fresh_facts_then_the_possibly_out_of_date_ones() -> None:
+    assert Ledger().render() == f"{LEDGER_HEADING}\n{EMPTY_LEDGER_TEXT}"
+    assert Ledger(legacy_text=" Auth lives in src/auth. ").render() == f"{LEDGER_HEADING}\nAuth lives in src/auth."
+    ledger = Ledger([LedgerFact("a.py defines A", {"a.py": "h"}, stale=True)])
+    assert ledger.render() == f"{LEDGER_HEADING}\n{EMPTY_LEDGER_TEXT}\n\n{STALE_LEDGER_HEADING}\n- a.py defines A"
+    assert Ledger([LedgerFact("fresh")]).render() == f"{LEDGER_HEADING}\n- fresh"
+
+
+def test_the_markdown_export_lists_sources_and_freshness_for_people() -> None:
+    ledger = Ledger([LedgerFact("A and B", {"b.py": "h", "a.py": "g"}), LedgerFact("Uses Postgres", stale=True)])
+    assert ledger.to_markdown() == (
+        "# Live Memory ledger\n\n"
+        "- A and B  \n  _sources: `a.py`, `b.py`_\n"
+        "- Uses Postgres **(possibly out of date)**  \n  _sources: no file_\n"
+    )
+    assert Ledger().to_markdown() == "# Live Memory ledger\n\n(empty)\n"
+    assert Ledger(legacy_text="notes").to_markdown() == "# Live Memory ledger\n\nnotes\n"
+
+
+def test_an_empty_ledger_is_one_without_facts_or_legacy_text() -> None:
+    assert Ledger().empty and Ledger(legacy_text="  \n").empty
+    assert not Ledger(legacy_text="x").empty and not Ledger([LedgerFact("x")]).empty
+
+
+def test_a_fact_serializes_its_text_sources_and_flag() -> None:
+    fact = LedgerFact("a.py defines A", {"a.py": "h"}, stale=True)
+    assert fact.to_json() == {"text": "a.py defines A", "sources": {"a.py": "h"}, "stale": True}
