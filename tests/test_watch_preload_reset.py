@@ -84,18 +84,6 @@ async def test_preloaded_documents_are_in_the_first_prompt_under_their_heading(
     assert "x" * 100 in frozen  # big.md fits the default per-file cap
 
 
-async def test_preload_total_is_clamped_to_the_compaction_floor(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
-    settings = settings_for(
-        fake.base_url, tmp_path / "data", preload_globs="docs/*.md", max_context_tokens=2000, force_explore_when_cold=0
-    )
-    with live_server(settings) as server:
-        await ask_via_mcp(server.mcp_url, {"question": "hi", "cwd": str(workspace)})
-        figures = await stats(server, workspace)
-    frozen = fake.requests[0].body["system"][1]["text"]
-    assert "Welcome." in frozen and "x" * 100 not in frozen  # big.md would overflow 0.6 x 2000 tokens
-    assert figures["compactions"] == 0
-
-
 async def test_reset_reloads_now_and_empty_waits_for_the_next_question(
     fake: FakeLLM, workspace: Path, tmp_path: Path
 ) -> None:
