@@ -29,20 +29,6 @@ def ask(window: ContextWindow, question: str, answer: str, cites: tuple[str, ...
     return question_message
 
 
-def test_prompt_has_fixed_breakpoints_and_the_hint_last() -> None:
-    window = ContextWindow(budget_tokens=10_000)
-    window.set_directory_tree("src/\n  app.py")
-    ask(window, "first?", "first answer")
-    question = Message("user", (TextPart("## Question\nsecond?"),))
-    system, messages = build_prompt(window, [question], hint=HINT)
-    assert [p.cache for p in system] == [True, True]
-    assert "src/\n  app.py" in system[0].text
-    assert [p.text for p in messages[-1].parts] == ["## Question\nsecond?", HINT]  # type: ignore[union-attr]
-    assert [p.cache for p in messages[-1].parts] == [True, False]  # bp4 on the question, never on the hint
-    assert messages[-2].parts[-1].cache  # bp3 on the last history block
-    assert not any(p.cache for m in messages[:-2] for p in m.parts)
-
-
 def test_a_kept_tool_transcript_is_stored_as_sent_so_the_next_question_extends_it() -> None:
     window = ContextWindow(budget_tokens=10_000, transcript_keep_share=0.1)
     question = Message("user", (TextPart("## Question\nwhere?"),))
@@ -126,22 +112,6 @@ def test_cold_until_content_ledger_or_history_exists() -> None:
     assert window.cold
     window.observe("a.py", "A\n", sha("A"))
     assert not window.cold
-
-
-def test_a_burst_of_deltas_gets_a_lookback_anchor_on_the_next_question() -> None:
-    window = ContextWindow(budget_tokens=100_000)
-    ask(window, "q1", "a1")
-    ask(window, "q2", "a2")  # its request held q1's exchange: a cache entry ends at history block 1
-    for index in range(12):  # 24 new blocks: further than a provider's 20-block lookback
-        window.observe(f"f{index}.py", f"x = {index}\n", sha(str(index)))
-        window.sync_deltas()
-    question = Message("user", (TextPart("## Question\nq3"),))
-    _, messages = build_prompt(window, [question], hint=HINT, first_of_question=True)
-    marked = [i for i, m in enumerate(messages) if any(p.cache for p in m.parts)]
-    assert marked == [2, len(messages) - 2]  # the end of q2's request (its question), and bp3
-    _, again = build_prompt(window, [question], hint=HINT, first_of_question=False)
-    marked = [i for i, m in enumerate(again) if any(p.cache for p in m.parts)]
-    assert marked == [len(again) - 2, len(again) - 1]  # later iterations: bp3 and the moving bp4
 
 
 def test_one_edit_reported_twice_yields_one_notice() -> None:
