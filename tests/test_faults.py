@@ -148,21 +148,3 @@ def test_sigkill_during_snapshot_writes_leaves_a_loadable_snapshot(tmp_path: Pat
         assert loaded is not None and loaded.window.version >= 0, "snapshot unreadable after a kill"
         assert not list(store.dir.glob("*.corrupt-*"))
         assert json.loads(store.path_for("ws").read_text())["schema"] == 1
-
-
-async def test_idle_workspaces_beyond_the_cap_are_unloaded_and_restore_later(fake: FakeLLM, tmp_path: Path) -> None:
-    fake.responder = lambda request: Reply.text("ok")
-    repos = []
-    for name in ("one", "two", "three"):
-        root = tmp_path / name
-        (root / ".git").mkdir(parents=True)
-        repos.append(root)
-    settings = settings_for(fake.base_url, tmp_path / "data", max_loaded_workspaces=2, force_explore_when_cold=0)
-    with live_server(settings) as server:
-        for root in repos:
-            await ask_via_mcp(server.mcp_url, {"question": f"about {root.name}", "cwd": str(root)})
-        async with httpx.AsyncClient(base_url=server.url) as client:
-            loaded = [w["workspace"] for w in (await client.get("/stats")).json()["workspaces"]]
-        await ask_via_mcp(server.mcp_url, {"question": "again", "cwd": str(repos[0])})
-    assert str(repos[0]) not in loaded and len(loaded) == 2
-    assert "about one" in str(fake.requests[-1].body["messages"])  # restored from its snapshot
