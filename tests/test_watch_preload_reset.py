@@ -9,7 +9,6 @@ from typing import Any
 import httpx
 import pytest
 
-from live_memory.preload import read_preload
 from live_memory.prompts import PRELOADED_HEADING
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
@@ -58,19 +57,6 @@ async def test_an_edit_by_another_process_is_noticed_before_the_next_question(
             pytest.fail("the watcher never reported the out-of-band edit")
         await ask_via_mcp(server.mcp_url, {"question": "And now?", "cwd": str(workspace)})
     assert "app.py: CHANGED since you read it" in str(fake.requests[-1].body["messages"])
-
-
-def test_preload_is_deterministic_jailed_and_capped(workspace: Path) -> None:
-    docs = read_preload(
-        workspace,
-        ["docs/intro.md", "docs/**/*.md", "../outside/*.md", "/etc/*"],
-        max_file_bytes=1000,
-        max_total_bytes=10_000,
-        secret_globs=(".env",),
-    )
-    assert [d.path for d in docs] == ["docs/intro.md", "docs/api/auth.md"]  # big.md over the per-file cap, logo binary
-    clamped = read_preload(workspace, ["docs/**/*.md"], max_file_bytes=10_000, max_total_bytes=40, secret_globs=())
-    assert [d.path for d in clamped] == ["docs/api/auth.md"]  # earlier paths win until the total cap
 
 
 async def test_preloaded_documents_are_in_the_first_prompt_under_their_heading(
