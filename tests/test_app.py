@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 import time
@@ -11,7 +10,6 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from live_memory.app import create_app
-from live_memory.logging_setup import PrivateRotatingFileHandler
 from tests.fakes.live_server import settings_for
 
 
@@ -44,19 +42,3 @@ def test_temp_files_left_by_interrupted_writes_are_removed_at_start(tmp_path: Pa
     with TestClient(create_app(settings_for("http://127.0.0.1:9", data))):
         pass
     assert not stale.exists() and fresh.exists() and keep.exists()
-
-
-def test_log_files_are_private_also_after_a_rotation(tmp_path: Path) -> None:
-    log = tmp_path / "live-memory.log"
-    previous = os.umask(0o022)
-    try:
-        handler = PrivateRotatingFileHandler(log, maxBytes=200, backupCount=2, encoding="utf-8")
-        try:
-            for index in range(20):
-                handler.emit(logging.makeLogRecord({"msg": f"question {index} about /home/someone/repo"}))
-        finally:
-            handler.close()
-    finally:
-        os.umask(previous)
-    files = sorted(tmp_path.glob("live-memory.log*"))
-    assert len(files) == 3 and all(mode_of(f) == 0o600 for f in files)

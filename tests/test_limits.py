@@ -1,9 +1,8 @@
-"""Connection bounds: idle connections cannot starve the server of file descriptors, and a flood of
-identical errors cannot flood the log."""
+"""Limits of the running server: idle connections cannot starve it of file descriptors, and the
+documented limits are the ones in the code."""
 
 from __future__ import annotations
 
-import logging
 import resource
 import socket
 import subprocess
@@ -15,14 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse
-from starlette.routing import Route
 
-from live_memory.connections import bounded_protocol, connection_cap
-from live_memory.logging_setup import RepeatFilter
 from tests.test_cli import cli_env, free_port
 
 FD_LIMIT = 256
@@ -93,79 +85,6 @@ def test_idle_connections_cannot_starve_the_server_of_file_descriptors(server: S
     finally:
         for sock in idle:
             sock.close()
-
-
-def test_repeated_log_lines_are_let_through_a_few_times_a_minute_then_counted() -> None:
-    now = [1000.0]
-    repeat = RepeatFilter(burst=3, window_s=60.0, clock=lambda: now[0])
-
-    def record(msg: str, *args: object) -> logging.LogRecord:
-        return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, msg, args, None)
-
-    passed = [repeat.filter(record("accept failed: %s", "Too many open files")) for _ in range(10)]
-    assert passed == [True] * 3 + [False] * 7
-    assert repeat.filter(record("another message"))  # a different message has its own budget
-    now[0] += 61
-    summary = record("accept failed: %s", "Too many open files")
-    assert repeat.filter(summary)
-    assert "(7 more like this in the last 60 s were not logged)" in summary.getMessage()
-
-
-@pytest.fixture
-def small_server() -> Iterator[int]:
-    """A plain app behind the bounded protocol: 3 connections, 0.3 s to send a request."""
-
-    async def hello(request: Request) -> PlainTextResponse:
-        return PlainTextResponse("ok")
-
-    app = Starlette(routes=[Route("/", hello)])
-    config = uvicorn.Config(app, http=bounded_protocol(3, 0.3), limit_concurrency=4, log_level="warning")
-    server = uvicorn.Server(config)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if server.started:
-            break
-        thread.join(0.01)
-    yield int(sock.getsockname()[1])
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
-
-
-def _closed_by_server(sock: socket.socket) -> bool:
-    sock.settimeout(5)
-    try:
-        return sock.recv(1) == b""
-    except TimeoutError:
-        return False
-
-
-def test_a_connection_that_sends_no_request_is_closed(small_server: int) -> None:
-    with socket.create_connection(("127.0.0.1", small_server)) as silent:
-        assert _closed_by_server(silent)
-    with socket.create_connection(("127.0.0.1", small_server)) as slow:
-        slow.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # a head that never ends
-        assert _closed_by_server(slow)
-
-
-def test_past_the_cap_the_longest_open_idle_connection_makes_room(small_server: int) -> None:
-    idle = [socket.create_connection(("127.0.0.1", small_server)) for _ in range(3)]
-    try:
-        response = httpx.get(f"http://127.0.0.1:{small_server}/", timeout=5)
-        assert response.text == "ok"
-        assert _closed_by_server(idle[0])
-    finally:
-        for sock in idle:
-            sock.close()
-
-
-def test_client_connections_get_at_most_half_the_open_file_limit() -> None:
-    assert connection_cap(256) == 128
-    assert connection_cap(1024) == 512
-    assert connection_cap(65536) == 1000
 
 
 def _size(n: int) -> str:

@@ -1,4 +1,4 @@
-"""Operations: prices, spend caps, /stats vs /metrics, the status page, the ledger, keep-warm,
+"""Operations: spend caps, /stats vs /metrics, the status page, the ledger, keep-warm,
 hot reload and doctor."""
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import pytest
 
 from live_memory.cli import main
 from live_memory.keep_warm import KeepWarm
-from live_memory.providers.pricing import PriceOverrides, cost_usd, price_for
-from live_memory.records import Usage
 from live_memory.tools import TOOL_SCHEMAS
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
@@ -48,19 +46,6 @@ def without_cache_control(value: Any) -> Any:
 async def get(server: LiveServer, path: str, **params: str) -> httpx.Response:
     async with httpx.AsyncClient(base_url=server.url) as client:
         return await client.get(path, params=params)
-
-
-def test_pricing_applies_cache_multipliers_and_overrides() -> None:
-    usage = Usage(
-        input_tokens=1_000_000, output_tokens=1_000_000, cache_read_tokens=1_000_000, cache_write_tokens=1_000_000
-    )
-    # Haiku 4.5: input 1.00, output 5.00, 5-minute write 1.25x input, read 0.1x input (USD per MTok)
-    assert cost_usd("claude-haiku-4-5-20251001", usage) == pytest.approx(1.00 + 5.00 + 1.25 + 0.10)
-    assert cost_usd("deepseek-flash", usage) == pytest.approx(0.15 + 0.60 + 0.15 + 0.003)
-    assert cost_usd("my-local-model", usage) == 0.0
-    overrides = PriceOverrides(input=2.0, cache_read=0.0)
-    assert cost_usd("claude-haiku-4-5", usage, overrides) == pytest.approx(2.0 + 5.0 + 1.25 + 0.0)
-    assert price_for("anthropic/claude-haiku-4.5") is not None  # gateway-prefixed ids find their row
 
 
 async def test_a_spent_cap_stops_questions_with_a_clear_message(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:

@@ -12,8 +12,7 @@ from typing import Any
 from live_memory.agent_loop import LoopLimits, QuestionLoop
 from live_memory.context_window import ContextWindow
 from live_memory.records import ToolCall
-from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits, ToolOutcome
-from live_memory.tools.context import find_ripgrep
+from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolOutcome
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 ORIGINAL = "def main():\n    return 'v1'\n"
@@ -56,14 +55,3 @@ async def test_a_toolbox_built_off_the_loop_works_like_one_built_directly(tmp_pa
     assert built.root == direct.root and built.ripgrep == direct.ripgrep is not None
     for name, arguments in (("Read", {"file_path": "a.txt"}), ("Grep", {"pattern": "alpha"})):
         assert await built.run(name, arguments) == await direct.run(name, arguments)
-
-
-def test_ripgrep_discovery_is_done_once_per_process(tmp_path: Path) -> None:
-    fake_rg = tmp_path / "rg"
-    fake_rg.write_text("#!/bin/sh\nexit 2\n")
-    fake_rg.chmod(0o755)
-    limits = ToolLimits(ripgrep_path=str(fake_rg))
-    assert find_ripgrep(limits) == str(fake_rg)
-    fake_rg.unlink()  # no longer there: a cached answer does not look again
-    assert find_ripgrep(limits) == str(fake_rg)
-    assert find_ripgrep(ToolLimits(use_ripgrep=False)) is None

@@ -1,47 +1,10 @@
-"""The glob dialect and the gitignore-aware walker shared by the fallback search, Glob and the tree."""
+"""The gitignore-aware walker shared by Glob, find_paths and the directory tree."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-import pytest
-
-from live_memory.tools.globs import compile_path_glob, glob_to_regex
 from live_memory.tools.walk import parse_ignore_text, walk_paths
-
-
-@pytest.mark.parametrize(
-    ("glob", "matches", "misses"),
-    [
-        ("*.py", ["a.py", ".py"], ["a/b.py", "a.pyc"]),
-        ("**/*.py", ["a.py", "a/b/c.py"], ["a/b.pyc"]),
-        ("src/**", ["src/a", "src/a/b"], ["src", "lib/src/a"]),
-        ("a/**/b", ["a/b", "a/x/b", "a/x/y/b"], ["a/xb"]),
-        ("?.txt", ["a.txt"], ["ab.txt", "/.txt"]),
-        ("[ab].md", ["a.md", "b.md"], ["c.md"]),
-        ("[!ab].md", ["c.md"], ["a.md", "/.md"]),
-        ("*.{ts,tsx}", ["a.ts", "a.tsx"], ["a.js"]),
-        ("{src,lib}/**/*.{c,h}", ["src/a.c", "lib/x/y.h"], ["doc/a.c"]),
-        ("a\\*b", ["a*b"], ["axb"]),
-        ("[unclosed", ["[unclosed"], ["u"]),
-        ("{unclosed", ["{unclosed"], ["unclosed"]),
-        ("a**b", ["ab", "axxb"], ["a/b"]),
-    ],
-)
-def test_glob_dialect(glob: str, matches: list[str], misses: list[str]) -> None:
-    regex = re.compile(glob_to_regex(glob), re.DOTALL)
-    for text in matches:
-        assert regex.fullmatch(text), (glob, text)
-    for text in misses:
-        assert not regex.fullmatch(text), (glob, text)
-
-
-def test_glob_without_slash_matches_base_names_and_with_slash_whole_paths() -> None:
-    assert compile_path_glob("*.md").matches("docs/deep/a.md")
-    assert not compile_path_glob("docs/*.md").matches("x/docs/a.md")
-    assert compile_path_glob("/docs/*.md").matches("docs/a.md")
-    assert compile_path_glob("README*", case_insensitive=True).matches("readme.txt")
 
 
 def _tree(root: Path, files: dict[str, str]) -> None:

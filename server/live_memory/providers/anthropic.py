@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anthropic
+import httpx2
 
 from live_memory.constants import (
     ANTHROPIC_API_VERSION,
@@ -102,6 +103,7 @@ class AnthropicProvider:
         auth_token: str = "",
         credentials: Any = None,
         extra_headers: Mapping[str, str] | None = None,
+        http_client: httpx2.AsyncClient | None = None,  # injectable so tests can serve the wire in-process
     ) -> None:
         if not api_key and not auth_token and credentials is None:
             raise NoCredentialError("no Anthropic credential configured")
@@ -117,6 +119,7 @@ class AnthropicProvider:
             max_retries=0,
             timeout=timeout,
             default_headers=headers,
+            http_client=http_client,
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:

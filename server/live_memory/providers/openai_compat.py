@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
@@ -130,7 +131,13 @@ def _usage(raw: Any) -> Usage:
 class OpenAICompatProvider:
     """ChatProvider for any OpenAI-compatible /chat/completions endpoint."""
 
-    def __init__(self, info: ProviderInfo, *, api_key: str) -> None:
+    def __init__(
+        self,
+        info: ProviderInfo,
+        *,
+        api_key: str,
+        http_client: httpx2.AsyncClient | None = None,  # injectable so tests can serve the wire in-process
+    ) -> None:
         self.info = info
         self._wire = WireCache()
         self._client = openai.AsyncOpenAI(
@@ -138,6 +145,7 @@ class OpenAICompatProvider:
             base_url=info.base_url,
             max_retries=0,
             timeout=openai.Timeout(PROVIDER_REQUEST_TIMEOUT_S, connect=PROVIDER_CONNECT_TIMEOUT_S),
+            http_client=http_client,
         )
 
     async def chat(self, request: ChatRequest) -> ChatResponse:

@@ -1,0 +1,298 @@
+"""The Anthropic Messages adapter: the request layout, response parsing, usage and failures.
+
+Wire-level units run the official SDK over `httpx.MockTransport`; two tests use the fake provider's
+cache simulation over loopback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+from live_memory.constants import ANTHROPIC_API_VERSION
+from live_memory.errors import AuthError, NoCredentialError, ProviderError, ProviderTimeoutError
+from live_memory.providers.anthropic import AnthropicProvider, encode_request, request_body
+from live_memory.providers.base import (
+    ChatRequest,
+    Message,
+    ProviderInfo,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+    WireCache,
+)
+from tests.fakes.llm_server import FakeLLM, Reply
+
+TOOL = {
+    "name": "Grep",
+    "description": "search",
+    "input_schema": {
+        "type": "object",
+        "properties": {"pattern": {"type": "string"}},
+        "required": ["pattern"],
+    },
+}
+STABLE = "You are a test system prompt. " * 60
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def anthropic(fake: FakeLLM) -> AnthropicProvider:
+    info = ProviderInfo("anthropic", "anthropic", "claude-haiku-4-5", fake.base_url, explicit_cache_control=True)
+    return AnthropicProvider(info, api_key="test")
+
+
+def request(question: str = "where?", *, transcript: tuple[Message, ...] = ()) -> ChatRequest:
+    return ChatRequest(
+        system=(TextPart(STABLE, cache=True), TextPart("volatile block", cache=True)),
+        messages=(Message("user", (TextPart(question),)), *transcript),
+        max_tokens=512,
+        tools=(TOOL,),
+        cache_key="ws1",
+    )
+
+
+def message_json(**overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-haiku-4-5-20251001",
+        "content": [{"type": "text", "text": "ok"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 2},
+    }
+    body.update(overrides)
+    return body
+
+
+class Wire:
+    """An in-process Messages endpoint: records each request and answers with `respond`."""
+
+    def __init__(self, respond: Callable[[httpx.Request], httpx.Response]) -> None:
+        self.respond = respond
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return self.respond(request)
+
+    def provider(self, *, subscription: bool = False, **credential: Any) -> AnthropicProvider:
+        info = ProviderInfo(
+            "anthropic", "anthropic", "claude-haiku-4-5", "https://api.test", True, subscription=subscription
+        )
+        client = httpx.AsyncClient(transport=httpx.MockTransport(self))
+        if not {"api_key", "auth_token"} & credential.keys():
+            credential["api_key"] = "sk-test"
+        return AnthropicProvider(info, http_client=client, **credential)
+
+    def body(self, index: int = 0) -> Any:
+        return json.loads(self.requests[index].content)
+
+
+def replying(status: int = 200, **body: Any) -> Wire:
+    payload = message_json(**body) if status == 200 else body
+    return Wire(lambda _request: httpx.Response(status, json=payload))
+
+
+async def ask(wire: Wire, chat_request: ChatRequest | None = None, **credential: Any) -> Any:
+    provider = wire.provider(**credential)
+    try:
+        return await provider.chat(chat_request or request())
+    finally:
+        await provider.aclose()
+
+
+async def test_anthropic_text_tool_calls_and_breakpoints_on_the_wire(fake: FakeLLM) -> None:
+    fake.script(Reply.tool_call("Grep", {"pattern": "x"}, text="Looking."))
+    provider = anthropic(fake)
+    try:
+        response = await provider.chat(request())
+    finally:
+        await provider.aclose()
+    assert response.text == "Looking."
+    assert [(c.name, dict(c.arguments)) for c in response.tool_calls] == [("Grep", {"pattern": "x"})]
+    body = fake.requests[0].body
+    assert body["tools"] == [TOOL]  # passed through verbatim
+    assert [b.get("cache_control") for b in body["system"]] == [{"type": "ephemeral"}] * 2
+
+
+async def test_anthropic_usage_counts_cache_reads_and_writes(fake: FakeLLM) -> None:
+    fake.script(Reply.text("one"), Reply.text("two"))
+    provider = anthropic(fake)
+    try:
+        first = await provider.chat(request("first question"))
+        second = await provider.chat(request("second question"))
+    finally:
+        await provider.aclose()
+    assert first.usage.cache_write_tokens > 0 and first.usage.cache_read_tokens == 0
+    assert second.usage.cache_read_tokens == first.usage.cache_write_tokens
+    assert second.usage.prompt_tokens == fake.requests[1].prompt_tokens  # read + write + uncached = whole prompt
+
+
+def test_only_parts_marked_for_caching_carry_a_breakpoint() -> None:
+    chat_request = ChatRequest(
+        system=(TextPart("stable", cache=True), TextPart("volatile")),
+        messages=(Message("user", (TextPart("old"), TextPart("newest", cache=True))),),
+        max_tokens=64,
+    )
+    body = request_body(chat_request, "claude-haiku-4-5")
+    assert body["system"] == [
+        {"type": "text", "text": "stable", "cache_control": EPHEMERAL},
+        {"type": "text", "text": "volatile"},
+    ]
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "old"},
+                {"type": "text", "text": "newest", "cache_control": EPHEMERAL},
+            ],
+        }
+    ]
+
+
+def test_tool_turns_become_tool_use_and_tool_result_blocks() -> None:
+    transcript = (
+        Message("assistant", (TextPart("Looking."), ToolUsePart("toolu_1", "Grep", {"pattern": "x"}))),
+        Message(
+            "user",
+            (ToolResultPart("toolu_1", "a.py:1: x"), ToolResultPart("toolu_2", "no such file", is_error=True)),
+        ),
+    )
+    body = request_body(request(transcript=transcript), "claude-haiku-4-5")
+    assert body["messages"][1:] == [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Looking."},
+                {"type": "tool_use", "id": "toolu_1", "name": "Grep", "input": {"pattern": "x"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py:1: x"},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "no such file", "is_error": True},
+            ],
+        },
+    ]
+
+
+def test_the_request_model_overrides_the_provider_model_and_no_tools_means_no_tools_key() -> None:
+    chat_request = ChatRequest(system=(), messages=(Message("user", (TextPart("q"),)),), max_tokens=9, model="sum-1")
+    body = request_body(chat_request, "claude-haiku-4-5")
+    assert body["model"] == "sum-1"
+    assert body["max_tokens"] == 9
+    assert "tools" not in body
+    assert request_body(request(), "claude-haiku-4-5")["model"] == "claude-haiku-4-5"
+
+
+def test_encoded_bytes_are_the_request_body_and_stay_identical_when_messages_come_from_the_cache() -> None:
+    transcript = (
+        Message("assistant", (ToolUsePart("toolu_1", "Grep", {"pattern": "é"}),)),
+        Message("user", (ToolResultPart("toolu_1", "naïve"),)),
+    )
+    chat_request = request(transcript=transcript)
+    cache = WireCache()
+    first = encode_request(chat_request, "claude-haiku-4-5", cache)
+    second = encode_request(chat_request, "claude-haiku-4-5", cache)
+    assert json.loads(first) == request_body(chat_request, "claude-haiku-4-5")
+    assert second == first
+    assert "naïve".encode() in first  # UTF-8 on the wire, not \u escapes
+
+
+async def test_a_reply_joins_its_text_blocks_and_keeps_every_tool_call() -> None:
+    wire = replying(
+        content=[
+            {"type": "text", "text": "First, "},
+            {"type": "tool_use", "id": "toolu_a", "name": "Read", "input": {"path": "a.py"}},
+            {"type": "text", "text": "then."},
+            {"type": "tool_use", "id": "toolu_b", "name": "Grep", "input": {"pattern": "def"}},
+        ],
+        stop_reason="tool_use",
+    )
+    response = await ask(wire)
+    assert response.text == "First, then."
+    assert [(c.id, c.name, dict(c.arguments)) for c in response.tool_calls] == [
+        ("toolu_a", "Read", {"path": "a.py"}),
+        ("toolu_b", "Grep", {"pattern": "def"}),
+    ]
+    assert response.stop_reason == "tool_use"
+    assert response.model == "claude-haiku-4-5-20251001"
+
+
+async def test_usage_splits_the_prompt_into_uncached_read_and_written_tokens() -> None:
+    wire = replying(
+        usage={
+            "input_tokens": 12,
+            "output_tokens": 30,
+            "cache_read_input_tokens": 4000,
+            "cache_creation_input_tokens": 500,
+        }
+    )
+    usage = (await ask(wire)).usage
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (
+        12,
+        30,
+        4000,
+        500,
+    )
+    assert usage.prompt_tokens == 4512
+
+
+async def test_the_credential_version_and_raw_body_reach_the_messages_endpoint() -> None:
+    wire = replying()
+    await ask(wire)
+    sent = wire.requests[0]
+    assert sent.method == "POST"
+    assert sent.url == "https://api.test/v1/messages"
+    assert sent.headers["authorization"] == "Bearer sk-test"
+    assert sent.headers["anthropic-version"] == ANTHROPIC_API_VERSION
+    assert wire.body() == request_body(request(), "claude-haiku-4-5")
+
+
+async def test_a_bearer_token_and_extra_headers_are_sent_with_every_request() -> None:
+    wire = replying()
+    await ask(wire, auth_token="tok-1", extra_headers={"anthropic-beta": "oauth-2025-04-20"})
+    sent = wire.requests[0]
+    assert sent.headers["authorization"] == "Bearer tok-1"
+    assert sent.headers["anthropic-beta"] == "oauth-2025-04-20"
+
+
+def test_a_provider_without_any_credential_is_refused() -> None:
+    info = ProviderInfo("anthropic", "anthropic", "claude-haiku-4-5", "https://api.test", True)
+    with pytest.raises(NoCredentialError, match="no Anthropic credential"):
+        AnthropicProvider(info)
+
+
+async def test_the_endpoints_own_error_message_is_kept_in_the_raised_error() -> None:
+    wire = replying(400, type="error", error={"type": "invalid_request_error", "message": "max_tokens: too big"})
+    with pytest.raises(ProviderError, match="max_tokens: too big") as caught:
+        await ask(wire)
+    assert caught.value.status == 400
+    assert not caught.value.retryable
+
+
+async def test_a_rejected_subscription_credential_says_how_to_configure_a_key() -> None:
+    wire = replying(401, type="error", error={"type": "authentication_error", "message": "invalid token"})
+    provider = wire.provider(subscription=True, auth_token="oauth-tok")
+    try:
+        with pytest.raises(AuthError) as caught:
+            await provider.chat(request())
+    finally:
+        await provider.aclose()
+    assert "subscription credential was rejected" in str(caught.value)
+    assert "LIVE_MEMORY_OAUTH=0" in str(caught.value)
+
+
+async def test_a_refused_connection_is_a_retryable_timeout_naming_the_provider() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    with pytest.raises(ProviderTimeoutError, match=r"^anthropic: connection failed") as caught:
+        await ask(Wire(refuse))
+    assert caught.value.retryable

@@ -1,0 +1,126 @@
+"""The one exception tree: which failures are worth retrying, what each carries, and that every
+expected error reaches an MCP client as its own message (an error result, never a traceback)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from live_memory.errors import (
+    AuthError,
+    BadRequestError,
+    BusyError,
+    ConfigError,
+    InputError,
+    JailRefusal,
+    LiveMemoryError,
+    NoCredentialError,
+    OverloadedError,
+    PromptTooLongError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitedError,
+    WorkspaceLoadError,
+)
+from live_memory.jobs import JobRegistry
+from live_memory.mcp_tools import build_mcp_server
+from live_memory.providers.base import ChatProvider, ChatRequest, ChatResponse
+from live_memory.shutdown import StopSignal
+from tests.fakes.engine import engine_for
+from tests.fakes.scripted_provider import ScriptedProvider
+
+PROVIDER_ERRORS = (
+    NoCredentialError,
+    AuthError,
+    RateLimitedError,
+    OverloadedError,
+    PromptTooLongError,
+    ProviderTimeoutError,
+    BadRequestError,
+)
+PREFIX = "Error executing tool ask_live_memory: "
+
+
+def test_every_error_is_a_live_memory_error_so_one_boundary_catches_them_all() -> None:
+    for cls in (ConfigError, InputError, JailRefusal, BusyError, WorkspaceLoadError, ProviderError):
+        assert issubclass(cls, LiveMemoryError), cls
+    for cls in PROVIDER_ERRORS:
+        assert issubclass(cls, ProviderError), cls
+
+
+def test_only_transient_provider_failures_are_retryable() -> None:
+    assert OverloadedError("x").retryable and ProviderTimeoutError("x").retryable
+    for error in (NoCredentialError("x"), AuthError("x"), PromptTooLongError("x"), BadRequestError("x")):
+        assert not error.retryable, error
+
+
+def test_a_rate_limit_is_retryable_only_when_the_endpoint_said_when() -> None:
+    with_hint = RateLimitedError("slow down", retry_after_s=2.5)
+    spend_cap = RateLimitedError("cap reached")
+    assert (with_hint.retryable, with_hint.retry_after_s, with_hint.status) == (True, 2.5, 429)
+    assert (spend_cap.retryable, spend_cap.retry_after_s) == (False, None)
+    assert not ProviderError("x").retryable  # the flag is per instance, the base class stays false
+
+
+def test_errors_carry_what_their_handlers_need() -> None:
+    too_long = PromptTooLongError("too long", limit_tokens=200_000)
+    assert (too_long.status, too_long.limit_tokens) == (400, 200_000)
+    busy = BusyError("busy; retry shortly", retry_after_s=3.0)
+    assert (str(busy), busy.retry_after_s) == ("busy; retry shortly", 3.0)
+    assert AuthError("rejected", status=403).status == 403
+    assert ProviderError("x").status is None
+
+
+def mcp_for(tmp_path: Path, provider: ChatProvider | None) -> Client:
+    engine = engine_for(tmp_path, provider)
+    return Client(build_mcp_server(engine.answerer, JobRegistry(ttl_s=60, max_jobs=4), StopSignal(), async_tools=False))
+
+
+async def ask(client: Client, cwd: str) -> tuple[bool, str]:
+    result = await client.call_tool("ask_live_memory", {"question": "where is main?", "cwd": cwd})
+    return result.is_error, "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        AuthError("acme: the API key was rejected (HTTP 401: bad key)", status=401),
+        RateLimitedError("acme: rate or spend limit reached (quota)"),
+        BadRequestError("acme: request rejected, HTTP 404 (no such model)", status=404),
+    ],
+    ids=["auth", "spend-cap", "bad-request"],
+)
+async def test_a_provider_failure_reaches_the_client_as_its_message(
+    tmp_path: Path, workspace: Path, error: ProviderError
+) -> None:
+    def fail(request: ChatRequest) -> ChatResponse:
+        raise error
+
+    async with mcp_for(tmp_path, ScriptedProvider(responder=fail)) as client:
+        is_error, text = await ask(client, str(workspace))
+    assert is_error
+    assert text == PREFIX + str(error)
+
+
+async def test_a_missing_credential_reaches_the_client_with_what_to_set(tmp_path: Path, workspace: Path) -> None:
+    async with mcp_for(tmp_path, None) as client:
+        is_error, text = await ask(client, str(workspace))
+    assert is_error
+    assert text.startswith(PREFIX + "Live Memory has no credential for provider 'anthropic'")
+    assert "Set LIVE_MEMORY_API_KEY" in text
+
+
+async def test_bad_input_reaches_the_client_saying_how_to_fix_it(tmp_path: Path) -> None:
+    async with mcp_for(tmp_path, ScriptedProvider()) as client:
+        is_error, text = await ask(client, "relative/path")
+    assert is_error
+    assert text == PREFIX + "cwd must be an absolute path (your repository root), got 'relative/path'"
