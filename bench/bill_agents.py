@@ -77,19 +77,20 @@ class Prefix:
         return sum(b.tokens for b in (*self.tools, *self.system, *self.context))
 
 
-def claude_code_prefix(extra_tool_tokens: int = 0, extra_context_tokens: int = 0, session: int = 0) -> Prefix:
-    """~22k tokens of tools + system, as Claude Code sends on every main-agent request (plus a plugin's own)."""
+def claude_code_prefix(plugin_tools: str = "", plugin_context: str = "", session: int = 0) -> Prefix:
+    """~22k tokens of tools + system, as Claude Code sends on every main-agent request, plus a plugin's own
+    tool definitions and context text (the real texts, so their size is measured, not assumed)."""
     label = "system+tools"
     tools = [Block("tool", filler(f"cc-tool-{i}", 800), label) for i in range(18)]  # 14.4k
-    if extra_tool_tokens:
-        tools.append(Block("tool", filler("cc-plugin-tool", extra_tool_tokens), label))
+    if plugin_tools:
+        tools.append(Block("tool", plugin_tools, label))
     system = (
         Block("system:text", "You are Claude Code, Anthropic's official CLI for Claude.", label),
         Block("system:text", filler("cc-system", 5_600), label),
     )
     context = [Block("user:text", filler(f"cc-context-{session}", 2_000), label)]
-    if extra_context_tokens:
-        context.append(Block("user:text", filler(f"cc-plugin-context-{session}", extra_context_tokens), label))
+    if plugin_context:
+        context.append(Block("user:text", plugin_context, label))
     return Prefix(tuple(tools), system, tuple(context))
 
 

@@ -56,6 +56,8 @@ import argparse
 import asyncio
 import logging
 import multiprocessing
+import re
+import runpy
 import sys
 import tempfile
 import time
@@ -69,6 +71,7 @@ import httpx
 
 from bench._common import McpAsker, load_note, print_table, write_results
 from bench.bill_agents import (
+    PROJECT_ROOT,
     Files,
     MainAgent,
     SelfExplorer,
@@ -77,7 +80,7 @@ from bench.bill_agents import (
     explore_prefix,
     version,
 )
-from bench.bill_cache import PRICES, CacheSim, Ledger, Price, VirtualClock, recorded_call
+from bench.bill_cache import PRICES, CacheSim, Ledger, Price, VirtualClock, count_tokens, recorded_call
 from bench.bill_memory import (
     MemoryExplorer,
     MemoryModel,
@@ -107,8 +110,6 @@ NAME = "session_bill"
 RUNS_DIR = Path(__file__).parent / ".cache" / "session-bill-runs"  # beside the Django copy: hard links work
 SEED = 20_260_301
 MODES = ("strict", "trusting")
-PLUGIN_TOOL_TOKENS = 300  # the ask tool's schema in every main-agent request
-PLUGIN_CONTEXT_TOKENS = 300  # server instructions, the skill line and the SessionStart context
 DECILES = 10
 REPOS = ("live-memory", "django")
 BASE = workload("medium", "natural", (60,))
@@ -328,6 +329,17 @@ def run_memory(
     return out
 
 
+async def plugin_head(asker: McpAsker, checkout: Path) -> tuple[str, str]:
+    """What the plugin adds to every main-agent request, from the real texts: the tool definitions the server
+    lists, and the context (the server's instructions, the skill's listing line, the SessionStart line)."""
+    tools, instructions = await asker.tool_definitions()
+    skill = (checkout / "skills" / "live-memory" / "SKILL.md").read_text(encoding="utf-8")
+    found = re.search(r'^description:\s*"?(.*?)"?\s*$', skill, re.MULTILINE)
+    line = runpy.run_path(str(checkout / "hooks" / "notify.py"))["context_line"](PROJECT_ROOT.rstrip("/"))
+    listing = f"- live-memory: {found.group(1) if found else ''}"
+    return tools, "\n".join((instructions, listing, line))
+
+
 def _memory_workload(
     repo: Repo, tasks: Sequence[Task], mode: str, fake: Any, server: ServerProcess, repo_dir: Path
 ) -> ArmRun:
@@ -339,15 +351,18 @@ def _memory_workload(
     start = len(fake.requests)
     ledger, lm_ledger = Ledger("main"), Ledger("memory")
     files = Files(dict(repo.files), disk=repo_dir)
-    root = str(repo_dir) + "/"
+    root = str(repo_dir) + "/"  # the server's view; the main agent names files under PROJECT_ROOT as in A and C
     marks: list[tuple[int, int]] = []
     final_stats: dict[str, Any] = {}
+    head: dict[str, str] = {}
 
     async def play() -> tuple[MainAgent, MemoryExplorer]:
         # One MCP session for the whole run (a new Claude Code session would open its own; that costs no
         # model tokens), so the run does not wait on session set-up.
         async with httpx.AsyncClient(base_url=server.url, timeout=120) as http, McpAsker(server.mcp_url) as asker:
             explorer = MemoryExplorer(asker, http, str(repo_dir))
+            tools, context = await plugin_head(asker, server.command.src.parent)
+            head["tools"], head["context"] = tools, context
             agent = MainAgent(
                 "B",
                 files,
@@ -355,8 +370,7 @@ def _memory_workload(
                 ledger,
                 clock,
                 explorer,
-                prefix_for=lambda s: claude_code_prefix(PLUGIN_TOOL_TOKENS, PLUGIN_CONTEXT_TOKENS, s),
-                root=root,
+                prefix_for=lambda s: claude_code_prefix(tools, context, s),
             )
             for task in tasks:
                 explorer.session_id = f"bench-session-{task.session}"
@@ -415,6 +429,7 @@ def _memory_workload(
             "server_compactions": workspace.get("compactions"),
             "server_reported_cost_usd": workspace.get("cost_usd"),
             "server_final_fill": (workspace.get("fill") or {}).get("ratio"),
+            "plugin_head_tokens": {"tools": count_tokens(head["tools"]), "context": count_tokens(head["context"])},
         },
     )
 
@@ -566,10 +581,7 @@ def run(
             "server": command.describe(),
             "server_options": {**SERVER_OPTIONS, **(options or {})},
             "prices_usd_per_mtok": {k: v.as_dict() for k, v in PRICES.items()},
-            "main_head_tokens": {
-                "A_C": claude_code_prefix().tokens,
-                "B": claude_code_prefix(PLUGIN_TOOL_TOKENS, PLUGIN_CONTEXT_TOKENS).tokens,
-            },
+            "main_head_tokens": {"A_C": claude_code_prefix().tokens},  # B's: each run's plugin_head_tokens
             "subagent_head_tokens": explore_prefix().tokens,
             "files_per_task_weights": list(FILES_PER_TASK_WEIGHTS),
             "edit_share": EDIT_SHARE,
