@@ -496,6 +496,15 @@ def compare(arms: dict[str, Any]) -> dict[str, Any]:
             ),
             "memory_cache_read_share": b["memory"]["cache_read_share"],
             "memory_decile_last_over_first": _first_last(b["memory"]["deciles_per_question_usd"]),
+            # The same questions cost the subagent (a fresh context each time) what their files cost; so its
+            # trend is the task mix's, and memory / subagent per decile is the memory's own trend as it learns.
+            "subagent_decile_last_over_first": _first_last(c["subagent"]["deciles_per_question_usd"]),
+            "memory_over_subagent_by_decile": [
+                _ratio(m, sub)
+                for m, sub in zip(
+                    b["memory"]["deciles_per_question_usd"], c["subagent"]["deciles_per_question_usd"], strict=True
+                )
+            ],
         }
         for model in ("sonnet", "opus"):
             figures[f"b_over_a_{model}"] = _ratio(b[f"total_usd_{model}"], a[f"total_usd_{model}"])
@@ -680,6 +689,11 @@ def print_run(r: dict[str, Any]) -> None:
                 print(f"  WARNING: {name} {key} = {arm[key]}")
 
 
+def _trend(ratios: Sequence[float | None]) -> str:
+    known = [r for r in ratios if r is not None]
+    return f"{known[0]:.2f}x -> {known[-1]:.2f}x" if known else "-"
+
+
 def print_headline(data: dict[str, Any]) -> None:
     rows = []
     for key, modes in data["headline"].items():
@@ -693,6 +707,8 @@ def print_headline(data: dict[str, Any]) -> None:
                     _x(f["b_over_a_sonnet"]),
                     _x(f["b_over_c_sonnet"]),
                     _x(f["decile_last_over_first_b"]),
+                    f"{_x(f['memory_decile_last_over_first'])} ({_x(f['subagent_decile_last_over_first'])})",
+                    _trend(f["memory_over_subagent_by_decile"]),
                     f"{f['memory_cache_read_share']:.1%}",
                     f"{f['memory_rereads']}/{f['memory_reads']}",
                 )
@@ -706,6 +722,8 @@ def print_headline(data: dict[str, Any]) -> None:
             "B/A",
             "B/C",
             "B last/first decile",
+            "memory last/first (subagent)",
+            "mem/sub decile 1 -> 10",
             "memory cached",
             "re-reads",
         ],
