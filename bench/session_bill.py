@@ -155,6 +155,7 @@ def _usage(ledger: Ledger) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "uncached_tokens": total.uncached,
         "cache_write_tokens": total.write,
+        "cache_write_1h_tokens": total.write_1h,
         "cache_read_tokens": total.read,
         "output_tokens": total.output,
         "cache_read_share": round(total.read / prompt, 4) if prompt else 0.0,

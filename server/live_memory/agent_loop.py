@@ -21,7 +21,7 @@ from live_memory import constants as C
 from live_memory import prompts
 from live_memory.context_window import ContextWindow
 from live_memory.errors import PromptTooLongError, ProviderError
-from live_memory.prompt_layout import build_prompt
+from live_memory.prompt_layout import LongCache, build_prompt
 from live_memory.providers.base import (
     ChatProvider,
     ChatRequest,
@@ -80,6 +80,7 @@ class LoopLimits:
     context_tokens: int
     force_explore_when_cold: bool
     reserve_s: float = C.FINAL_ANSWER_RESERVE_S  # kept back from the deadline for the wrap-up call
+    long_cache: LongCache = "off"
 
 
 @dataclass
@@ -227,6 +228,7 @@ class QuestionLoop:
             hint=self.hint,
             first_of_question=len(transcript) == 1,
             lag_tail=_answer_likely_next(transcript),
+            long_cache=self.limits.long_cache,
         )
         return ChatRequest(
             system=system,
