@@ -308,8 +308,12 @@ class QuestionLoop:
     async def _best_effort(self, window: ContextWindow, transcript: list[Message], out: LoopOutcome) -> None:
         """At the soft deadline: one bounded wrap-up call if there is material, else what we have."""
         remaining = self.deadline - self.clock()
+        # The deadline may fall while tools run: every tool call needs its result before any later turn
+        # (providers refuse the request otherwise), and the transcript may be kept for the next question.
+        unanswered = _unanswered_calls(transcript)
+        closing = tuple(ToolResultPart(c.id, prompts.TOOL_NOT_RUN, is_error=True) for c in unanswered)
         if len(transcript) > 1 and remaining > 0.5:
-            transcript.append(Message("user", (TextPart(prompts.DEADLINE_NUDGE),)))
+            transcript.append(Message("user", (*closing, TextPart(prompts.DEADLINE_NUDGE))))
             try:
                 async with asyncio.timeout(remaining):
                     response = await self._call(window, transcript, out)
@@ -317,6 +321,8 @@ class QuestionLoop:
                     out.answer = response.text.strip()
             except (TimeoutError, ProviderError) as exc:
                 logger.info("wrap-up call at the deadline failed: %s", exc)
+        elif closing:
+            transcript.append(Message("user", closing))
         if not out.answer:
             explored = f" Files examined so far: {', '.join(out.files_read)}." if out.files_read else ""
             if self.cut_short:
@@ -329,6 +335,13 @@ class QuestionLoop:
                     f"No complete answer within the time budget ({self.limits.timeout_s:.0f}s); "
                     f"the model did not finish in time.{explored} Ask again, or narrow the question."
                 )
+
+
+def _unanswered_calls(transcript: Sequence[Message]) -> list[ToolUsePart]:
+    """The tool calls of a last assistant turn that got no results (the deadline fell while they ran)."""
+    if not transcript or transcript[-1].role != "assistant":
+        return []
+    return [p for p in transcript[-1].parts if isinstance(p, ToolUsePart)]
 
 
 def _answer_likely_next(transcript: Sequence[Message]) -> bool:
