@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 
-from bench.bill_agents import PROJECT_ROOT, MainAgent, tool_result, tool_use
+from bench.bill_agents import PROJECT_ROOT, MainAgent, tool_result, tool_use, worth_exploring
 from bench.bill_workload import Repo, Task, symbols_in
 
 HERE = Path(__file__).parent
@@ -416,6 +416,9 @@ class MemoryExplorer:
     notify_ignored: int = 0
 
     async def explore(self, agent: MainAgent, task: Task) -> None:
+        if not worth_exploring(agent, task):
+            return
+        agent.delegated.add(task.index)
         call = tool_use(
             "mcp__plugin_live-memory_live-memory__ask_live_memory",
             {"question": task.question, "cwd": self.shown_root.rstrip("/")},

@@ -72,6 +72,7 @@ import httpx
 from bench._common import McpAsker, load_note, print_table, write_results
 from bench.bill_agents import (
     PROJECT_ROOT,
+    SMALL_FILE_TOKENS,
     Files,
     MainAgent,
     SelfExplorer,
@@ -140,7 +141,9 @@ LIMITS = (
     "Every arm's exploration is idealised the same way: the Grep pattern finds the files, a task's decoys are "
     "opened once, and every needed file is read whole (no offset/limit windows).",
     "The main agent in A knows where every file it read this session is (it never greps for them again); in B "
-    "and C it trusts the answer for questions and reads only the file it edits.",
+    "and C it trusts the answer for questions and reads only the file it edits, and, as the skill says, it "
+    f"delegates no task whose files it holds, nor the edit of a small file it has read (<= {SMALL_FILE_TOKENS:,} "
+    "tokens).",
     "The OS watcher is off in the server (the hooks' FileChanged events report the edits); the server keeps "
     "running across sessions (a long-running service); the fake provider has no rate limits or latency.",
 )
@@ -220,12 +223,14 @@ class ArmRun:
     helper_reads: tuple[int, int]  # (reads, rereads)
     compactions: int
     extra: dict[str, Any] = field(default_factory=dict)
+    delegated: frozenset[int] = frozenset()  # tasks the helper was asked about
 
     def figures(self) -> dict[str, Any]:
         n = len(self.tasks)
-        questions = [bool(t.files) for t in self.tasks]
-        q = sum(questions)
         helper_usd = self.helper.per_task(n, PRICES["haiku"]) if self.helper else [0.0] * n
+        # Per question actually delegated: B and C skip tasks the agent can do from what it holds.
+        questions = [t.index in self.delegated for t in self.tasks]
+        q = sum(questions)
         out: dict[str, Any] = {"arm": self.name}
         main: dict[str, Any] = _usage(self.main)
         main.update(
@@ -244,6 +249,7 @@ class ArmRun:
             helper = _usage(self.helper)
             helper["usd"] = round(sum(helper_usd), 6)
             helper["usd_per_question"] = round(sum(helper_usd) / q, 6) if q else 0.0
+            helper["questions"] = q
             helper["reads"], helper["rereads"] = self.helper_reads
             helper["by_kind"] = _kinds(self.helper, PRICES["haiku"])
             helper["deciles_per_question_usd"] = deciles(helper_usd, questions)
@@ -306,6 +312,7 @@ def run_subagent(repo: Repo, tasks: Sequence[Task]) -> ArmRun:
         (explorer.reads.reads, explorer.reads.rereads),
         agent.compactions,
         {"subagent_head_tokens": explore_prefix().tokens},
+        frozenset(agent.delegated),
     )
 
 
@@ -432,6 +439,7 @@ def _memory_workload(
             "server_final_fill": (workspace.get("fill") or {}).get("ratio"),
             "plugin_head_tokens": {"tools": count_tokens(head["tools"]), "context": count_tokens(head["context"])},
         },
+        frozenset(agent.delegated),
     )
 
 
