@@ -130,6 +130,17 @@ class McpAsker:
             await self._stack.__aexit__(exc_type, exc, tb)
             self._stack = None
 
+    async def tool_definitions(self) -> tuple[str, str]:
+        """What a client puts in its model's prompt for this server: the tools' definitions (name,
+        description, input schema, as JSON) and the server's instructions."""
+        import json
+
+        listed = await self._client.list_tools()
+        tools = [
+            {"name": t.name, "description": t.description or "", "input_schema": t.input_schema} for t in listed.tools
+        ]
+        return json.dumps(tools, separators=(",", ":")), self._client.instructions or ""
+
     async def ask(self, question: str, cwd: str, **extra: Any) -> tuple[str, bool]:
         result = await self._client.call_tool("ask_live_memory", {"question": question, "cwd": cwd, **extra})
         text = "\n".join(getattr(block, "text", "") for block in result.content)

@@ -40,6 +40,7 @@ SUB_STEP_S = 3.0  # per subagent request
 SUMMARY_CHARS = 12_000  # ~3k-token compaction summary
 COMPACT_INSTRUCTION_CHARS = 2_400
 MAX_TURNS_PER_STAGE = 8
+SMALL_FILE_TOKENS = 1_500  # what the skill calls a small file: one the agent has seen and will just read
 PROJECT_ROOT = "/home/user/project/"  # how the simulated clients name files (absolute, as Claude Code does)
 
 READ_REMINDER = (
@@ -77,19 +78,20 @@ class Prefix:
         return sum(b.tokens for b in (*self.tools, *self.system, *self.context))
 
 
-def claude_code_prefix(extra_tool_tokens: int = 0, extra_context_tokens: int = 0, session: int = 0) -> Prefix:
-    """~22k tokens of tools + system, as Claude Code sends on every main-agent request (plus a plugin's own)."""
+def claude_code_prefix(plugin_tools: str = "", plugin_context: str = "", session: int = 0) -> Prefix:
+    """~22k tokens of tools + system, as Claude Code sends on every main-agent request, plus a plugin's own
+    tool definitions and context text (the real texts, so their size is measured, not assumed)."""
     label = "system+tools"
     tools = [Block("tool", filler(f"cc-tool-{i}", 800), label) for i in range(18)]  # 14.4k
-    if extra_tool_tokens:
-        tools.append(Block("tool", filler("cc-plugin-tool", extra_tool_tokens), label))
+    if plugin_tools:
+        tools.append(Block("tool", plugin_tools, label))
     system = (
         Block("system:text", "You are Claude Code, Anthropic's official CLI for Claude.", label),
         Block("system:text", filler("cc-system", 5_600), label),
     )
     context = [Block("user:text", filler(f"cc-context-{session}", 2_000), label)]
-    if extra_context_tokens:
-        context.append(Block("user:text", filler(f"cc-plugin-context-{session}", extra_context_tokens), label))
+    if plugin_context:
+        context.append(Block("user:text", plugin_context, label))
     return Prefix(tuple(tools), system, tuple(context))
 
 
@@ -241,6 +243,8 @@ class MainAgent:
         self.context = self._new_context(0)
         self.held: dict[str, str] = {}  # path -> version of the content this context holds
         self.known: set[str] = set()  # files this session has read (it knows where they are)
+        self.sizes: dict[str, int] = {}  # tokens of the files this session has read itself
+        self.delegated: set[int] = set()  # tasks an explorer (memory or subagent) was asked about
         self.last_read: str | None = None
         self.task_block: Block | None = None
 
@@ -304,6 +308,7 @@ class MainAgent:
             self.context.add(tool_result(read_result(text), "file reads"))
             self.held[path] = version(text)
             self.known.add(path)
+            self.sizes[path] = len(text) // 4
             self.reads.note(path, text, task.index)
             self.last_read = path
         if tee is not None:
@@ -315,7 +320,7 @@ class MainAgent:
     async def start_session(self, session: int) -> None:
         self.session = session
         self.context = self._new_context(session)
-        self.held, self.known, self.last_read = {}, set(), None
+        self.held, self.known, self.sizes, self.last_read = {}, set(), {}, None
 
     async def run_task(self, task: Task, tee: Tee | None = None) -> None:
         if task.session != self.session:
@@ -363,6 +368,17 @@ def edit_result(path: str, text: str, op: EditOp) -> str:
     return f"{head}\n{snippet}"
 
 
+def worth_exploring(agent: MainAgent, task: Task) -> bool:
+    """Whether an agent that delegates exploration (arms B and C) delegates this task, as the skill says:
+    not for files whose current content it holds, nor for a small file it has read and is about to edit."""
+    if all(agent.holds(p) for p in task.files):
+        return False
+    edit = task.edit
+    if edit is not None and task.files == (edit.path,):
+        return agent.sizes.get(edit.path, SMALL_FILE_TOKENS + 1) > SMALL_FILE_TOKENS
+    return True
+
+
 class Explorer(Protocol):
     """An arm's way of exploring (see the module docstring)."""
 
@@ -407,6 +423,9 @@ class SubagentExplorer:
         self.reads = ReadLog()
 
     async def explore(self, agent: MainAgent, task: Task) -> None:
+        if not worth_exploring(agent, task):
+            return
+        agent.delegated.add(task.index)
         prompt = f"{task.question}\nReport the relevant files with line ranges and what they do; be concise."
         call = tool_use("Agent", {"description": "Explore the code", "prompt": prompt, "subagent_type": "Explore"})
         for _ in range(MAX_TURNS_PER_STAGE):

@@ -31,17 +31,24 @@ class Price:
     """USD per million tokens."""
 
     input: float
-    cache_write: float
+    cache_write: float  # 5-minute write: 1.25x input
     cache_read: float
     output: float
 
-    def cost(self, uncached: int, write: int, read: int, output: int) -> float:
-        return (uncached * self.input + write * self.cache_write + read * self.cache_read + output * self.output) / 1e6
+    @property
+    def cache_write_1h(self) -> float:
+        return 2 * self.input  # 1-hour write
+
+    def cost(self, uncached: int, write: int, read: int, output: int, write_1h: int = 0) -> float:
+        """`write` counts every cache write; `write_1h` the part of it written for an hour."""
+        writes = (write - write_1h) * self.cache_write + write_1h * self.cache_write_1h
+        return (uncached * self.input + writes + read * self.cache_read + output * self.output) / 1e6
 
     def as_dict(self) -> dict[str, float]:
         return {
             "input": self.input,
             "cache_write": self.cache_write,
+            "cache_write_1h": self.cache_write_1h,
             "cache_read": self.cache_read,
             "output": self.output,
         }
@@ -97,6 +104,7 @@ class Call:
     output: int
     output_label: str = "output"
     reads: tuple[str, ...] = ()  # files this request's reply asked to Read (memory arm)
+    write_1h: int = 0  # the first part of `write` (1-hour breakpoints come before 5-minute ones)
 
     @property
     def prompt(self) -> int:
@@ -105,6 +113,9 @@ class Call:
     @property
     def uncached(self) -> int:
         return self.prompt - self.read - self.write
+
+    def cost(self, price: Price) -> float:
+        return price.cost(self.uncached, self.write, self.read, self.output, self.write_1h)
 
 
 class CacheSim:
@@ -179,6 +190,7 @@ def recorded_call(
         int(usage.get("cache_creation_input_tokens") or 0),
         int(usage.get("output_tokens") or 0),
         reads=reads,
+        write_1h=int((usage.get("cache_creation") or {}).get("ephemeral_1h_input_tokens") or 0),
     )
 
 
@@ -203,15 +215,17 @@ class KindSpend:
     write: int = 0
     read: int = 0
     output: int = 0
+    write_1h: int = 0
 
-    def add(self, uncached: int = 0, write: int = 0, read: int = 0, output: int = 0) -> None:
+    def add(self, uncached: int = 0, write: int = 0, read: int = 0, output: int = 0, write_1h: int = 0) -> None:
         self.uncached += uncached
         self.write += write
         self.read += read
         self.output += output
+        self.write_1h += write_1h
 
     def cost(self, price: Price) -> float:
-        return price.cost(self.uncached, self.write, self.read, self.output)
+        return price.cost(self.uncached, self.write, self.read, self.output, self.write_1h)
 
 
 @dataclass
@@ -233,7 +247,10 @@ class Ledger:
                     start, end = position, position + tokens
                     read = max(0, min(end, call.read) - start)
                     write = max(0, min(end, call.read + call.write) - max(start, call.read))
-                    kinds.setdefault(label, KindSpend()).add(uncached=tokens - read - write, write=write, read=read)
+                    write_1h = max(0, min(end, call.read + call.write_1h) - max(start, call.read))
+                    kinds.setdefault(label, KindSpend()).add(
+                        uncached=tokens - read - write, write=write, read=read, write_1h=write_1h
+                    )
                     position = end
             kinds.setdefault(call.output_label, KindSpend()).add(output=call.output)
         return kinds
@@ -241,13 +258,13 @@ class Ledger:
     def totals(self) -> KindSpend:
         total = KindSpend()
         for call in self.calls:
-            total.add(call.uncached, call.write, call.read, call.output)
+            total.add(call.uncached, call.write, call.read, call.output, call.write_1h)
         return total
 
     def per_task(self, tasks: int, price: Price) -> list[float]:
         out = [0.0] * tasks
         for call in self.calls:
-            out[call.task] += price.cost(call.uncached, call.write, call.read, call.output)
+            out[call.task] += call.cost(price)
         return out
 
     def never_read_writes(self) -> int:

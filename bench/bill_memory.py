@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 
-from bench.bill_agents import MainAgent, tool_result, tool_use
+from bench.bill_agents import PROJECT_ROOT, MainAgent, tool_result, tool_use, worth_exploring
 from bench.bill_workload import Repo, Task, symbols_in
 
 HERE = Path(__file__).parent
@@ -406,15 +406,22 @@ class MemoryExplorer:
 
     asker: Any  # bench._common.McpAsker (an open session)
     http: httpx.AsyncClient
-    cwd: str
+    cwd: str  # the copy the server reads
+    # How the main agent names the repository in its context: the same root as in arms A and C, so B's
+    # prompts are not charged for the length of the benchmark's scratch path.
+    shown_root: str = PROJECT_ROOT
     session_id: str = "bench-session-0"
     errors: int = 0
     notify_accepted: int = 0
     notify_ignored: int = 0
 
     async def explore(self, agent: MainAgent, task: Task) -> None:
+        if not worth_exploring(agent, task):
+            return
+        agent.delegated.add(task.index)
         call = tool_use(
-            "mcp__plugin_live-memory_live-memory__ask_live_memory", {"question": task.question, "cwd": self.cwd}
+            "mcp__plugin_live-memory_live-memory__ask_live_memory",
+            {"question": task.question, "cwd": self.shown_root.rstrip("/")},
         )
         for _ in range(8):
             if agent.turn(task, [call]):
@@ -426,7 +433,14 @@ class MemoryExplorer:
         agent.known.update(task.files)
 
     async def tee(self, events: list[dict[str, object]]) -> None:
-        """What hooks/notify.py posts for one hook run."""
+        """What hooks/notify.py posts for one hook run (paths under the shown root name the server's copy)."""
+        real = self.cwd.rstrip("/") + "/"
+        events = [
+            {**e, "path": real + str(e["path"])[len(self.shown_root) :]}
+            if str(e.get("path", "")).startswith(self.shown_root)
+            else e
+            for e in events
+        ]
         response = await self.http.post(
             "/notify", json={"cwd": self.cwd, "events": events, "session_id": self.session_id}
         )

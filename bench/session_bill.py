@@ -56,6 +56,8 @@ import argparse
 import asyncio
 import logging
 import multiprocessing
+import re
+import runpy
 import sys
 import tempfile
 import time
@@ -69,6 +71,8 @@ import httpx
 
 from bench._common import McpAsker, load_note, print_table, write_results
 from bench.bill_agents import (
+    PROJECT_ROOT,
+    SMALL_FILE_TOKENS,
     Files,
     MainAgent,
     SelfExplorer,
@@ -77,7 +81,7 @@ from bench.bill_agents import (
     explore_prefix,
     version,
 )
-from bench.bill_cache import PRICES, CacheSim, Ledger, Price, VirtualClock, recorded_call
+from bench.bill_cache import PRICES, CacheSim, Ledger, Price, VirtualClock, count_tokens, recorded_call
 from bench.bill_memory import (
     MemoryExplorer,
     MemoryModel,
@@ -107,8 +111,6 @@ NAME = "session_bill"
 RUNS_DIR = Path(__file__).parent / ".cache" / "session-bill-runs"  # beside the Django copy: hard links work
 SEED = 20_260_301
 MODES = ("strict", "trusting")
-PLUGIN_TOOL_TOKENS = 300  # the ask tool's schema in every main-agent request
-PLUGIN_CONTEXT_TOKENS = 300  # server instructions, the skill line and the SessionStart context
 DECILES = 10
 REPOS = ("live-memory", "django")
 BASE = workload("medium", "natural", (60,))
@@ -139,7 +141,9 @@ LIMITS = (
     "Every arm's exploration is idealised the same way: the Grep pattern finds the files, a task's decoys are "
     "opened once, and every needed file is read whole (no offset/limit windows).",
     "The main agent in A knows where every file it read this session is (it never greps for them again); in B "
-    "and C it trusts the answer for questions and reads only the file it edits.",
+    "and C it trusts the answer for questions and reads only the file it edits, and, as the skill says, it "
+    f"delegates no task whose files it holds, nor the edit of a small file it has read (<= {SMALL_FILE_TOKENS:,} "
+    "tokens).",
     "The OS watcher is off in the server (the hooks' FileChanged events report the edits); the server keeps "
     "running across sessions (a long-running service); the fake provider has no rate limits or latency.",
 )
@@ -154,6 +158,7 @@ def _usage(ledger: Ledger) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "uncached_tokens": total.uncached,
         "cache_write_tokens": total.write,
+        "cache_write_1h_tokens": total.write_1h,
         "cache_read_tokens": total.read,
         "output_tokens": total.output,
         "cache_read_share": round(total.read / prompt, 4) if prompt else 0.0,
@@ -218,12 +223,14 @@ class ArmRun:
     helper_reads: tuple[int, int]  # (reads, rereads)
     compactions: int
     extra: dict[str, Any] = field(default_factory=dict)
+    delegated: frozenset[int] = frozenset()  # tasks the helper was asked about
 
     def figures(self) -> dict[str, Any]:
         n = len(self.tasks)
-        questions = [bool(t.files) for t in self.tasks]
-        q = sum(questions)
         helper_usd = self.helper.per_task(n, PRICES["haiku"]) if self.helper else [0.0] * n
+        # Per question actually delegated: B and C skip tasks the agent can do from what it holds.
+        questions = [t.index in self.delegated for t in self.tasks]
+        q = sum(questions)
         out: dict[str, Any] = {"arm": self.name}
         main: dict[str, Any] = _usage(self.main)
         main.update(
@@ -242,6 +249,7 @@ class ArmRun:
             helper = _usage(self.helper)
             helper["usd"] = round(sum(helper_usd), 6)
             helper["usd_per_question"] = round(sum(helper_usd) / q, 6) if q else 0.0
+            helper["questions"] = q
             helper["reads"], helper["rereads"] = self.helper_reads
             helper["by_kind"] = _kinds(self.helper, PRICES["haiku"])
             helper["deciles_per_question_usd"] = deciles(helper_usd, questions)
@@ -304,6 +312,7 @@ def run_subagent(repo: Repo, tasks: Sequence[Task]) -> ArmRun:
         (explorer.reads.reads, explorer.reads.rereads),
         agent.compactions,
         {"subagent_head_tokens": explore_prefix().tokens},
+        frozenset(agent.delegated),
     )
 
 
@@ -328,6 +337,17 @@ def run_memory(
     return out
 
 
+async def plugin_head(asker: McpAsker, checkout: Path) -> tuple[str, str]:
+    """What the plugin adds to every main-agent request, from the real texts: the tool definitions the server
+    lists, and the context (the server's instructions, the skill's listing line, the SessionStart line)."""
+    tools, instructions = await asker.tool_definitions()
+    skill = (checkout / "skills" / "live-memory" / "SKILL.md").read_text(encoding="utf-8")
+    found = re.search(r'^description:\s*"?(.*?)"?\s*$', skill, re.MULTILINE)
+    line = runpy.run_path(str(checkout / "hooks" / "notify.py"))["context_line"](PROJECT_ROOT.rstrip("/"))
+    listing = f"- live-memory: {found.group(1) if found else ''}"
+    return tools, "\n".join((instructions, listing, line))
+
+
 def _memory_workload(
     repo: Repo, tasks: Sequence[Task], mode: str, fake: Any, server: ServerProcess, repo_dir: Path
 ) -> ArmRun:
@@ -339,15 +359,18 @@ def _memory_workload(
     start = len(fake.requests)
     ledger, lm_ledger = Ledger("main"), Ledger("memory")
     files = Files(dict(repo.files), disk=repo_dir)
-    root = str(repo_dir) + "/"
+    root = str(repo_dir) + "/"  # the server's view; the main agent names files under PROJECT_ROOT as in A and C
     marks: list[tuple[int, int]] = []
     final_stats: dict[str, Any] = {}
+    head: dict[str, str] = {}
 
     async def play() -> tuple[MainAgent, MemoryExplorer]:
         # One MCP session for the whole run (a new Claude Code session would open its own; that costs no
         # model tokens), so the run does not wait on session set-up.
         async with httpx.AsyncClient(base_url=server.url, timeout=120) as http, McpAsker(server.mcp_url) as asker:
             explorer = MemoryExplorer(asker, http, str(repo_dir))
+            tools, context = await plugin_head(asker, server.command.src.parent)
+            head["tools"], head["context"] = tools, context
             agent = MainAgent(
                 "B",
                 files,
@@ -355,8 +378,7 @@ def _memory_workload(
                 ledger,
                 clock,
                 explorer,
-                prefix_for=lambda s: claude_code_prefix(PLUGIN_TOOL_TOKENS, PLUGIN_CONTEXT_TOKENS, s),
-                root=root,
+                prefix_for=lambda s: claude_code_prefix(tools, context, s),
             )
             for task in tasks:
                 explorer.session_id = f"bench-session-{task.session}"
@@ -415,7 +437,9 @@ def _memory_workload(
             "server_compactions": workspace.get("compactions"),
             "server_reported_cost_usd": workspace.get("cost_usd"),
             "server_final_fill": (workspace.get("fill") or {}).get("ratio"),
+            "plugin_head_tokens": {"tools": count_tokens(head["tools"]), "context": count_tokens(head["context"])},
         },
+        frozenset(agent.delegated),
     )
 
 
@@ -481,6 +505,15 @@ def compare(arms: dict[str, Any]) -> dict[str, Any]:
             ),
             "memory_cache_read_share": b["memory"]["cache_read_share"],
             "memory_decile_last_over_first": _first_last(b["memory"]["deciles_per_question_usd"]),
+            # The same questions cost the subagent (a fresh context each time) what their files cost; so its
+            # trend is the task mix's, and memory / subagent per decile is the memory's own trend as it learns.
+            "subagent_decile_last_over_first": _first_last(c["subagent"]["deciles_per_question_usd"]),
+            "memory_over_subagent_by_decile": [
+                _ratio(m, sub)
+                for m, sub in zip(
+                    b["memory"]["deciles_per_question_usd"], c["subagent"]["deciles_per_question_usd"], strict=True
+                )
+            ],
         }
         for model in ("sonnet", "opus"):
             figures[f"b_over_a_{model}"] = _ratio(b[f"total_usd_{model}"], a[f"total_usd_{model}"])
@@ -566,10 +599,7 @@ def run(
             "server": command.describe(),
             "server_options": {**SERVER_OPTIONS, **(options or {})},
             "prices_usd_per_mtok": {k: v.as_dict() for k, v in PRICES.items()},
-            "main_head_tokens": {
-                "A_C": claude_code_prefix().tokens,
-                "B": claude_code_prefix(PLUGIN_TOOL_TOKENS, PLUGIN_CONTEXT_TOKENS).tokens,
-            },
+            "main_head_tokens": {"A_C": claude_code_prefix().tokens},  # B's: each run's plugin_head_tokens
             "subagent_head_tokens": explore_prefix().tokens,
             "files_per_task_weights": list(FILES_PER_TASK_WEIGHTS),
             "edit_share": EDIT_SHARE,
@@ -668,6 +698,11 @@ def print_run(r: dict[str, Any]) -> None:
                 print(f"  WARNING: {name} {key} = {arm[key]}")
 
 
+def _trend(ratios: Sequence[float | None]) -> str:
+    known = [r for r in ratios if r is not None]
+    return f"{known[0]:.2f}x -> {known[-1]:.2f}x" if known else "-"
+
+
 def print_headline(data: dict[str, Any]) -> None:
     rows = []
     for key, modes in data["headline"].items():
@@ -681,6 +716,8 @@ def print_headline(data: dict[str, Any]) -> None:
                     _x(f["b_over_a_sonnet"]),
                     _x(f["b_over_c_sonnet"]),
                     _x(f["decile_last_over_first_b"]),
+                    f"{_x(f['memory_decile_last_over_first'])} ({_x(f['subagent_decile_last_over_first'])})",
+                    _trend(f["memory_over_subagent_by_decile"]),
                     f"{f['memory_cache_read_share']:.1%}",
                     f"{f['memory_rereads']}/{f['memory_reads']}",
                 )
@@ -694,6 +731,8 @@ def print_headline(data: dict[str, Any]) -> None:
             "B/A",
             "B/C",
             "B last/first decile",
+            "memory last/first (subagent)",
+            "mem/sub decile 1 -> 10",
             "memory cached",
             "re-reads",
         ],

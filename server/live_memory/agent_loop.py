@@ -21,7 +21,7 @@ from live_memory import constants as C
 from live_memory import prompts
 from live_memory.context_window import ContextWindow
 from live_memory.errors import PromptTooLongError, ProviderError
-from live_memory.prompt_layout import build_prompt
+from live_memory.prompt_layout import LongCache, build_prompt
 from live_memory.providers.base import (
     ChatProvider,
     ChatRequest,
@@ -80,6 +80,7 @@ class LoopLimits:
     context_tokens: int
     force_explore_when_cold: bool
     reserve_s: float = C.FINAL_ANSWER_RESERVE_S  # kept back from the deadline for the wrap-up call
+    long_cache: LongCache = "off"
 
 
 @dataclass
@@ -227,6 +228,7 @@ class QuestionLoop:
             hint=self.hint,
             first_of_question=len(transcript) == 1,
             lag_tail=_answer_likely_next(transcript),
+            long_cache=self.limits.long_cache,
         )
         return ChatRequest(
             system=system,
@@ -306,8 +308,12 @@ class QuestionLoop:
     async def _best_effort(self, window: ContextWindow, transcript: list[Message], out: LoopOutcome) -> None:
         """At the soft deadline: one bounded wrap-up call if there is material, else what we have."""
         remaining = self.deadline - self.clock()
+        # The deadline may fall while tools run: every tool call needs its result before any later turn
+        # (providers refuse the request otherwise), and the transcript may be kept for the next question.
+        unanswered = _unanswered_calls(transcript)
+        closing = tuple(ToolResultPart(c.id, prompts.TOOL_NOT_RUN, is_error=True) for c in unanswered)
         if len(transcript) > 1 and remaining > 0.5:
-            transcript.append(Message("user", (TextPart(prompts.DEADLINE_NUDGE),)))
+            transcript.append(Message("user", (*closing, TextPart(prompts.DEADLINE_NUDGE))))
             try:
                 async with asyncio.timeout(remaining):
                     response = await self._call(window, transcript, out)
@@ -315,6 +321,8 @@ class QuestionLoop:
                     out.answer = response.text.strip()
             except (TimeoutError, ProviderError) as exc:
                 logger.info("wrap-up call at the deadline failed: %s", exc)
+        elif closing:
+            transcript.append(Message("user", closing))
         if not out.answer:
             explored = f" Files examined so far: {', '.join(out.files_read)}." if out.files_read else ""
             if self.cut_short:
@@ -327,6 +335,13 @@ class QuestionLoop:
                     f"No complete answer within the time budget ({self.limits.timeout_s:.0f}s); "
                     f"the model did not finish in time.{explored} Ask again, or narrow the question."
                 )
+
+
+def _unanswered_calls(transcript: Sequence[Message]) -> list[ToolUsePart]:
+    """The tool calls of a last assistant turn that got no results (the deadline fell while they ran)."""
+    if not transcript or transcript[-1].role != "assistant":
+        return []
+    return [p for p in transcript[-1].parts if isinstance(p, ToolUsePart)]
 
 
 def _answer_likely_next(transcript: Sequence[Message]) -> bool:

@@ -164,6 +164,7 @@ class Answerer:
                 context_tokens=settings.model_context_tokens,
                 force_explore_when_cold=settings.force_explore_when_cold,
                 reserve_s=self.deadline_reserve_s,
+                long_cache=settings.long_cache,
             ),
             workspace_root=workspace.root,
             cache_key=state.id,

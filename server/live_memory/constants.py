@@ -110,6 +110,9 @@ CALIBRATION_MAX_RATIO = 2.0
 # Anthropic looks back 20 blocks for an earlier cache entry; past this many new history blocks, the first
 # request of a question also marks where the previous request's history ended.
 LOOKBACK_ANCHOR_BLOCKS = 16
+# Which cache breakpoints ask for the provider's 1-hour lifetime (see options.long_cache); measured by
+# bench/session_bill.py: pauses of 5-60 min between questions then read the prefix instead of rewriting it.
+LONG_CACHE = "history"
 # A question's tool transcript is kept in history (and read from cache by the next question) only while
 # it is at most this share of the window budget. Off by default: measured on bench/prefix_cache.py, keeping
 # even small transcripts (2%) made compaction 1.5x as frequent and each question ~11% dearer, while the

@@ -84,7 +84,12 @@ class KeepWarm:
         provider = runtime.provider
         assert provider is not None
         # No breakpoint on the throwaway ping itself: only the shared prefix is worth writing.
-        system, messages = build_prompt(state.window, [Message("user", (TextPart(PING),))], mark_tail=False)
+        system, messages = build_prompt(
+            state.window,
+            [Message("user", (TextPart(PING),))],
+            mark_tail=False,
+            long_cache=runtime.settings.long_cache,
+        )
         request = ChatRequest(
             system=system,
             messages=messages,

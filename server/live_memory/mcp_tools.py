@@ -27,20 +27,15 @@ from live_memory.shutdown import StopSignal
 
 logger = logging.getLogger(__name__)
 
+# Sent to the calling agent with every one of its requests: every word here is paid for many times over.
 ASK_DESCRIPTION = """\
-Ask Live Memory, a persistent memory of this codebase, a plain-language question: where something \
-lives, how parts connect, why code is the way it is, what changed. It keeps what it learned across \
-sessions and from the files you read and edit, so ask it BEFORE exploring unfamiliar code or \
-re-reading files, and use its answer (file paths, symbols, line hints) to go straight to the point.
-
-Arguments:
-- question: one self-contained question (include names, paths or error text you already know).
-- cwd: the ABSOLUTE path of your repository root (e.g. the project directory). Required unless the \
-plugin supplied it; relative paths are rejected.
-- max_answer_tokens: optional answer-length cap (0 = server default); raise it for a detailed answer.
-
-The answer ends with a metadata trailer (model, latency, tokens, cost). It is read-only: it never \
-edits files or runs commands."""
+Ask Live Memory, a persistent memory of this codebase, a plain-language question (where something \
+lives, how parts connect, why code is so, what changed) BEFORE exploring unfamiliar code or re-reading \
+files. It answers from what it learned across sessions, naming files with line ranges. Read-only.
+question: one self-contained question (include names, paths, error text you know).
+cwd: the absolute repository root.
+max_answer_tokens: optional answer cap (0 = default).
+The answer ends with a metadata line (model, latency, tokens, cost)."""
 
 
 SUBMIT_DESCRIPTION = (

@@ -113,6 +113,13 @@ class Options:
     background: bool = option(
         True, "Allow optional background model calls (distillation, keep-warm). Q&A compaction always runs."
     )
+    long_cache: Literal["off", "prefix", "history"] = option(
+        C.LONG_CACHE,
+        "Which cached parts of the prompt ask for the provider's 1-hour cache (Anthropic: written at 2x the "
+        "input price instead of 1.25x, kept an hour instead of 5 minutes, so a pause of 5-60 minutes between "
+        "questions does not write them again): `off`, `prefix` (system prompt, tree, ledger, held files), or "
+        "`history` (also the questions and answers so far). Providers without one ignore it.",
+    )
     # --- keep-warm
     keep_warm: bool = option(C.KEEP_WARM, "Ping recently active workspaces so the provider's cache stays warm.")
     keep_warm_interval_s: float = option(

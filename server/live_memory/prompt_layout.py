@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Literal
 
 from live_memory.constants import LOOKBACK_ANCHOR_BLOCKS
 from live_memory.context_window import ContextWindow
 from live_memory.providers.base import Message, TextPart
 
 Prompt = tuple[tuple[TextPart, ...], tuple[Message, ...]]
+# Which breakpoints ask for the provider's longer cache lifetime: none, bp1/bp2 (the prefix that only a
+# compaction changes), or also the history's (every breakpoint before the current question's tail).
+LongCache = Literal["off", "prefix", "history"]
 
 
 def build_prompt(
@@ -30,6 +34,7 @@ def build_prompt(
     first_of_question: bool = False,
     mark_tail: bool = True,
     lag_tail: bool = False,
+    long_cache: LongCache = "off",
 ) -> Prompt:
     """System parts and messages for the next request, breakpoints marked.
 
@@ -41,18 +46,25 @@ def build_prompt(
     request (a provider looks back only ~20 blocks), bp4's slot marks that older position instead.
     `lag_tail` puts bp4 one message earlier: the newest tool results are sent but not written to the
     cache, for when no later request is likely to read them (they would cost a quarter more to write).
+    `long_cache` gives the prefix's (and the history's) breakpoints the longer lifetime, so a pause of
+    5-60 minutes between questions reads them instead of writing them again; the tail's stay short
+    (a provider takes long-lived breakpoints only before short-lived ones).
     """
     if window.frozen_volatile is None:
         window.freeze()
     assert window.frozen_volatile is not None
-    system = (TextPart(window.stable_prefix, cache=True), TextPart(window.frozen_volatile, cache=True))
+    long_prefix, long_history = long_cache != "off", long_cache == "history"
+    system = (
+        TextPart(window.stable_prefix, cache=True, long_cache=long_prefix),
+        TextPart(window.frozen_volatile, cache=True, long_cache=long_prefix),
+    )
     messages = [t.message for t in window.history]
     if messages:
-        messages[-1] = with_breakpoint(messages[-1])
+        messages[-1] = with_breakpoint(messages[-1], long=long_history)
     anchor = window.sent_history_len
     anchored = first_of_question and 0 < anchor < len(messages) - LOOKBACK_ANCHOR_BLOCKS
     if anchored:
-        messages[anchor - 1] = with_breakpoint(messages[anchor - 1])
+        messages[anchor - 1] = with_breakpoint(messages[anchor - 1], long=long_history)
     rest = list(tail)
     if rest:
         if mark_tail and not anchored:
@@ -63,8 +75,9 @@ def build_prompt(
     return system, (*messages, *rest)
 
 
-def with_breakpoint(message: Message) -> Message:
-    """A copy of `message` whose last part ends a cacheable prefix."""
+def with_breakpoint(message: Message, *, long: bool = False) -> Message:
+    """A copy of `message` whose last part ends a cacheable prefix (`long`: for the longer lifetime)."""
     if not message.parts:
         return message
-    return replace(message, parts=(*message.parts[:-1], replace(message.parts[-1], cache=True)))
+    last = replace(message.parts[-1], cache=True, long_cache=long)
+    return replace(message, parts=(*message.parts[:-1], last))

@@ -42,6 +42,7 @@ COLD_EXPLORE_NUDGE = (
     "Your memory of this workspace is still empty, so that answer is not grounded yet. Verify it with "
     "the tools (Grep to locate, Read to confirm) before answering; then answer again."
 )
+TOOL_NOT_RUN = "Not run: the time for this question ran out."
 DEADLINE_NUDGE = "Time is up for exploring. Answer now from what you have found, and say what you could not verify."
 ITERATIONS_NUDGE = (
     "You have used all tool turns for this question. Answer now from what you have found, and say what "

@@ -90,6 +90,7 @@ class UsageIn(_Model):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
 
 
 class StatsIn(_Model):

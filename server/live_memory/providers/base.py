@@ -1,8 +1,9 @@
 """The neutral provider contract: the engine builds a ChatRequest and reads a ChatResponse.
 
 Nothing outside `providers/` imports an SDK. A part marked `cache=True` ends a cacheable prefix
-(an Anthropic `cache_control` breakpoint); providers with implicit prefix caching ignore the flag,
-which is harmless because the engine keeps the same byte order for every provider.
+(an Anthropic `cache_control` breakpoint); `long_cache=True` asks for the provider's longer cache
+lifetime there (Anthropic's 1 hour). Providers with implicit prefix caching ignore both flags, which
+is harmless because the engine keeps the same byte order for every provider.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from live_memory.records import ToolCall, Usage
 class TextPart:
     text: str
     cache: bool = False
+    long_cache: bool = False
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class ToolUsePart:
     name: str
     input: Mapping[str, Any]
     cache: bool = False
+    long_cache: bool = False
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class ToolResultPart:
     content: str
     is_error: bool = False
     cache: bool = False
+    long_cache: bool = False
 
 
 Part = TextPart | ToolUsePart | ToolResultPart

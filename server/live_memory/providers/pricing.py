@@ -17,6 +17,11 @@ class Price:
     output: float
     cache_write: float  # 5-minute write (Anthropic 1.25x input); OpenAI pre-5.6 and DeepSeek: input rate
     cache_read: float
+    cache_write_1h: float = -1.0  # 1-hour write (Anthropic 2x input); negative: twice the input rate
+
+    @property
+    def hour_write(self) -> float:
+        return self.cache_write_1h if self.cache_write_1h >= 0 else 2 * self.input
 
 
 PRICES: tuple[tuple[str, Price], ...] = (
@@ -72,6 +77,7 @@ def cost_usd(model: str, usage: Usage, overrides: PriceOverrides | None = None) 
     return (
         usage.input_tokens * price.input
         + usage.output_tokens * price.output
-        + usage.cache_write_tokens * price.cache_write
+        + (usage.cache_write_tokens - usage.cache_write_1h_tokens) * price.cache_write
+        + usage.cache_write_1h_tokens * price.hour_write
         + usage.cache_read_tokens * price.cache_read
     ) / 1_000_000
