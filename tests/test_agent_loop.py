@@ -325,11 +325,6 @@ class BlockingTools:
         raise AssertionError("unreachable")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: a deadline during a tool run leaves the model's tool_use without a tool_result, "
-    "so the wrap-up request is one both providers refuse (400) and the best answer is lost",
-)
 async def test_a_deadline_during_a_tool_run_still_sends_a_well_formed_wrap_up(root: Path) -> None:
     clock = Clock()
     grep = text_response("", tool_calls=(ToolCall("g1", "Grep", {"pattern": "VERSION"}),))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from live_memory.context_window import ContextWindow
-from live_memory.prompt_layout import build_prompt, with_breakpoint
+from live_memory.prompt_layout import LongCache, build_prompt, with_breakpoint
 from live_memory.providers.base import Message, TextPart, ToolResultPart, ToolUsePart
 
 
@@ -146,3 +148,23 @@ def test_with_breakpoint_flags_only_the_last_part_of_a_copy() -> None:
     assert [p.cache for p in marked.parts] == [False, True] and [p.cache for p in message.parts] == [False, False]
     empty = Message("assistant", ())
     assert with_breakpoint(empty) is empty
+
+
+@pytest.mark.parametrize(
+    ("scope", "prefix_long", "history_long"),
+    [("off", False, False), ("prefix", True, False), ("history", True, True)],
+)
+def test_long_cache_marks_the_prefix_and_history_breakpoints_but_never_the_questions_tail(
+    scope: LongCache, prefix_long: bool, history_long: bool
+) -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.set_directory_tree("src/\n  app.py")
+    ask(window, "first?", "first answer")
+    question = Message("user", (TextPart("## Question\nsecond?"),))
+    system, messages = build_prompt(window, [question], hint="## Budgets", long_cache=scope)
+    assert [(p.cache, p.long_cache) for p in system] == [(True, prefix_long)] * 2
+    history_bp = messages[-2].parts[-1]
+    assert history_bp.cache and history_bp.long_cache is history_long
+    tail_bp = messages[-1].parts[0]
+    assert tail_bp.cache and not tail_bp.long_cache  # long-lived breakpoints must come before short ones
+    assert not any(p.long_cache and not p.cache for m in messages for p in m.parts)

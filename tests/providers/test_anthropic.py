@@ -5,6 +5,7 @@ cache simulation over loopback."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -296,3 +297,39 @@ async def test_a_refused_connection_is_a_retryable_timeout_naming_the_provider()
     with pytest.raises(ProviderTimeoutError, match=r"^anthropic: connection failed") as caught:
         await ask(Wire(refuse))
     assert caught.value.retryable
+
+
+PAUSE_S = 600.0  # a ten-minute pause between questions: past the 5-minute lifetime, within the hour
+
+
+def long_request(stable: str, *, long: bool) -> ChatRequest:
+    return ChatRequest(
+        system=(TextPart(stable, cache=True, long_cache=long),),
+        messages=(Message("user", (TextPart("where is the parser?"),)),),
+        max_tokens=64,
+    )
+
+
+async def test_a_one_hour_prefix_is_read_after_a_ten_minute_pause_and_a_five_minute_one_is_written_again() -> None:
+    now = [1_000.0]
+    with FakeLLM(min_cacheable_tokens=64, clock=lambda: now[0]) as fake:
+        fake.script(*(Reply.text("answer") for _ in range(4)))
+        provider = await asyncio.to_thread(anthropic, fake)  # the SDK's first client reads package metadata
+        try:
+            outcomes = {}
+            for long in (True, False):
+                stable = f"system prompt and tree ({'hour' if long else 'minutes'}) " + "word " * 400
+                first = await provider.chat(long_request(stable, long=long))
+                now[0] += PAUSE_S
+                second = await provider.chat(long_request(stable, long=long))
+                outcomes[long] = (first.usage, second.usage)
+        finally:
+            await provider.aclose()
+    wire = [r.body["system"][0]["cache_control"] for r in fake.requests]
+    assert wire[:2] == [{"type": "ephemeral", "ttl": "1h"}] * 2 and wire[2:] == [{"type": "ephemeral"}] * 2
+    hour_first, hour_second = outcomes[True]
+    assert hour_first.cache_write_1h_tokens == hour_first.cache_write_tokens > 0
+    assert hour_second.cache_read_tokens == hour_first.cache_write_tokens  # read back after the pause
+    short_first, short_second = outcomes[False]
+    assert short_first.cache_write_1h_tokens == 0
+    assert short_second.cache_read_tokens == 0 and short_second.cache_write_tokens == short_first.cache_write_tokens

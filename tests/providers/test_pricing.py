@@ -86,3 +86,10 @@ def test_no_overrides_set_means_the_table_is_used_unchanged() -> None:
     assert not PriceOverrides().any()
     assert PriceOverrides(cache_write=0.0).any()  # zero is a price, only a negative value means "unset"
     assert price_for("claude-haiku-4-5", PriceOverrides()) == price_for("claude-haiku-4-5")
+
+
+def test_one_hour_writes_cost_twice_the_input_price_and_five_minute_writes_a_quarter_more() -> None:
+    usage = Usage(cache_write_tokens=1_000_000, cache_write_1h_tokens=400_000)
+    # Haiku 4.5: $1 input; 600k five-minute writes at $1.25, 400k one-hour writes at $2.
+    assert cost_usd("claude-haiku-4-5", usage) == pytest.approx(0.6 * 1.25 + 0.4 * 2.0)
+    assert cost_usd("claude-haiku-4-5", Usage(cache_write_tokens=1_000_000)) == pytest.approx(1.25)
