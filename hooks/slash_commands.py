@@ -136,8 +136,11 @@ def format_stats(data: Mapping[str, Any], now: float | None = None) -> str:
     if ws.get("summaries_written"):
         compacted += f" · {plural(ws['summaries_written'], 'summary', 'summaries')} written"
     lines.append(compacted)
-    if ws.get("estimated_tokens_saved"):
-        lines.append(f"  saved     ~{human_tokens(ws['estimated_tokens_saved'])} tokens of re-reading (estimate)")
+    saved = ws.get("estimated_tokens_saved")
+    if isinstance(saved, (int, float)) and saved > 0:
+        lines.append(f"  saved     ~{human_tokens(saved)} tokens of re-reading (estimate)")
+    elif isinstance(saved, (int, float)) and saved < 0:  # its own spend outweighed the reading it spared
+        lines.append(f"  saved     nothing yet: its own tokens exceed the reading it spared by ~{human_tokens(-saved)}")
     if ws.get("in_flight") or ws.get("queue_depth"):
         busy = f"  busy      {plural(ws.get('in_flight'), 'question')} in flight"
         if ws.get("queue_depth"):

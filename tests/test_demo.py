@@ -28,8 +28,8 @@ def test_demo_answers_first_by_reading_a_file_then_from_memory_and_stops_everyth
     assert "tool_calls=1" in first and "files_read=1" in first
     assert re.search(rf"`DEFAULT_PORT = 7711` \({re.escape(DEMO_FILE)}:\d+\)", first)  # cites the file and line
     assert "tool_calls=0" in second
-    cache_read = re.search(r"cache_read=(\d+)", second)
-    assert cache_read and int(cache_read.group(1)) > 0
+    cached = re.search(r"cached=(\d+)%", second)
+    assert cached and int(cached.group(1)) > 0
     assert '"127.0.0.1"' in second
     assert "Traceback" not in done.stderr
     # Everything stopped and cleaned up: the server's port is closed, the scratch dir is gone.

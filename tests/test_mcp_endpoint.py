@@ -17,8 +17,8 @@ from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
 
 TRAILER = re.compile(
-    r"\n---\n\[live-memory\] model=\S+ latency=[\d.]+s tokens=\d+/\d+\(in/out\) cache_read=\d+ "
-    r"tool_calls=(\d+) files_read=(\d+) cost=\S+ context=\d+/\d+\(\d+%\)"
+    r"\n---\n\[live-memory\] model=\S+ latency=[\d.]+s tokens=\d+/\d+\(in/out\) cached=\d+% "
+    r"tool_calls=(\d+) files_read=(\d+) cost=\S+ context=\d+%"
 )
 
 

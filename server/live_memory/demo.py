@@ -339,7 +339,7 @@ def verdict(first: Asked, second: Asked) -> list[str]:
         problems.append("the first answer should read and cite " + DEMO_FILE)
     if second.field("tool_calls") != "0":
         problems.append("the second answer should need no tool call")
-    if not second.field("cache_read").isdigit() or int(second.field("cache_read")) == 0:
+    if second.field("cached").rstrip("%") in ("", "0"):
         problems.append("the second answer should read its prompt prefix from the cache")
     return problems
 
@@ -392,7 +392,7 @@ def run_demo(repo: Path | None = None, out: TextIO | None = None) -> int:
         return 1
     print(
         f"demo: the first answer read {DEMO_FILE} once (tool_calls=1); the second came from memory "
-        f"(tool_calls=0) with {second.field('cache_read')} prompt tokens read from the cache. Everything stopped.",
+        f"(tool_calls=0) with {second.field('cached')} of its prompt read from the cache. Everything stopped.",
         file=out,
     )
     return 0

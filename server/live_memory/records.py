@@ -79,15 +79,16 @@ class QuestionResult:
     def trailer(self) -> str:
         cost = "n/a(subscription)" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         fill = self.context_used_tokens / self.context_total_tokens if self.context_total_tokens else 0.0
+        prompt = self.usage.prompt_tokens
+        cached = self.usage.cache_read_tokens / prompt if prompt else 0.0
         flags = " timed_out=true" if self.timed_out else ""
         flags += " partial=true" if self.error else ""
+        # Short on purpose: the calling agent carries this line in its context for the rest of its session.
         return (
             "---\n[live-memory] "
             f"model={self.model} latency={self.latency_s:.1f}s "
-            f"tokens={self.usage.prompt_tokens}/{self.usage.output_tokens}(in/out) "
-            f"cache_read={self.usage.cache_read_tokens} tool_calls={self.tool_calls} "
-            f"files_read={self.files_read} cost={cost} "
-            f"context={self.context_used_tokens}/{self.context_total_tokens}({fill:.0%}){flags}"
+            f"tokens={prompt}/{self.usage.output_tokens}(in/out) cached={cached:.0%} "
+            f"tool_calls={self.tool_calls} files_read={self.files_read} cost={cost} context={fill:.0%}{flags}"
         )
 
     def render(self) -> str:

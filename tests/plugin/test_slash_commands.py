@@ -195,6 +195,13 @@ def test_formatted_stats_read_well_in_a_terminal() -> None:
     assert all(len(line) <= 100 for line in text.splitlines())
 
 
+def test_a_net_loss_is_not_shown_as_negative_savings() -> None:
+    slash = load_hook_module("slash_commands")
+    data = {**FULL_STATS, "workspace": {**FULL_STATS["workspace"], "estimated_tokens_saved": -3_200}}
+    saved = [line for line in slash.format_stats(data, now=1_000_000.0).splitlines() if "saved" in line]
+    assert saved == ["  saved     nothing yet: its own tokens exceed the reading it spared by ~3.2k"]
+
+
 @pytest.mark.parametrize("data", [{}, {"workspace": None}, {"workspace": {"fill": "?"}, "server": []}])
 def test_formatting_survives_missing_or_odd_fields(data: dict[str, Any]) -> None:
     slash = load_hook_module("slash_commands")
