@@ -26,8 +26,8 @@ def result(**overrides: object) -> QuestionResult:
 
 def test_the_trailer_renders_every_contract_field() -> None:
     assert result().trailer() == (
-        "---\n[live-memory] model=claude-haiku-4-5 latency=2.3s tokens=1300/50(in/out) cache_read=1000 "
-        "tool_calls=2 files_read=1 cost=$0.0123 context=2500/10000(25%)"
+        "---\n[live-memory] model=claude-haiku-4-5 latency=2.3s tokens=1300/50(in/out) cached=77% "
+        "tool_calls=2 files_read=1 cost=$0.0123 context=25%"
     )
 
 
@@ -37,13 +37,14 @@ def test_an_unmetered_answer_says_so_instead_of_a_price() -> None:
 
 
 def test_a_timed_out_or_partial_answer_is_flagged_in_the_trailer() -> None:
-    assert result(timed_out=True).trailer().endswith("context=2500/10000(25%) timed_out=true")
-    assert result(error="endpoint failed").trailer().endswith("(25%) partial=true")
+    assert result(timed_out=True).trailer().endswith("context=25% timed_out=true")
+    assert result(error="endpoint failed").trailer().endswith("context=25% partial=true")
     assert result(timed_out=True, error="x").trailer().endswith(" timed_out=true partial=true")
 
 
 def test_an_unknown_context_size_shows_zero_fill_rather_than_failing() -> None:
-    assert result(context_total_tokens=0).trailer().endswith("context=2500/0(0%)")
+    assert result(context_total_tokens=0).trailer().endswith("context=0%")
+    assert "cached=0%" in result(usage=Usage()).trailer()  # no prompt (nothing sent): no division by zero
 
 
 def test_the_rendered_answer_is_the_text_a_blank_line_and_the_trailer() -> None:
@@ -53,10 +54,14 @@ def test_the_rendered_answer_is_the_text_a_blank_line_and_the_trailer() -> None:
 
 
 def test_the_whole_prompt_is_uncached_input_plus_cache_reads_and_writes() -> None:
-    usage = Usage(input_tokens=10, output_tokens=5, cache_read_tokens=300, cache_write_tokens=40)
-    assert usage.prompt_tokens == 350
+    usage = Usage(
+        input_tokens=10, output_tokens=5, cache_read_tokens=300, cache_write_tokens=40, cache_write_1h_tokens=30
+    )
+    assert usage.prompt_tokens == 350  # hour-long writes are part of the writes, not added again
     total = usage + Usage(input_tokens=1, output_tokens=2, cache_read_tokens=3, cache_write_tokens=4)
-    assert total == Usage(input_tokens=11, output_tokens=7, cache_read_tokens=303, cache_write_tokens=44)
+    assert total == Usage(
+        input_tokens=11, output_tokens=7, cache_read_tokens=303, cache_write_tokens=44, cache_write_1h_tokens=30
+    )
     assert Usage() + Usage() == Usage() and Usage().prompt_tokens == 0
 
 
