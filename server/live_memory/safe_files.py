@@ -278,12 +278,19 @@ def read_text_bounded(path: str | os.PathLike[str], max_bytes: int, *, dir_fd: i
 
 
 # -- writing ------------------------------------------------------------------------------------------
-def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> None:
+def atomic_write(
+    path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *, sync_file: bool = True, sync_dir: bool = True
+) -> None:
     """Replace `path` with `data` atomically: a reader (or a crash) sees the old file or the new one.
 
     A temp file `.<name>.<random>.tmp` is created 0600 in the same directory, written, fsync-ed, given
     `mode`, renamed over `path`, and the directory is fsync-ed. On any failure the temp file is removed
     and the error propagates. Blocking: call it from a worker thread.
+
+    `sync_dir=False` leaves the directory fsync to the caller (`dir_sync.DirectorySyncer` does it later,
+    coalesced): until then a power loss may bring back the old file, never a torn one. `sync_file=False`
+    skips the file's own fsync too, for files that are a cache of another (a power loss may then leave
+    the new name empty): never for a file that is the only copy of what it holds.
     """
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -293,7 +300,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            if sync_file:
+                os.fsync(fd)
             if mode != 0o600:
                 os.fchmod(fd, mode)
         finally:
@@ -303,7 +311,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(target.parent)
+    if sync_dir:
+        fsync_dir(target.parent)
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:

@@ -26,6 +26,7 @@ from live_memory.admission import AdmissionLimits
 from live_memory.agent_loop import ToolRunner
 from live_memory.config import Settings
 from live_memory.context_window import ContextWindow
+from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError, WorkspaceLoadError
 from live_memory.ingest import Ingestor, IngestPolicy
 from live_memory.loading import directory_tree, load_workspace, restore_workspace
@@ -101,8 +102,9 @@ class WorkspaceService:
         self.clock = clock
         self.wall_clock = wall_clock
         self.policy = workspace_policy(runtime.settings)
-        self.store = SnapshotStore(runtime.settings.data_dir, clock=wall_clock)
-        self.spend = SpendTracker(runtime.settings.data_dir, wall_clock)
+        self.syncer = DirectorySyncer()  # the data dir's fsyncs, off the answer path
+        self.store = SnapshotStore(runtime.settings.data_dir, clock=wall_clock, syncer=self.syncer)
+        self.spend = SpendTracker(runtime.settings.data_dir, wall_clock, syncer=self.syncer)
         self.telemetry = Telemetry()  # recent questions, latencies, provider errors (in memory only)
         self.watcher = WorkspaceWatcher(
             debounce_ms=C.WATCH_DEBOUNCE_MS, max_directories=runtime.settings.watch_max_directories
@@ -325,6 +327,7 @@ class WorkspaceService:
             if not state.restored:
                 continue
             await self.persist(state)  # a failure is logged by the store
+        await asyncio.to_thread(self.syncer.flush)  # every rename made so far survives a power loss
 
     async def aclose(self) -> None:
         for provider in [*self._retired, self.runtime.provider]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from live_memory.constants import BACKGROUND_STOP_SHARE
+from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError
 from live_memory.providers.pricing import PriceOverrides, cost_usd
 from live_memory.records import Usage
@@ -76,9 +77,12 @@ def call_cost(runtime: Runtime, model: str, usage: Usage) -> float | None:
 
 
 class SpendTracker:
-    def __init__(self, data_dir: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, data_dir: Path, clock: Callable[[], float] = time.time, syncer: DirectorySyncer | None = None
+    ) -> None:
         self.path = data_dir / SPEND_FILE
         self.clock = clock
+        self.syncer = syncer or DirectorySyncer()
         self._today = self._read()
         self._save_lock = asyncio.Lock()
 
@@ -187,9 +191,9 @@ class SpendTracker:
                 "background_usd": spend.background_usd,
                 "by_workspace": dict(spend.by_workspace),
             }
-            await asyncio.to_thread(_write_atomic, self.path, json.dumps(payload))
+            await asyncio.to_thread(self._write, json.dumps(payload))
 
-
-def _write_atomic(path: Path, text: str) -> None:
-    ensure_private_dir(path.parent)
-    atomic_write(path, text.encode("utf-8"), mode=0o600)
+    def _write(self, text: str) -> None:
+        ensure_private_dir(self.path.parent)
+        atomic_write(self.path, text.encode("utf-8"), mode=0o600, sync_dir=False)
+        self.syncer.request(self.path.parent)

@@ -1,8 +1,11 @@
 """Durable per-workspace snapshots: versioned JSON written atomically, validated on load.
 
-Write: temp file in the same directory (0600) -> fsync -> os.replace -> fsync of the directory,
-always in a worker thread. A crash or kill at any moment leaves either the old or the new
-snapshot, never a torn one. Load: a snapshot that cannot be parsed or has an unknown schema is
+Write: temp file in the same directory (0600) -> fsync -> os.replace, always in a worker thread,
+before the answer returns; the directory's fsync follows later, coalesced (`dir_sync`). A crash or
+kill at any moment leaves either the old or the new snapshot, never a torn one (a power loss before
+the directory's fsync brings back the previous one). The `.meta` file beside it is a listing cache,
+written atomically but not fsync-ed: after a power loss it may be unreadable, and listings skip it
+until the next write. Load: a snapshot that cannot be parsed or has an unknown schema is
 moved aside as `<name>.corrupt-<timestamp>` and the workspace starts fresh. Raw file bytes are
 never part of a snapshot (the window's own JSON excludes them).
 """
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from live_memory.dir_sync import DirectorySyncer
 from live_memory.safe_files import (
     atomic_write,
     ensure_private_dir,
@@ -60,9 +64,12 @@ def describe_write_error(exc: OSError, data_dir: Path) -> str:
 
 
 class SnapshotStore:
-    def __init__(self, data_dir: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, data_dir: Path, clock: Callable[[], float] = time.time, syncer: DirectorySyncer | None = None
+    ) -> None:
         self.dir = data_dir / SNAPSHOT_DIR
         self.clock = clock
+        self.syncer = syncer or DirectorySyncer()
         self._locks: dict[str, asyncio.Lock] = {}
         self._written: dict[str, int] = {}  # workspace id -> generation last written
         # workspace id -> why its latest state is not on disk (cleared by the next successful write)
@@ -128,10 +135,11 @@ class SnapshotStore:
         ensure_private_dir(self.dir)
         saved_at = self.clock()
         data = json.dumps({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload}, separators=(",", ":"))
-        atomic_write(self.path_for(workspace_id), data.encode("utf-8"), mode=0o600)
+        atomic_write(self.path_for(workspace_id), data.encode("utf-8"), mode=0o600, sync_dir=False)
         if meta is not None:
             text = json.dumps({**meta.to_json(), "saved_at": saved_at})
-            atomic_write(self.meta_path_for(workspace_id), text.encode("utf-8"), mode=0o600)
+            atomic_write(self.meta_path_for(workspace_id), text.encode("utf-8"), sync_file=False, sync_dir=False)
+        self.syncer.request(self.dir)
 
     def list_meta(self) -> list[SnapshotMeta]:
         """The metadata of every stored snapshot (blocking, but small files; unreadable ones skipped)."""
