@@ -78,7 +78,9 @@ class DirectorySyncer:
                 try:
                     self._fsync(directory)
                 except OSError as exc:  # the files themselves are intact; only their rename may not last
-                    logger.warning("could not fsync %s (recent renames may not survive a power loss): %s", directory, exc)
+                    logger.warning(
+                        "could not fsync %s (recent renames may not survive a power loss): %s", directory, exc
+                    )
             with self._cond:
                 self.syncs += len(directories)
                 self._done = max(self._done, target)

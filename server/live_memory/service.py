@@ -33,7 +33,7 @@ from live_memory.loading import directory_tree, load_workspace, restore_workspac
 from live_memory.providers.base import ChatProvider
 from live_memory.records import FileEvent, IngestResult
 from live_memory.runtime import Runtime
-from live_memory.snapshot import SnapshotMeta, snapshot_meta, snapshot_payload
+from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import SpendTracker
 from live_memory.store import SnapshotNotSaved, SnapshotStore
 from live_memory.telemetry import Telemetry
@@ -114,6 +114,7 @@ class WorkspaceService:
         self._locations: OrderedDict[str, Location] = OrderedDict()
         self._toolboxes: dict[tuple[Path, tuple[str, ...]], ToolRunner] = {}
         self._retired: list[ChatProvider] = []
+        self._encoders: dict[str, HistoryEncoder] = {}  # workspace id -> its turns' JSON, encoded once
 
     @property
     def settings(self) -> Settings:
@@ -253,7 +254,8 @@ class WorkspaceService:
             return snapshot_meta(state)
 
         def snapshot() -> tuple[int, dict[str, Any]]:
-            return state.changes, snapshot_payload(str(state.root), state.window, state.stats)
+            encoder = self._encoders.setdefault(state.id, HistoryEncoder())
+            return state.changes, snapshot_payload(str(state.root), state.window, state.stats, encoder)
 
         try:
             await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta)
@@ -281,6 +283,7 @@ class WorkspaceService:
     async def _unload(self, key: Path) -> WorkspaceState | None:
         state = self._states.pop(key, None)
         if state is not None:
+            self._encoders.pop(state.id, None)
             await self.watcher.unwatch(state.tree_root)
         return state
 

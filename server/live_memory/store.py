@@ -34,7 +34,7 @@ from live_memory.safe_files import (
     regular_file,
     sha256_fd,
 )
-from live_memory.snapshot import SCHEMA_VERSION, SnapshotIn, SnapshotMeta, parse_meta, parse_snapshot
+from live_memory.snapshot import SCHEMA_VERSION, SnapshotIn, SnapshotMeta, encode_document, parse_meta, parse_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class SnapshotStore:
         """Blocking atomic write (worker threads only); the small metadata file follows the snapshot."""
         ensure_private_dir(self.dir)
         saved_at = self.clock()
-        data = json.dumps({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload}, separators=(",", ":"))
+        data = encode_document({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload})
         atomic_write(self.path_for(workspace_id), data.encode("utf-8"), mode=0o600, sync_dir=False)
         if meta is not None:
             text = json.dumps({**meta.to_json(), "saved_at": saved_at})
