@@ -246,9 +246,10 @@ class WorkspaceService:
         return state, removed
 
     # --- persistence, wipes, unloading ---------------------------------------------------------
-    async def persist(self, state: WorkspaceState) -> str | None:
+    async def persist(self, state: WorkspaceState, also: Callable[[], None] | None = None) -> str | None:
         """Write the state's snapshot. None when written (or nothing new); else why it is not on disk yet
-        (the state stays in memory; the next persist and the flush at shutdown retry)."""
+        (the state stays in memory; the next persist and the flush at shutdown retry). `also` (a blocking
+        write that never raises) runs in the same worker-thread hop."""
 
         def meta() -> SnapshotMeta:
             return snapshot_meta(state)
@@ -258,7 +259,7 @@ class WorkspaceService:
             return state.changes, snapshot_payload(str(state.root), state.window, state.stats, encoder)
 
         try:
-            await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta)
+            await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta, also=also)
         except SnapshotNotSaved as exc:
             return exc.reason
         return None

@@ -201,9 +201,9 @@ def encode_document(document: Mapping[str, Any]) -> str:
     """Compact JSON of a snapshot document; an `EncodedHistory` in its window is spliced in verbatim
     (byte for byte what encoding the turns afresh would give)."""
     window = document.get("window")
-    history = window.get("history") if isinstance(window, Mapping) else None
-    if not isinstance(history, EncodedHistory):
+    if not isinstance(window, Mapping) or not isinstance(window.get("history"), EncodedHistory):
         return json.dumps(document, separators=COMPACT)
+    history: EncodedHistory = window["history"]
     marker = f"\x00history-{secrets.token_hex(8)}\x00"  # cannot occur in the document otherwise
     text = json.dumps({**document, "window": {**window, "history": marker}}, separators=COMPACT)
     return text.replace(json.dumps(marker), "[" + ",".join(history.items) + "]", 1)

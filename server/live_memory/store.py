@@ -92,22 +92,25 @@ class SnapshotStore:
         snapshot: Callable[[], tuple[int, Mapping[str, Any]]],
         still_wanted: Callable[[], bool] = lambda: True,
         meta: Callable[[], SnapshotMeta] | None = None,
+        also: Callable[[], None] | None = None,
     ) -> bool:
         """Write the current state unless a newer generation is on disk or the workspace was wiped.
 
         `snapshot()` runs under the lock, on the event loop, so the payload is one consistent view;
-        only serialisation and I/O run in the worker thread. Raises SnapshotNotSaved when the write
-        fails: the state stays in memory, and the next save (or the flush at shutdown) tries again.
+        only serialisation and I/O run in the worker thread. `also` (blocking, never raising) runs in
+        the same worker-thread hop, after the snapshot (or alone when there is nothing to write).
+        Raises SnapshotNotSaved when the write fails: the state stays in memory, and the next save
+        (or the flush at shutdown) tries again.
         """
         async with self._lock(workspace_id):
-            if not still_wanted():
-                return False
-            generation, payload = snapshot()
-            if self._written.get(workspace_id, -1) >= generation:
+            generation, payload = snapshot() if still_wanted() else (-1, {})
+            if generation < 0 or self._written.get(workspace_id, -1) >= generation:
+                if also is not None:
+                    await asyncio.to_thread(also)
                 return False
             summary = meta() if meta is not None else None
             try:
-                await asyncio.to_thread(self.write_now, workspace_id, payload, summary)
+                await asyncio.to_thread(self._write_then, also, workspace_id, payload, summary)
             except OSError as exc:
                 reason = describe_write_error(exc, self.dir.parent)
                 if self.failures.get(workspace_id) != reason:  # once per cause, not once per question
@@ -129,6 +132,15 @@ class SnapshotStore:
 
     def exists(self, workspace_id: str) -> bool:
         return self.path_for(workspace_id).exists()
+
+    def _write_then(
+        self, also: Callable[[], None] | None, workspace_id: str, payload: Mapping[str, Any], meta: SnapshotMeta | None
+    ) -> None:
+        try:
+            self.write_now(workspace_id, payload, meta)
+        finally:
+            if also is not None:
+                also()
 
     def write_now(self, workspace_id: str, payload: Mapping[str, Any], meta: SnapshotMeta | None = None) -> None:
         """Blocking atomic write (worker threads only); the small metadata file follows the snapshot."""
