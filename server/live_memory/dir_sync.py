@@ -6,6 +6,10 @@ loss brings back, so nobody has to wait for it: writers call `request(directory)
 background thread fsyncs each directory asked for at most `delay_s` later, once for every request
 made meanwhile. `flush()` (shutdown, tests) waits until everything asked for so far is durable.
 
+A writer may also name files renamed into place without their own fsync (`request(directory, file)`):
+they are fsync-ed first, then the directory. Only for files whose loss to a power cut within that
+delay is acceptable (a cache, an advisory tally); a snapshot fsyncs its file before the rename.
+
 The thread lives only while there is work: it starts on a request and ends when nothing is pending,
 so an idle server (or a store used once) keeps no thread around.
 """
@@ -19,29 +23,35 @@ from collections.abc import Callable
 from pathlib import Path
 
 from live_memory.constants import DIR_FSYNC_DELAY_S
-from live_memory.safe_files import fsync_dir
+from live_memory.safe_files import fsync_dir, fsync_file
 
 logger = logging.getLogger(__name__)
 
 
 class DirectorySyncer:
     def __init__(
-        self, delay_s: float = DIR_FSYNC_DELAY_S, fsync: Callable[[str | os.PathLike[str]], None] = fsync_dir
+        self,
+        delay_s: float = DIR_FSYNC_DELAY_S,
+        fsync: Callable[[str | os.PathLike[str]], None] = fsync_dir,
+        fsync_files: Callable[[str | os.PathLike[str]], None] = fsync_file,
     ) -> None:
         self.delay_s = delay_s
         self._fsync = fsync
+        self._fsync_file = fsync_files
         self._cond = threading.Condition()
         self._dirty: dict[Path, None] = {}  # ordered set of directories to fsync
+        self._files: dict[Path, None] = {}  # files to fsync before their directories
         self._requested = 0  # requests made so far
         self._done = 0  # requests whose directory is fsync-ed (or whose fsync failed and was logged)
         self._urgent = False  # a flush is waiting: skip the rest of the delay
         self._running = False
         self.syncs = 0  # directory fsyncs done: fewer than requests when they were coalesced
 
-    def request(self, directory: str | os.PathLike[str]) -> None:
-        """Fsync `directory` soon (any thread; never blocks on I/O)."""
+    def request(self, directory: str | os.PathLike[str], *files: str | os.PathLike[str]) -> None:
+        """Fsync `files`, then `directory`, soon (any thread; never blocks on I/O)."""
         with self._cond:
             self._dirty[Path(directory)] = None
+            self._files.update(dict.fromkeys(Path(f) for f in files))
             self._requested += 1
             if not self._running:
                 self._running = True
@@ -70,10 +80,18 @@ class DirectorySyncer:
                 if not self._dirty:
                     self._running = False
                     return
-                directories = list(self._dirty)
+                directories, files = list(self._dirty), list(self._files)
                 self._dirty.clear()
+                self._files.clear()
                 target = self._requested
                 self._urgent = False
+            for file in files:
+                try:
+                    self._fsync_file(file)
+                except FileNotFoundError:
+                    continue  # replaced or removed since: whatever stands there now was synced by its writer
+                except OSError as exc:
+                    logger.warning("could not fsync %s (it may not survive a power loss): %s", file, exc)
             for directory in directories:
                 try:
                     self._fsync(directory)

@@ -44,6 +44,7 @@ __all__ = [
     "describe_mode",
     "ensure_private_dir",
     "fsync_dir",
+    "fsync_file",
     "open_beneath",
     "open_regular",
     "read_prefix",
@@ -313,6 +314,15 @@ def atomic_write(
         raise
     if sync_dir:
         fsync_dir(target.parent)
+
+
+def fsync_file(path: str | os.PathLike[str]) -> None:
+    """Flush a file's data to disk (one written without its own fsync); a link is not followed."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:

@@ -214,6 +214,8 @@ class SpendTracker:
         }
 
     def _write(self, text: str) -> None:
+        # Atomic (a kill leaves the old tally or the new one) but fsync-ed later, off the answer path:
+        # a power cut within DIR_FSYNC_DELAY_S of a charge may lose today's tally (it is advisory).
         ensure_private_dir(self.path.parent)
-        atomic_write(self.path, text.encode("utf-8"), mode=0o600, sync_dir=False)
-        self.syncer.request(self.path.parent)
+        atomic_write(self.path, text.encode("utf-8"), mode=0o600, sync_file=False, sync_dir=False)
+        self.syncer.request(self.path.parent, self.path)

@@ -4,8 +4,8 @@ Write: temp file in the same directory (0600) -> fsync -> os.replace, always in 
 before the answer returns; the directory's fsync follows later, coalesced (`dir_sync`). A crash or
 kill at any moment leaves either the old or the new snapshot, never a torn one (a power loss before
 the directory's fsync brings back the previous one). The `.meta` file beside it is a listing cache,
-written atomically but not fsync-ed: after a power loss it may be unreadable, and listings skip it
-until the next write. Load: a snapshot that cannot be parsed or has an unknown schema is
+written atomically and fsync-ed with the directory, later: a power loss before that may leave it
+unreadable, and listings skip it until the next write. Load: a snapshot that cannot be parsed or has an unknown schema is
 moved aside as `<name>.corrupt-<timestamp>` and the workspace starts fresh. Raw file bytes are
 never part of a snapshot (the window's own JSON excludes them).
 """
@@ -148,10 +148,12 @@ class SnapshotStore:
         saved_at = self.clock()
         data = encode_document({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload})
         atomic_write(self.path_for(workspace_id), data.encode("utf-8"), mode=0o600, sync_dir=False)
-        if meta is not None:
-            text = json.dumps({**meta.to_json(), "saved_at": saved_at})
-            atomic_write(self.meta_path_for(workspace_id), text.encode("utf-8"), sync_file=False, sync_dir=False)
-        self.syncer.request(self.dir)
+        if meta is None:
+            self.syncer.request(self.dir)
+            return
+        text = json.dumps({**meta.to_json(), "saved_at": saved_at})
+        atomic_write(self.meta_path_for(workspace_id), text.encode("utf-8"), sync_file=False, sync_dir=False)
+        self.syncer.request(self.dir, self.meta_path_for(workspace_id))
 
     def list_meta(self) -> list[SnapshotMeta]:
         """The metadata of every stored snapshot (blocking, but small files; unreadable ones skipped)."""
