@@ -5,9 +5,11 @@ before the answer returns; the directory's fsync follows later, coalesced (`dir_
 kill at any moment leaves either the old or the new snapshot, never a torn one (a power loss before
 the directory's fsync brings back the previous one). The `.meta` file beside it is a listing cache,
 written atomically and fsync-ed with the directory, later: a power loss before that may leave it
-unreadable, and listings skip it until the next write. Load: a snapshot that cannot be parsed or has an unknown schema is
-moved aside as `<name>.corrupt-<timestamp>` and the workspace starts fresh. Raw file bytes are
-never part of a snapshot (the window's own JSON excludes them).
+unreadable, and listings skip it until the next write.
+
+Load: a snapshot that cannot be parsed or has an unknown schema is moved aside as
+`<name>.corrupt-<timestamp>` and the workspace starts fresh. Raw file bytes are never part of a
+snapshot (the window's own JSON excludes them).
 """
 
 from __future__ import annotations
