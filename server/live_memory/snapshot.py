@@ -176,25 +176,21 @@ class EncodedHistory:
 class HistoryEncoder:
     """Each persisted turn's JSON, encoded once. Between compactions a workspace's history only
     grows, and its turns are the same objects in every copy of its window, so a snapshot encodes
-    only the turns added since the previous one and joins the rest as they are. One per workspace."""
+    only the turns added since the previous one and reuses the rest as they are (a history that no
+    longer starts with the turns seen last, after a compaction, is encoded afresh). One per workspace."""
 
     def __init__(self) -> None:
-        self._known: dict[int, tuple[Turn, str]] = {}  # id -> (the turn, held so the id stays its own; JSON)
+        self._turns: tuple[Turn, ...] = ()  # the history seen last (held, so identities stay unique)
+        self._items: tuple[str, ...] = ()  # the JSON of its persisted turns
 
     def encode(self, history: Sequence[Turn]) -> EncodedHistory:
-        known = self._known
-        kept: dict[int, tuple[Turn, str]] = {}
-        items: list[str] = []
-        for turn in history:
-            if turn.kind not in PERSISTED_KINDS:
-                continue
-            entry = known.get(id(turn))
-            if entry is None or entry[0] is not turn:
-                entry = (turn, json.dumps(turn_json(turn), separators=COMPACT))
-            kept[id(turn)] = entry
-            items.append(entry[1])
-        self._known = kept  # turns compacted away are forgotten
-        return EncodedHistory(tuple(items))
+        seen = len(self._turns)
+        if seen > len(history) or tuple(history[:seen]) != self._turns:
+            seen, self._items = 0, ()
+        added = tuple(json.dumps(turn_json(t), separators=COMPACT) for t in history[seen:] if t.kind in PERSISTED_KINDS)
+        self._turns = tuple(history)
+        self._items += added
+        return EncodedHistory(self._items)
 
 
 def encode_document(document: Mapping[str, Any]) -> str:
