@@ -204,12 +204,14 @@ def test_the_prompt_size_kept_as_a_running_total_matches_a_fresh_count() -> None
         ask(window, f"question {index} " + "x" * 40 * index, "answer " * (index + 1))
         sizes.append(window.prompt_tokens())
         assert sizes[-1] == from_scratch(window)
+        assert window.qa_count() == index + 1
     assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
     fork = window.clone()
     ask(fork, "only on the fork", "a long answer " * 30)
     assert fork.prompt_tokens() == from_scratch(fork) > window.prompt_tokens() == sizes[-1]
     window.history = window.history[4:]  # compaction retired the two oldest exchanges
     assert window.prompt_tokens() == from_scratch(window) < sizes[-1]
+    assert window.qa_count() == 4 and fork.qa_count() == 7
     assert window.exchange_tokens() < window.prompt_tokens()
     window.calibration = 2.0
     assert window.prompt_tokens() == from_scratch(window)

@@ -395,7 +395,7 @@ class ContextWindow:
         )
 
     def qa_count(self) -> int:
-        return sum(1 for t in self.history if t.kind == "question")
+        return self._measure_history().questions
 
     @property
     def cold(self) -> bool:
@@ -431,6 +431,7 @@ class _HistorySize:
     last: Turn | None = None  # the last turn counted: an in-place rewrite shows as a different object
     all: int = 0
     exchanges: int = 0  # question, tool and answer turns only
+    questions: int = 0  # question turns (Q&A pairs)
 
     def covers(self, history: list[Turn]) -> bool:
         """Whether this still describes the start of `history` (same list, nothing before `count` replaced)."""
@@ -441,13 +442,14 @@ class _HistorySize:
     def extended(self, history: list[Turn], chars_per_token: float) -> _HistorySize:
         if len(history) == self.count:
             return self
-        total, exchanges = self.all, self.exchanges
+        total, exchanges, questions = self.all, self.exchanges, self.questions
         for turn in history[self.count :]:
             size = estimate_tokens(message_text(turn.message), chars_per_token)
             total += size
             if turn.kind in EXCHANGE_KINDS:
                 exchanges += size
-        return _HistorySize(history, len(history), history[-1], total, exchanges)
+            questions += turn.kind == "question"
+        return _HistorySize(history, len(history), history[-1], total, exchanges, questions)
 
 
 def changed_lines(path: str, old: str, new: str) -> str | None:
