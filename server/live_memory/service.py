@@ -331,7 +331,8 @@ class WorkspaceService:
             if not state.restored:
                 continue
             await self.persist(state)  # a failure is logged by the store
-        await asyncio.to_thread(self.syncer.flush)  # every rename made so far survives a power loss
+        # Every rename made so far survives a power loss (bounded: a hung disk must not hold the exit).
+        await asyncio.to_thread(self.syncer.flush, C.SHUTDOWN_FLUSH_DEADLINE_S)
 
     async def aclose(self) -> None:
         for provider in [*self._retired, self.runtime.provider]:
