@@ -10,7 +10,8 @@ link anywhere in the path is followed (a path swapped for a link after a check i
 Hashing streams the file in chunks from the descriptor (memory stays flat for any size). Reading a
 prefix (`read_prefix`, `read_text_bounded`) never reads past its bound.
 
-Writing: `atomic_write` (temp file 0600 in the same directory, fsync, rename, fsync of the directory),
+Writing: `atomic_write` (temp file 0600 in the same directory, fsync, rename, fsync of the directory;
+either fsync may be left to `dir_sync.DirectorySyncer`), `fsync_file`/`fsync_dir`,
 `ensure_private_dir` (0700 whatever the umask) and `clean_stale_temp_files` (leftovers of a kill).
 
 Must never: block on a FIFO or device, follow a symbolic link it was told not to, hold a whole file in
@@ -290,8 +291,9 @@ def atomic_write(
 
     `sync_dir=False` leaves the directory fsync to the caller (`dir_sync.DirectorySyncer` does it later,
     coalesced): until then a power loss may bring back the old file, never a torn one. `sync_file=False`
-    skips the file's own fsync too, for files that are a cache of another (a power loss may then leave
-    the new name empty): never for a file that is the only copy of what it holds.
+    skips the file's own fsync too (the syncer can do it later): a power loss before that may leave the
+    new name empty, so only for a cache of another file or data whose loss is acceptable (an advisory
+    tally), never for a snapshot. A kill of the process leaves the old file or the new one either way.
     """
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
