@@ -16,9 +16,12 @@ Method
 
 Limits
     The machine is shared: quote ratios from one run, never a p50 of one run against another's. The
-    conversation grows by one exchange per question, as it does in use.
+    conversation grows by one exchange per question, as it does in use. To compare with another
+    checkout of the server (before a change), `--baseline-src DIR` serves that checkout too, in its
+    own process, and interleaves its questions with the three paths (a fourth path, (a0)).
 
-Run: `python -m bench.overhead [--protocol anthropic|openai]`. Writes bench/results/overhead.json.
+Run: `python -m bench.overhead [--protocol anthropic|openai] [--baseline-src DIR]`. Writes
+bench/results/overhead.json.
 """
 
 from __future__ import annotations
@@ -28,19 +31,28 @@ import asyncio
 import contextlib
 import logging
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench._common import child_process, latency_summary, load_note, print_table, server_process, write_results
+from bench._common import (
+    ChildServer,
+    child_process,
+    latency_summary,
+    load_note,
+    print_table,
+    server_process,
+    write_results,
+)
+from bench._common import _serve as serve_live_memory
 
 NAME = "overhead"
 REPETITIONS = 5
 PER_REPETITION = 40  # 200 questions in all, as the issue measured
 WARMUP = 15
-KINDS = ("question", "echo", "provider")
 GOAL = 1.3
 
 
@@ -82,6 +94,27 @@ def _serve_echo(spec: dict[str, Any], conn: Any, stop: Any) -> None:
     with LiveServer(echo_app()) as server:
         conn.send(("ok", server.mcp_url))
         stop.wait()
+
+
+def _serve_baseline(spec: dict[str, Any], conn: Any, stop: Any) -> None:
+    """Live Memory from another checkout: its sources go first on the path before anything is imported."""
+    src = spec.pop("baseline_src")
+    sys.path[:0] = [f"{src}/server", src]
+    serve_live_memory(spec, conn, stop)
+
+
+@contextlib.contextmanager
+def baseline_process(src: str, fake_base_url: str, data_dir: Path, protocol: str) -> Iterator[ChildServer]:
+    spec = {
+        "baseline_src": src,
+        "fake_base_url": fake_base_url,
+        "data_dir": str(data_dir),
+        "protocol": protocol,
+        "tcp_nodelay": False,
+        "options": {"force_explore_when_cold": "false"},
+    }
+    with child_process(_serve_baseline, spec, "live-memory-baseline-server") as (url, pid):
+        yield ChildServer(url, pid)
 
 
 @contextlib.contextmanager
@@ -153,7 +186,7 @@ def direct_call(protocol: str, base_url: str, stack: contextlib.AsyncExitStack) 
 
 
 async def measure(
-    protocol: str, mcp_url: str, echo_url: str, fake_url: str, workspace: Path
+    protocol: str, mcp_url: str, echo_url: str, fake_url: str, workspace: Path, baseline_url: str | None = None
 ) -> dict[str, list[list[float]]]:
     """{kind: [samples of repetition 0, ...]} in milliseconds."""
     async with contextlib.AsyncExitStack() as stack:
@@ -166,21 +199,25 @@ async def measure(
             "echo": lambda i: echo.call("echo", {"text": f"question {i}?"}),
             "provider": provider,
         }
+        if baseline_url is not None:
+            baseline = await stack.enter_async_context(McpCaller(baseline_url))
+            calls["baseline"] = lambda i: baseline.call("ask_live_memory", {"question": f"question {i}?", "cwd": cwd})
+        kinds = tuple(calls)
         for index in range(WARMUP):  # loads the workspace, opens every connection
-            for kind in KINDS:
+            for kind in kinds:
                 await calls[kind](-index - 1)
-        samples: dict[str, list[list[float]]] = {kind: [] for kind in KINDS}
+        samples: dict[str, list[list[float]]] = {kind: [] for kind in kinds}
         counter = 0
         for _ in range(REPETITIONS):
-            block: dict[str, list[float]] = {kind: [] for kind in KINDS}
+            block: dict[str, list[float]] = {kind: [] for kind in kinds}
             for index in range(PER_REPETITION):
-                shift = index % len(KINDS)
-                for kind in KINDS[shift:] + KINDS[:shift]:
+                shift = index % len(kinds)
+                for kind in kinds[shift:] + kinds[:shift]:
                     started = time.perf_counter()
                     await calls[kind](counter)
                     block[kind].append((time.perf_counter() - started) * 1000)
                     counter += 1
-            for kind in KINDS:
+            for kind in kinds:
                 samples[kind].append(block[kind])
         return samples
 
@@ -190,7 +227,7 @@ def ratio_of(question: Sequence[float], echo: Sequence[float], provider: Sequenc
 
 
 def summarize(protocol: str, samples: dict[str, list[list[float]]]) -> dict[str, Any]:
-    flat = {kind: [t for block in samples[kind] for t in block] for kind in KINDS}
+    flat = {kind: [t for block in samples[kind] for t in block] for kind in samples}
     floor = statistics.median(flat["echo"]) + statistics.median(flat["provider"])
     return {
         "protocol": protocol,
@@ -207,36 +244,57 @@ def summarize(protocol: str, samples: dict[str, list[list[float]]]) -> dict[str,
             for q, e, p in zip(samples["question"], samples["echo"], samples["provider"], strict=True)
         ],
         "goal_ratio": GOAL,
+        **(_baseline_figures(samples, floor) if "baseline" in samples else {}),
     }
 
 
-def run(protocol: str) -> dict[str, Any]:
+def _baseline_figures(samples: dict[str, list[list[float]]], floor: float) -> dict[str, Any]:
+    flat = [t for block in samples["baseline"] for t in block]
+    return {
+        "baseline": latency_summary(flat),
+        "baseline_ratio_p50": round(statistics.median(flat) / floor, 3),
+        "baseline_ratio_per_repetition": [
+            round(ratio_of(b, e, p), 3)
+            for b, e, p in zip(samples["baseline"], samples["echo"], samples["provider"], strict=True)
+        ],
+    }
+
+
+def run(protocol: str, baseline_src: str | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="lm-overhead-") as tmp_name, fake_provider(protocol) as fake_url:
         tmp = Path(tmp_name)
         workspace = tmp / "repo"
         (workspace / ".git").mkdir(parents=True)
         (workspace / "app.py").write_text("print('hello')\n")
-        with (
-            server_process(fake_url, tmp / "data", protocol=protocol, force_explore_when_cold="false") as server,
-            echo_server() as echo_url,
-        ):
-            samples = asyncio.run(measure(protocol, f"{server.url}/mcp", echo_url, fake_url, workspace))
+        with contextlib.ExitStack() as stack:
+            server = stack.enter_context(
+                server_process(fake_url, tmp / "data", protocol=protocol, force_explore_when_cold="false")
+            )
+            echo_url = stack.enter_context(echo_server())
+            baseline_url = None
+            if baseline_src is not None:
+                baseline = stack.enter_context(baseline_process(baseline_src, fake_url, tmp / "baseline", protocol))
+                baseline_url = f"{baseline.url}/mcp"
+            samples = asyncio.run(measure(protocol, f"{server.url}/mcp", echo_url, fake_url, workspace, baseline_url))
     return summarize(protocol, samples)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench.overhead", description=__doc__.split("\n")[0])
     parser.add_argument("--protocol", choices=("anthropic", "openai"), default="anthropic")
+    parser.add_argument("--baseline-src", help="another checkout of the server, measured in the same run as (a0)")
     args = parser.parse_args(argv if argv is not None else [])
     note = load_note()
     if note:
         print(note, flush=True)
-    figures = run(args.protocol)
+    figures = run(args.protocol, args.baseline_src)
     rows = [
         ("(a) question through Live Memory", *_row(figures["question"])),
         ("(b) MCP echo tool, same client", *_row(figures["echo"])),
         (f"(c) direct {args.protocol} SDK call", *_row(figures["provider"])),
     ]
+    if "baseline" in figures:
+        rows.append(("(a0) question through the baseline", *_row(figures["baseline"])))
     print_table(
         ["path", "p50 ms", "p95 ms", "p99 ms"],
         rows,
@@ -246,6 +304,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print(f"  per repetition: {', '.join(f'{r:.2f}x' for r in figures['ratio_per_repetition'])}")
     verdict = "met" if figures["ratio_p50"] <= GOAL else "missed"
     print(f"ratio to the floor (p50): {figures['ratio_p50']:.2f}x (goal {GOAL}x: {verdict})")
+    if "baseline" in figures:
+        spread = ", ".join(f"{r:.2f}x" for r in figures["baseline_ratio_per_repetition"])
+        print(f"baseline's ratio to the floor (p50): {figures['baseline_ratio_p50']:.2f}x (per repetition: {spread})")
     write_results(NAME, figures)
     return figures
 

@@ -458,10 +458,12 @@ def render_overhead(data: Mapping[str, Any], charts: Charts) -> list[str]:
             ("(a) question through Live Memory (MCP client)", "question"),
             ("(b) MCP SDK echo tool, same client and transport", "echo"),
             (f"(c) one direct {data.get('protocol', 'provider')} SDK call", "provider"),
+            ("(a0) the same question through the server before the change (`--baseline-src`)", "baseline"),
         )
+        if key != "baseline" or key in data
     ]
     spread = ", ".join(ratio(r) for r in list_at(data, "ratio_per_repetition"))
-    return [
+    lines = [
         f"Method: {num(data.get('repetitions'))} x {num(data.get('calls_per_repetition'))} interleaved calls of "
         "each path, servers in their own processes, a fake provider answering instantly. The floor is "
         "p50(b) + p50(c); the ratio is p50(a) over it (`python -m bench.overhead`).",
@@ -473,6 +475,14 @@ def render_overhead(data: Mapping[str, Any], charts: Charts) -> list[str]:
         + (f" (per repetition: {spread})." if spread else "."),
         "",
     ]
+    if "baseline" in data:
+        before = ", ".join(ratio(r) for r in list_at(data, "baseline_ratio_per_repetition"))
+        lines += [
+            f"In the same run, the server before the change: ratio to the floor {ratio(data.get('baseline_ratio_p50'))}"
+            + (f" (per repetition: {before})." if before else "."),
+            "",
+        ]
+    return lines
 
 
 def render_load(data: Mapping[str, Any], charts: Charts) -> list[str]:

@@ -10,8 +10,9 @@ Method (in-process, engine classes only)
     snapshot a window of that size can produce. Timed, medians of RUNS runs, contenders interleaved in
     rotating order so that load drift hits them alike:
     - `to_json`: building the payload (in the server this runs ON the event loop, under the store lock);
-    - `SnapshotStore.write_now`: json.dumps + temp file + fsync + os.replace + directory fsync;
-      baseline: json.dumps of the same payload + a plain write, no fsync;
+    - `SnapshotStore.write_now`: json.dumps + temp file + fsync + os.replace (the directory's fsync
+      runs later, coalesced, on a background thread); baseline: json.dumps of the same payload + a
+      plain write, no fsync;
     - `SnapshotStore.load` (read + json.loads + schema check) + `ContextWindow.load_json`;
       baseline: read + json.loads;
     - re-validation after a restart: `store.disk_hashes` over `paths_to_validate()` (real files, page

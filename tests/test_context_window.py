@@ -132,3 +132,31 @@ def test_by_default_a_transcript_is_not_kept_and_the_next_question_extends_its_q
     tool_result = Message("user", (ToolResultPart("t1", "A = 1"),))
     window.add_exchange(question, "where?", "in a.py", ["a.py"], transcript=[tool_use, tool_result])
     assert [t.kind for t in window.history] == ["question", "answer"]
+
+
+def test_the_prompt_size_kept_as_a_running_total_matches_a_fresh_count() -> None:
+    """Appends are counted as they come; a fork, a rewritten history (compaction) and recalibration are
+    all reflected exactly as a count from scratch would give."""
+    window = ContextWindow(budget_tokens=100_000)
+
+    def from_scratch(w: ContextWindow) -> int:
+        fresh = w.clone()
+        fresh.history = list(w.history)  # a new list: counted again from the start
+        return fresh.prompt_tokens()
+
+    sizes = []
+    for index in range(6):
+        ask(window, f"question {index} " + "x" * 40 * index, "answer " * (index + 1))
+        sizes.append(window.prompt_tokens())
+        assert sizes[-1] == from_scratch(window)
+        assert window.qa_count() == index + 1
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+    fork = window.clone()
+    ask(fork, "only on the fork", "a long answer " * 30)
+    assert fork.prompt_tokens() == from_scratch(fork) > window.prompt_tokens() == sizes[-1]
+    window.history = window.history[4:]  # compaction retired the two oldest exchanges
+    assert window.prompt_tokens() == from_scratch(window) < sizes[-1]
+    assert window.qa_count() == 4 and fork.qa_count() == 7
+    assert window.exchange_tokens() < window.prompt_tokens()
+    window.calibration = 2.0
+    assert window.prompt_tokens() == from_scratch(window)

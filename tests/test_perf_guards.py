@@ -41,10 +41,34 @@ def test_encoded_requests_carry_exactly_the_request_body_on_every_call(
 def test_the_wire_cache_keeps_only_history_messages_and_stays_within_its_byte_cap() -> None:
     cache = WireCache(max_bytes=64)
     encoded = list(cache.encode_all(HISTORY, lambda m: m.text.encode()))
-    assert encoded == [m.text.encode() for m in HISTORY]
+    assert b",".join(encoded) == b",".join(m.text.encode() for m in HISTORY)
     # the breakpoint copy and the last message (the hint) are per-request: never kept
     assert all(m is not HISTORY[3] and m is not HISTORY[4] for m, _ in cache._entries.values())
     assert cache._bytes <= 64
+
+
+def test_a_growing_then_rewritten_conversation_is_sent_exactly_on_every_call() -> None:
+    """The joined run of a conversation's plain messages is reused while it grows, and dropped when the
+    history is rewritten (a compaction) or another conversation shares the cache."""
+    claude, gpt = WireCache(), WireCache()
+    history = list(HISTORY[:3])
+    other = [Message("user", (TextPart("another workspace"),)), Message("assistant", (TextPart("hi"),))]
+
+    def check(messages: list[Message]) -> None:
+        request = ChatRequest(system=(), messages=tuple(messages), max_tokens=9, tools=(), cache_key="ws")
+        assert json.loads(anthropic_adapter.encode_request(request, "m", claude)) == anthropic_adapter.request_body(
+            request, "m"
+        )
+        sent = json.loads(openai_compat.encode_request(request, "m", gpt, {}))
+        assert sent == openai_compat.request_body(request, "m")
+
+    for turn in range(4):
+        history += [Message("user", (TextPart(f"question {turn}"),)), Message("assistant", (TextPart(f"a{turn}"),))]
+        check([*history, HISTORY[3], HISTORY[4]])  # a breakpoint copy, then the question with its hint
+        check([*other, Message("user", (TextPart("q"),))])
+    history[1] = Message("assistant", (TextPart("rewritten by a compaction"),))
+    check([*history, HISTORY[4]])
+    check(history[2:])
 
 
 def test_jail_resolves_plain_paths_and_symlinks_as_realpath_does(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 import pytest
 
@@ -11,6 +12,8 @@ from live_memory.ledger import LedgerFact
 from live_memory.providers.base import Message, TextPart
 from live_memory.snapshot import (
     SCHEMA_VERSION,
+    HistoryEncoder,
+    encode_document,
     parse_snapshot,
     restore_stats,
     restore_window,
@@ -81,3 +84,35 @@ def test_a_payload_that_does_not_fit_the_schema_is_refused(breakage: dict[str, o
     data = {**stored(ContextWindow(budget_tokens=1000)), **breakage}
     with pytest.raises(ValueError):
         parse_snapshot(data)
+
+
+def test_a_snapshot_encoded_incrementally_is_byte_identical_to_a_fresh_encoding() -> None:
+    """Turns encoded once and joined give the very bytes of encoding the whole document afresh: while
+    the history grows, after a compaction rewrites it, and for text that looks like the splice marker."""
+    window = ContextWindow(budget_tokens=10_000)
+    encoder = HistoryEncoder()
+
+    def same_bytes() -> str:
+        spliced = encode_document(
+            {"schema": SCHEMA_VERSION, **snapshot_payload("/repo", window, WorkspaceStats(), encoder)}
+        )
+        fresh = json.dumps(
+            {"schema": SCHEMA_VERSION, **snapshot_payload("/repo", window, WorkspaceStats())}, separators=(",", ":")
+        )
+        assert spliced == fresh
+        return spliced
+
+    assert json.loads(same_bytes())["window"]["history"] == []
+    for index, question in enumerate(['"quoted" \\ é', "\x00history-0\x00", "\u2028 ✓", "plain"]):
+        answered(window, question, f"answer {index}", cites=("a.py",))
+        same_bytes()
+    window.history = window.history[2:]  # a compaction folded the oldest exchange away
+    answered(window, "after the compaction", "ok")
+    restored = ContextWindow(budget_tokens=10_000)
+    restore_window(restored, parse_snapshot(json.loads(same_bytes())).window)
+    assert [t.question for t in restored.history if t.kind == "question"] == [
+        "\x00history-0\x00",
+        "\u2028 ✓",
+        "plain",
+        "after the compaction",
+    ]

@@ -289,8 +289,10 @@ class QuestionLoop:
             out.usage = out.usage + response.usage
             out.model = response.model or out.model
             if not out.first_prompt_actual:
-                out.first_prompt_estimate = sum(window.tokens(p.text) for p in request.system) + sum(
-                    window.tokens(_part_text(p)) for m in request.messages for p in m.parts
+                # The request is the window's persistent part (sized as a running total) + this question's tail.
+                tail = request.messages[len(window.history) :]
+                out.first_prompt_estimate = window.prompt_tokens() + sum(
+                    window.tokens(_part_text(p)) for m in tail for p in m.parts
                 )
                 out.first_prompt_actual = response.usage.prompt_tokens
             return response

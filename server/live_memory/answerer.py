@@ -199,8 +199,8 @@ class Answerer:
         state.stats.questions += 1
         state.stats.last_question_at = self.wall_clock()
         state.last_prompt_at = self.clock()
-        # Both files are written before the answer returns; side by side, not one after the other.
-        _, unsaved = await asyncio.gather(spend.save_after(cost), self.service.persist(state))
+        # Both files are written before the answer returns, in one worker-thread hop.
+        unsaved = await self.service.persist(state, also=spend.pending_save(cost))
         if unsaved is not None:  # the answer stands; the caller learns it is not durable yet, and why
             out.answer = f"{out.answer}\n\n(answer given, not yet saved: {unsaved}; see the server log)"
         return cost

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from live_memory.admission import DistillGate
 from live_memory.constants import COMPACTION_KEEP_RECENT_PAIRS
-from live_memory.context_window import EXCHANGE_KINDS, ContextWindow, FileContext, Turn, file_block, message_text
+from live_memory.context_window import ContextWindow, FileContext, Turn, file_block, message_text
 from live_memory.errors import ProviderError
 from live_memory.records import Usage
 from live_memory.summarizer import Summarizer
@@ -205,7 +205,7 @@ class Compactor:
 
 def history_tokens(window: ContextWindow) -> int:
     """The Q&A part of the history (deltas fold into the frozen block at the next freeze)."""
-    return sum(window.tokens(message_text(t.message)) for t in window.history if t.kind in EXCHANGE_KINDS)
+    return window.exchange_tokens()
 
 
 def _exchanges(history: list[Turn]) -> list[list[Turn]]:

@@ -33,6 +33,10 @@ SHUTDOWN_GRACE_S = 10.0
 # Temp files of interrupted writes older than this are removed at startup (a write takes milliseconds).
 STALE_TEMP_FILE_AGE_S = 60.0
 SHUTDOWN_FLUSH_DEADLINE_S = 20.0
+# A snapshot's file is fsync-ed before its rename, on the answer path; the directory's fsync (which only
+# makes the rename survive a power loss; until then the previous snapshot comes back) runs this long
+# later on a background thread, once for all the writes made meanwhile.
+DIR_FSYNC_DELAY_S = 1.0
 # Once the server has stopped, worker threads get at most this long (and no more than the grace period)
 # before the process exits without them: a thread stuck on a FIFO or a hung mount must not keep it alive.
 SHUTDOWN_THREAD_WAIT_S = 5.0

@@ -105,6 +105,7 @@ class ContextWindow:
         self.summarized_pairs = 0  # Q&A pairs folded into the ledger by compaction, ever (persisted)
         self.transcript_room = COMPACTION_THRESHOLD  # share of the budget a kept tool transcript may fill
         self.transcript_keep_share = transcript_keep_share
+        self._history_size: _HistorySize | None = None  # running token estimate of `history`
 
     # --- copying (forks) -----------------------------------------------------------------------
     def clone(self) -> ContextWindow:
@@ -112,6 +113,9 @@ class ContextWindow:
         twin = ContextWindow.__new__(ContextWindow)
         twin.__dict__.update(self.__dict__)
         twin.history = list(self.history)
+        size = self._history_size
+        if size is not None and size.covers(self.history):  # the copy holds the same turns: same totals
+            twin._history_size = replace(size, history=twin.history)
         twin.files = dict(self.files)
         twin.ledger = self.ledger.copy()
         twin.pending = Delta(
@@ -127,13 +131,29 @@ class ContextWindow:
     def prompt_tokens(self) -> int:
         """What the persistent part of the next prompt really holds (prefix + frozen + history)."""
         frozen = self.frozen_volatile if self.frozen_volatile is not None else self.render_volatile()
-        history = sum(self.tokens(message_text(t.message)) for t in self.history)
+        history = round(self._measure_history().all * self.calibration)
         return self.tokens(self.stable_prefix) + self.tokens(frozen) + history
+
+    def exchange_tokens(self) -> int:
+        """The Q&A part of the history (deltas fold into the frozen block at the next freeze)."""
+        return round(self._measure_history().exchanges * self.calibration)
 
     def projected_tokens(self) -> int:
         """The size after a re-freeze: what compaction can shrink (deltas fold into file contexts)."""
-        qa = sum(self.tokens(message_text(t.message)) for t in self.history if t.kind in EXCHANGE_KINDS)
-        return self.tokens(self.stable_prefix) + self.tokens(self.render_volatile()) + qa
+        return self.tokens(self.stable_prefix) + self.tokens(self.render_volatile()) + self.exchange_tokens()
+
+    def _measure_history(self) -> _HistorySize:
+        """The history's uncalibrated size, as a running total: between compactions the history only
+        grows, so only the turns added since the last call are measured (asked several times per
+        question, this would otherwise be O(history) each time). A history replaced or rewritten is
+        measured again from scratch."""
+        history = self.history
+        size = self._history_size
+        if size is None or not size.covers(history):
+            size = _HistorySize(history)
+        size = size.extended(history, self.chars_per_token)
+        self._history_size = size
+        return size
 
     def fill(self) -> float:
         return self.prompt_tokens() / self.budget_tokens if self.budget_tokens else 0.0
@@ -375,7 +395,7 @@ class ContextWindow:
         )
 
     def qa_count(self) -> int:
-        return sum(1 for t in self.history if t.kind == "question")
+        return self._measure_history().questions
 
     @property
     def cold(self) -> bool:
@@ -400,6 +420,36 @@ class ContextWindow:
                 changed += 1
         demoted = self.ledger.revalidate(hashes)
         return {"dropped": dropped, "changed": changed, "demoted": demoted}
+
+
+@dataclass(frozen=True)
+class _HistorySize:
+    """Estimated tokens (before calibration) of the first `count` turns of the `history` list."""
+
+    history: list[Turn]
+    count: int = 0
+    last: Turn | None = None  # the last turn counted: an in-place rewrite shows as a different object
+    all: int = 0
+    exchanges: int = 0  # question, tool and answer turns only
+    questions: int = 0  # question turns (Q&A pairs)
+
+    def covers(self, history: list[Turn]) -> bool:
+        """Whether this still describes the start of `history` (same list, nothing before `count` replaced)."""
+        if history is not self.history or len(history) < self.count:
+            return False
+        return self.count == 0 or history[self.count - 1] is self.last
+
+    def extended(self, history: list[Turn], chars_per_token: float) -> _HistorySize:
+        if len(history) == self.count:
+            return self
+        total, exchanges, questions = self.all, self.exchanges, self.questions
+        for turn in history[self.count :]:
+            size = estimate_tokens(message_text(turn.message), chars_per_token)
+            total += size
+            if turn.kind in EXCHANGE_KINDS:
+                exchanges += size
+            questions += turn.kind == "question"
+        return _HistorySize(history, len(history), history[-1], total, exchanges, questions)
 
 
 def changed_lines(path: str, old: str, new: str) -> str | None:

@@ -10,7 +10,8 @@ link anywhere in the path is followed (a path swapped for a link after a check i
 Hashing streams the file in chunks from the descriptor (memory stays flat for any size). Reading a
 prefix (`read_prefix`, `read_text_bounded`) never reads past its bound.
 
-Writing: `atomic_write` (temp file 0600 in the same directory, fsync, rename, fsync of the directory),
+Writing: `atomic_write` (temp file 0600 in the same directory, fsync, rename, fsync of the directory;
+either fsync may be left to `dir_sync.DirectorySyncer`), `fsync_file`/`fsync_dir`,
 `ensure_private_dir` (0700 whatever the umask) and `clean_stale_temp_files` (leftovers of a kill).
 
 Must never: block on a FIFO or device, follow a symbolic link it was told not to, hold a whole file in
@@ -44,6 +45,7 @@ __all__ = [
     "describe_mode",
     "ensure_private_dir",
     "fsync_dir",
+    "fsync_file",
     "open_beneath",
     "open_regular",
     "read_prefix",
@@ -278,12 +280,20 @@ def read_text_bounded(path: str | os.PathLike[str], max_bytes: int, *, dir_fd: i
 
 
 # -- writing ------------------------------------------------------------------------------------------
-def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> None:
+def atomic_write(
+    path: str | os.PathLike[str], data: bytes, mode: int = 0o600, *, sync_file: bool = True, sync_dir: bool = True
+) -> None:
     """Replace `path` with `data` atomically: a reader (or a crash) sees the old file or the new one.
 
     A temp file `.<name>.<random>.tmp` is created 0600 in the same directory, written, fsync-ed, given
     `mode`, renamed over `path`, and the directory is fsync-ed. On any failure the temp file is removed
     and the error propagates. Blocking: call it from a worker thread.
+
+    `sync_dir=False` leaves the directory fsync to the caller (`dir_sync.DirectorySyncer` does it later,
+    coalesced): until then a power loss may bring back the old file, never a torn one. `sync_file=False`
+    skips the file's own fsync too (the syncer can do it later): a power loss before that may leave the
+    new name empty, so only for a cache of another file or data whose loss is acceptable (an advisory
+    tally), never for a snapshot. A kill of the process leaves the old file or the new one either way.
     """
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -293,7 +303,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            if sync_file:
+                os.fsync(fd)
             if mode != 0o600:
                 os.fchmod(fd, mode)
         finally:
@@ -303,7 +314,17 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(target.parent)
+    if sync_dir:
+        fsync_dir(target.parent)
+
+
+def fsync_file(path: str | os.PathLike[str]) -> None:
+    """Flush a file's data to disk (one written without its own fsync); a link is not followed."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:

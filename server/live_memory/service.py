@@ -26,13 +26,14 @@ from live_memory.admission import AdmissionLimits
 from live_memory.agent_loop import ToolRunner
 from live_memory.config import Settings
 from live_memory.context_window import ContextWindow
+from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError, WorkspaceLoadError
 from live_memory.ingest import Ingestor, IngestPolicy
 from live_memory.loading import directory_tree, load_workspace, restore_workspace
 from live_memory.providers.base import ChatProvider
 from live_memory.records import FileEvent, IngestResult
 from live_memory.runtime import Runtime
-from live_memory.snapshot import SnapshotMeta, snapshot_meta, snapshot_payload
+from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import SpendTracker
 from live_memory.store import SnapshotNotSaved, SnapshotStore
 from live_memory.telemetry import Telemetry
@@ -101,8 +102,9 @@ class WorkspaceService:
         self.clock = clock
         self.wall_clock = wall_clock
         self.policy = workspace_policy(runtime.settings)
-        self.store = SnapshotStore(runtime.settings.data_dir, clock=wall_clock)
-        self.spend = SpendTracker(runtime.settings.data_dir, wall_clock)
+        self.syncer = DirectorySyncer()  # the data dir's fsyncs, off the answer path
+        self.store = SnapshotStore(runtime.settings.data_dir, clock=wall_clock, syncer=self.syncer)
+        self.spend = SpendTracker(runtime.settings.data_dir, wall_clock, syncer=self.syncer)
         self.telemetry = Telemetry()  # recent questions, latencies, provider errors (in memory only)
         self.watcher = WorkspaceWatcher(
             debounce_ms=C.WATCH_DEBOUNCE_MS, max_directories=runtime.settings.watch_max_directories
@@ -112,6 +114,7 @@ class WorkspaceService:
         self._locations: OrderedDict[str, Location] = OrderedDict()
         self._toolboxes: dict[tuple[Path, tuple[str, ...]], ToolRunner] = {}
         self._retired: list[ChatProvider] = []
+        self._encoders: dict[str, HistoryEncoder] = {}  # workspace id -> its turns' JSON, encoded once
 
     @property
     def settings(self) -> Settings:
@@ -243,18 +246,20 @@ class WorkspaceService:
         return state, removed
 
     # --- persistence, wipes, unloading ---------------------------------------------------------
-    async def persist(self, state: WorkspaceState) -> str | None:
+    async def persist(self, state: WorkspaceState, also: Callable[[], None] | None = None) -> str | None:
         """Write the state's snapshot. None when written (or nothing new); else why it is not on disk yet
-        (the state stays in memory; the next persist and the flush at shutdown retry)."""
+        (the state stays in memory; the next persist and the flush at shutdown retry). `also` (a blocking
+        write that never raises) runs in the same worker-thread hop."""
 
         def meta() -> SnapshotMeta:
             return snapshot_meta(state)
 
         def snapshot() -> tuple[int, dict[str, Any]]:
-            return state.changes, snapshot_payload(str(state.root), state.window, state.stats)
+            encoder = self._encoders.setdefault(state.id, HistoryEncoder())
+            return state.changes, snapshot_payload(str(state.root), state.window, state.stats, encoder)
 
         try:
-            await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta)
+            await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta, also=also)
         except SnapshotNotSaved as exc:
             return exc.reason
         return None
@@ -279,6 +284,7 @@ class WorkspaceService:
     async def _unload(self, key: Path) -> WorkspaceState | None:
         state = self._states.pop(key, None)
         if state is not None:
+            self._encoders.pop(state.id, None)
             await self.watcher.unwatch(state.tree_root)
         return state
 
@@ -325,6 +331,8 @@ class WorkspaceService:
             if not state.restored:
                 continue
             await self.persist(state)  # a failure is logged by the store
+        # Every rename made so far survives a power loss (bounded: a hung disk must not hold the exit).
+        await asyncio.to_thread(self.syncer.flush, C.SHUTDOWN_FLUSH_DEADLINE_S)
 
     async def aclose(self) -> None:
         for provider in [*self._retired, self.runtime.provider]:

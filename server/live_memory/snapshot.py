@@ -7,6 +7,9 @@ part of a snapshot: files are re-read from disk, deltas are re-derived.
 
 from __future__ import annotations
 
+import json
+import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -19,6 +22,8 @@ from live_memory.records import Usage
 from live_memory.workspace import WorkspaceState, WorkspaceStats
 
 SCHEMA_VERSION = 1
+PERSISTED_KINDS = ("question", "answer")  # tool turns hold file contents: never persisted
+COMPACT = (",", ":")
 
 
 class _Model(BaseModel):
@@ -162,12 +167,59 @@ def parse_meta(raw: Any) -> SnapshotMeta:
 
 
 # --- writing -------------------------------------------------------------------------------------
-def snapshot_payload(root: str, window: ContextWindow, stats: WorkspaceStats) -> dict[str, Any]:
-    """The JSON-ready payload of one workspace (the store adds the schema version and time)."""
-    return {"workspace": root, "window": window_json(window), "stats": stats.to_json()}
+@dataclass(frozen=True)
+class EncodedHistory:
+    """A window's persisted turns, each already encoded as compact JSON (see `encode_document`)."""
+
+    items: tuple[str, ...]
 
 
-def window_json(window: ContextWindow) -> dict[str, Any]:
+class HistoryEncoder:
+    """Each persisted turn's JSON, encoded once. Between compactions a workspace's history only
+    grows, and its turns are the same objects in every copy of its window, so a snapshot encodes
+    only the turns added since the previous one and reuses the rest as they are (a history that no
+    longer starts with the turns seen last, after a compaction, is encoded afresh). One per workspace."""
+
+    def __init__(self) -> None:
+        self._turns: tuple[Turn, ...] = ()  # the history seen last (held, so identities stay unique)
+        self._items: tuple[str, ...] = ()  # the JSON of its persisted turns
+
+    def encode(self, history: Sequence[Turn]) -> EncodedHistory:
+        seen = len(self._turns)
+        if seen > len(history) or tuple(history[:seen]) != self._turns:
+            seen, self._items = 0, ()
+        added = tuple(json.dumps(turn_json(t), separators=COMPACT) for t in history[seen:] if t.kind in PERSISTED_KINDS)
+        self._turns = tuple(history)
+        self._items += added
+        return EncodedHistory(self._items)
+
+
+def encode_document(document: Mapping[str, Any]) -> str:
+    """Compact JSON of a snapshot document; an `EncodedHistory` in its window is spliced in verbatim
+    (byte for byte what encoding the turns afresh would give)."""
+    window = document.get("window")
+    if not isinstance(window, Mapping) or not isinstance(window.get("history"), EncodedHistory):
+        return json.dumps(document, separators=COMPACT)
+    history: EncodedHistory = window["history"]
+    marker = f"\x00history-{secrets.token_hex(8)}\x00"  # cannot occur in the document otherwise
+    text = json.dumps({**document, "window": {**window, "history": marker}}, separators=COMPACT)
+    return text.replace(json.dumps(marker), "[" + ",".join(history.items) + "]", 1)
+
+
+def snapshot_payload(
+    root: str, window: ContextWindow, stats: WorkspaceStats, history: HistoryEncoder | None = None
+) -> dict[str, Any]:
+    """The JSON-ready payload of one workspace (the store adds the schema version and time). With a
+    `history` encoder the turns arrive already encoded (write it with `encode_document`)."""
+    return {"workspace": root, "window": window_json(window, history), "stats": stats.to_json()}
+
+
+def window_json(window: ContextWindow, history: HistoryEncoder | None = None) -> dict[str, Any]:
+    turns: EncodedHistory | list[dict[str, Any]] = (
+        history.encode(window.history)
+        if history is not None
+        else [turn_json(t) for t in window.history if t.kind in PERSISTED_KINDS]
+    )
     return {
         "calibration": window.calibration,
         "version": window.version,
@@ -184,11 +236,16 @@ def window_json(window: ContextWindow) -> dict[str, Any]:
             }
             for f in window.files.values()
         ],
-        "history": [
-            {"kind": t.kind, "message": message_json(t.message), "question": t.question, "cites": list(t.cites)}
-            for t in window.history
-            if t.kind in ("question", "answer")  # tool turns hold file contents: never persisted
-        ],
+        "history": turns,
+    }
+
+
+def turn_json(turn: Turn) -> dict[str, Any]:
+    return {
+        "kind": turn.kind,
+        "message": message_json(turn.message),
+        "question": turn.question,
+        "cites": list(turn.cites),
     }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from live_memory.constants import BACKGROUND_STOP_SHARE
+from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError
 from live_memory.providers.pricing import PriceOverrides, cost_usd
 from live_memory.records import Usage
@@ -76,11 +78,16 @@ def call_cost(runtime: Runtime, model: str, usage: Usage) -> float | None:
 
 
 class SpendTracker:
-    def __init__(self, data_dir: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, data_dir: Path, clock: Callable[[], float] = time.time, syncer: DirectorySyncer | None = None
+    ) -> None:
         self.path = data_dir / SPEND_FILE
         self.clock = clock
+        self.syncer = syncer or DirectorySyncer()
         self._today = self._read()
-        self._save_lock = asyncio.Lock()
+        self._version = 0  # tallies handed out for writing
+        self._written = 0  # the newest of them on disk
+        self._write_lock = threading.Lock()
 
     async def charge(
         self, state: WorkspaceState, runtime: Runtime, model: str, usage: Usage, *, background: bool
@@ -107,11 +114,31 @@ class SpendTracker:
 
     async def save_after(self, cost: float | None) -> None:
         """Save the tally after a charge that cost something (the tally is advisory: errors are logged)."""
-        if cost:
-            try:
-                await self.save()
-            except OSError as exc:  # the answer must not fail for it
-                logger.warning("could not save today's spend to %s: %s", self.path, exc)
+        write = self.pending_save(cost)
+        if write is not None:
+            await asyncio.to_thread(write)
+
+    def pending_save(self, cost: float | None) -> Callable[[], None] | None:
+        """After a charge that cost something: a blocking write of the tally as it is now, for a worker
+        thread (a question's runs in the same hop as its snapshot); None when there is nothing to save.
+        Writes may run in any order: an older tally never replaces a newer one. Errors are logged."""
+        if not cost:
+            return None
+        self._version += 1
+        version, text = self._version, json.dumps(self._payload())
+
+        def write() -> None:
+            with self._write_lock:
+                if version <= self._written:
+                    return
+                try:
+                    self._write(text)
+                except OSError as exc:  # the answer must not fail for it
+                    logger.warning("could not save today's spend to %s: %s", self.path, exc)
+                    return
+                self._written = version
+
+        return write
 
     def _read(self) -> DaySpend:
         day = utc_day(self.clock())
@@ -177,19 +204,18 @@ class SpendTracker:
             "workspace_daily_budget_usd": caps.workspace_daily_usd or None,
         }
 
-    async def save(self) -> None:
-        """Write today's tally; under a lock, so concurrent charges never write out of order."""
-        async with self._save_lock:
-            spend = self.today()
-            payload = {
-                "day": spend.day,
-                "foreground_usd": spend.foreground_usd,
-                "background_usd": spend.background_usd,
-                "by_workspace": dict(spend.by_workspace),
-            }
-            await asyncio.to_thread(_write_atomic, self.path, json.dumps(payload))
+    def _payload(self) -> dict[str, Any]:
+        spend = self.today()
+        return {
+            "day": spend.day,
+            "foreground_usd": spend.foreground_usd,
+            "background_usd": spend.background_usd,
+            "by_workspace": dict(spend.by_workspace),
+        }
 
-
-def _write_atomic(path: Path, text: str) -> None:
-    ensure_private_dir(path.parent)
-    atomic_write(path, text.encode("utf-8"), mode=0o600)
+    def _write(self, text: str) -> None:
+        # Atomic (a kill leaves the old tally or the new one) but fsync-ed later, off the answer path:
+        # a power cut within DIR_FSYNC_DELAY_S of a charge may lose today's tally (it is advisory).
+        ensure_private_dir(self.path.parent)
+        atomic_write(self.path, text.encode("utf-8"), mode=0o600, sync_file=False, sync_dir=False)
+        self.syncer.request(self.path.parent, self.path)

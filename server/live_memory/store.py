@@ -1,10 +1,15 @@
 """Durable per-workspace snapshots: versioned JSON written atomically, validated on load.
 
-Write: temp file in the same directory (0600) -> fsync -> os.replace -> fsync of the directory,
-always in a worker thread. A crash or kill at any moment leaves either the old or the new
-snapshot, never a torn one. Load: a snapshot that cannot be parsed or has an unknown schema is
-moved aside as `<name>.corrupt-<timestamp>` and the workspace starts fresh. Raw file bytes are
-never part of a snapshot (the window's own JSON excludes them).
+Write: temp file in the same directory (0600) -> fsync -> os.replace, always in a worker thread,
+before the answer returns; the directory's fsync follows later, coalesced (`dir_sync`). A crash or
+kill at any moment leaves either the old or the new snapshot, never a torn one (a power loss before
+the directory's fsync brings back the previous one). The `.meta` file beside it is a listing cache,
+written atomically and fsync-ed with the directory, later: a power loss before that may leave it
+unreadable, and listings skip it until the next write.
+
+Load: a snapshot that cannot be parsed or has an unknown schema is moved aside as
+`<name>.corrupt-<timestamp>` and the workspace starts fresh. Raw file bytes are never part of a
+snapshot (the window's own JSON excludes them).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from live_memory.dir_sync import DirectorySyncer
 from live_memory.safe_files import (
     atomic_write,
     ensure_private_dir,
@@ -30,7 +36,7 @@ from live_memory.safe_files import (
     regular_file,
     sha256_fd,
 )
-from live_memory.snapshot import SCHEMA_VERSION, SnapshotIn, SnapshotMeta, parse_meta, parse_snapshot
+from live_memory.snapshot import SCHEMA_VERSION, SnapshotIn, SnapshotMeta, encode_document, parse_meta, parse_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -60,9 +66,12 @@ def describe_write_error(exc: OSError, data_dir: Path) -> str:
 
 
 class SnapshotStore:
-    def __init__(self, data_dir: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, data_dir: Path, clock: Callable[[], float] = time.time, syncer: DirectorySyncer | None = None
+    ) -> None:
         self.dir = data_dir / SNAPSHOT_DIR
         self.clock = clock
+        self.syncer = syncer or DirectorySyncer()
         self._locks: dict[str, asyncio.Lock] = {}
         self._written: dict[str, int] = {}  # workspace id -> generation last written
         # workspace id -> why its latest state is not on disk (cleared by the next successful write)
@@ -85,22 +94,25 @@ class SnapshotStore:
         snapshot: Callable[[], tuple[int, Mapping[str, Any]]],
         still_wanted: Callable[[], bool] = lambda: True,
         meta: Callable[[], SnapshotMeta] | None = None,
+        also: Callable[[], None] | None = None,
     ) -> bool:
         """Write the current state unless a newer generation is on disk or the workspace was wiped.
 
         `snapshot()` runs under the lock, on the event loop, so the payload is one consistent view;
-        only serialisation and I/O run in the worker thread. Raises SnapshotNotSaved when the write
-        fails: the state stays in memory, and the next save (or the flush at shutdown) tries again.
+        only serialisation and I/O run in the worker thread. `also` (blocking, never raising) runs in
+        the same worker-thread hop, after the snapshot (or alone when there is nothing to write).
+        Raises SnapshotNotSaved when the write fails: the state stays in memory, and the next save
+        (or the flush at shutdown) tries again.
         """
         async with self._lock(workspace_id):
-            if not still_wanted():
-                return False
-            generation, payload = snapshot()
-            if self._written.get(workspace_id, -1) >= generation:
+            generation, payload = snapshot() if still_wanted() else (-1, {})
+            if generation < 0 or self._written.get(workspace_id, -1) >= generation:
+                if also is not None:
+                    await asyncio.to_thread(also)
                 return False
             summary = meta() if meta is not None else None
             try:
-                await asyncio.to_thread(self.write_now, workspace_id, payload, summary)
+                await asyncio.to_thread(self._write_then, also, workspace_id, payload, summary)
             except OSError as exc:
                 reason = describe_write_error(exc, self.dir.parent)
                 if self.failures.get(workspace_id) != reason:  # once per cause, not once per question
@@ -123,15 +135,27 @@ class SnapshotStore:
     def exists(self, workspace_id: str) -> bool:
         return self.path_for(workspace_id).exists()
 
+    def _write_then(
+        self, also: Callable[[], None] | None, workspace_id: str, payload: Mapping[str, Any], meta: SnapshotMeta | None
+    ) -> None:
+        try:
+            self.write_now(workspace_id, payload, meta)
+        finally:
+            if also is not None:
+                also()
+
     def write_now(self, workspace_id: str, payload: Mapping[str, Any], meta: SnapshotMeta | None = None) -> None:
         """Blocking atomic write (worker threads only); the small metadata file follows the snapshot."""
         ensure_private_dir(self.dir)
         saved_at = self.clock()
-        data = json.dumps({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload}, separators=(",", ":"))
-        atomic_write(self.path_for(workspace_id), data.encode("utf-8"), mode=0o600)
-        if meta is not None:
-            text = json.dumps({**meta.to_json(), "saved_at": saved_at})
-            atomic_write(self.meta_path_for(workspace_id), text.encode("utf-8"), mode=0o600)
+        data = encode_document({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload})
+        atomic_write(self.path_for(workspace_id), data.encode("utf-8"), mode=0o600, sync_dir=False)
+        if meta is None:
+            self.syncer.request(self.dir)
+            return
+        text = json.dumps({**meta.to_json(), "saved_at": saved_at})
+        atomic_write(self.meta_path_for(workspace_id), text.encode("utf-8"), sync_file=False, sync_dir=False)
+        self.syncer.request(self.dir, self.meta_path_for(workspace_id))
 
     def list_meta(self) -> list[SnapshotMeta]:
         """The metadata of every stored snapshot (blocking, but small files; unreadable ones skipped)."""

@@ -127,7 +127,9 @@ class WorkspaceStats:
     rebased_commits: int = 0  # answers committed after a concurrent one, replayed onto it (never dropped)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = dict(vars(self))  # flat values; asdict() would deep-copy each one, once per snapshot
+        data["usage"] = asdict(self.usage)
+        data["background_usage"] = asdict(self.background_usage)
         return data
 
 

@@ -110,6 +110,11 @@ class ChatProvider(Protocol):
 _WIRE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def _flagged(message: Message) -> bool:
+    """A per-request copy carrying a breakpoint flag."""
+    return any(p.cache for p in message.parts)
+
+
 def wire_json(body: Any) -> bytes:
     """A request body as the SDKs would encode it (compact UTF-8 JSON).
 
@@ -136,20 +141,55 @@ class WireCache:
     Entries hold their message, so an id is never reused while its entry lives; least recently used
     entries go once the encoded bytes pass `max_bytes`. Per-request copies (a breakpoint flag, the
     hint on the last message) are encoded each time and never kept.
+
+    On top, the longest run of plain messages a request starts with is kept joined (one per
+    conversation, by its first message): the next request of that conversation repeats the run, so
+    it is checked by identity and reused whole, and only the messages after it are looked up.
     """
 
     def __init__(self, max_bytes: int = WIRE_CACHE_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
         self._entries: OrderedDict[int, tuple[Message, bytes]] = OrderedDict()
         self._bytes = 0
+        self._runs: OrderedDict[int, tuple[tuple[Message, ...], bytes]] = OrderedDict()
+        self._run_bytes = 0
 
     def encode_all(self, messages: Sequence[Message], encode: Callable[[Message], bytes]) -> Iterator[bytes]:
+        """Each message's bytes (a run of them may come joined with commas, as one item)."""
         last = len(messages) - 1
-        for index, message in enumerate(messages):
-            if index == last or any(p.cache for p in message.parts):
+        start, joined = self._run(messages, last, encode)
+        if joined:
+            yield joined
+        for index in range(start, last + 1):
+            message = messages[index]
+            if index == last or _flagged(message):
                 yield encode(message)
             else:
                 yield self.encoded(message, encode)
+
+    def _run(self, messages: Sequence[Message], last: int, encode: Callable[[Message], bytes]) -> tuple[int, bytes]:
+        """How many leading messages are plain (never the last one), and their bytes joined."""
+        if last <= 0 or _flagged(messages[0]):
+            return 0, b""
+        key = id(messages[0])
+        held, joined = self._runs.pop(key, ((), b""))
+        self._run_bytes -= len(joined)
+        if len(held) > last or tuple(messages[: len(held)]) != held:  # not this conversation's run any more
+            held, joined = (), b""
+        end = len(held)
+        added: list[bytes] = []
+        while end < last and not _flagged(messages[end]):
+            added.append(self.encoded(messages[end], encode))
+            end += 1
+        if added:
+            joined = b",".join(item for item in (joined, *added) if item)
+            held = tuple(messages[:end])
+        self._runs[key] = (held, joined)
+        self._run_bytes += len(joined)
+        while self._run_bytes > self.max_bytes and self._runs:
+            _, (_, dropped) = self._runs.popitem(last=False)
+            self._run_bytes -= len(dropped)
+        return end, joined
 
     def encoded(self, message: Message, encode: Callable[[Message], bytes]) -> bytes:
         key = id(message)
