@@ -76,7 +76,7 @@ async def test_a_ping_repeats_the_questions_prefix_and_asks_for_no_answer(tmp_pa
     question, ping = provider.requests
 
     def plain(messages: tuple[Message, ...] | list[Message]) -> list[object]:
-        return [(m.role, [replace(p, cache=False) for p in m.parts]) for m in messages]
+        return [(m.role, [replace(p, cache=False, long_cache=False) for p in m.parts]) for m in messages]
 
     history = plain([t.message for t in state.window.history])
     assert [p.text for p in ping.system] == [p.text for p in question.system]

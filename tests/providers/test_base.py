@@ -77,8 +77,9 @@ def test_history_messages_are_encoded_once_across_requests() -> None:
     history = (user("one"), user("two"), user("three"))
     first = list(cache.encode_all(history, encode))
     second = list(cache.encode_all((*history, user("four")), encode))
-    assert first == [b"one", b"two", b"three"]
-    assert second == [b"one", b"two", b"three", b"four"]
+    # A leading run of plain messages may come back joined (one item): the body is the same bytes.
+    assert b",".join(first) == b"one,two,three"
+    assert b",".join(second) == b"one,two,three,four"
     # "three" was last (per request) the first time, so it is encoded again once; "one"/"two" never are
     assert encode.encoded == ["one", "two", "three", "three", "four"]
 
