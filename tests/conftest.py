@@ -34,6 +34,33 @@ def sealed_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     return home
 
 
+def _share_the_default_tls_context() -> None:
+    """Every httpx / httpx2 client builds a TLS context and loads the CA store into it (~40 ms of CPU), even
+    for the plain-http loopback servers the tests talk to, and the tests build hundreds of clients. In the test
+    process, clients that ask for the default verification share one context (built once, same CA store)."""
+    import httpx._transports.default as httpx_transports
+    import httpx2._transports.default as httpx2_transports
+
+    for module in (httpx_transports, httpx2_transports):
+        build = module.create_ssl_context
+        cache: dict[tuple[object, ...], Any] = {}
+
+        def shared(
+            verify: Any = True, cert: Any = None, trust_env: bool = True, *, _build: Any = build, _cache: Any = cache
+        ) -> Any:
+            if verify is not True or cert is not None:
+                return _build(verify=verify, cert=cert, trust_env=trust_env)
+            key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+            if key not in _cache:
+                _cache[key] = _build(verify=verify, cert=cert, trust_env=trust_env)
+            return _cache[key]
+
+        module.create_ssl_context = shared
+
+
+_share_the_default_tls_context()
+
+
 class _Scheduling:
     """xdist's `load` distribution, except that each module in ONE_WORKER_MODULES goes to one worker whole.
     (Its own `loadgroup` mode cannot do this with pytest 9: it renames items through an attribute pytest 9
