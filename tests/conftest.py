@@ -7,11 +7,16 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
 
 from tests.fakes.llm_server import FakeLLM
+
+# Run whole by one worker under pytest-xdist: their tests share a module-scoped fixture (built once per worker
+# that runs any of them) or a one-time export into bench/.cache.
+ONE_WORKER_MODULES = frozenset({"tests/test_bench_session_bill.py"})
 
 _SEALED_PREFIXES = ("LIVE_MEMORY_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "DEEPSEEK_", "OPENROUTER_")
 _LOOPBACK = ("127.", "::1", "localhost")
@@ -27,6 +32,57 @@ def sealed_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("LIVE_MEMORY_DATA_DIR", str(home / "live-memory-data"))
     return home
+
+
+def _share_the_default_tls_context() -> None:
+    """Every httpx / httpx2 client builds a TLS context and loads the CA store into it (~40 ms of CPU), even
+    for the plain-http loopback servers the tests talk to, and the tests build hundreds of clients. In the test
+    process, clients that ask for the default verification share one context (built once, same CA store)."""
+    import httpx._transports.default as httpx_transports
+    import httpx2._transports.default as httpx2_transports
+
+    for module in (httpx_transports, httpx2_transports):
+        build = module.create_ssl_context
+        cache: dict[tuple[object, ...], Any] = {}
+
+        def shared(
+            verify: Any = True, cert: Any = None, trust_env: bool = True, *, _build: Any = build, _cache: Any = cache
+        ) -> Any:
+            if verify is not True or cert is not None:
+                return _build(verify=verify, cert=cert, trust_env=trust_env)
+            key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+            if key not in _cache:
+                _cache[key] = _build(verify=verify, cert=cert, trust_env=trust_env)
+            return _cache[key]
+
+        module.create_ssl_context = shared
+
+
+_share_the_default_tls_context()
+
+
+class _Scheduling:
+    """xdist's `load` distribution, except that each module in ONE_WORKER_MODULES goes to one worker whole.
+    (Its own `loadgroup` mode cannot do this with pytest 9: it renames items through an attribute pytest 9
+    no longer reads.)"""
+
+    @staticmethod
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") != "load":
+            return None  # a --dist given on the command line wins
+        from xdist.scheduler import LoadScopeScheduling
+
+        class ModuleOrTest(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                module = nodeid.split("::", 1)[0]
+                return module if module in ONE_WORKER_MODULES else nodeid
+
+        return ModuleOrTest(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):  # the hook exists only with pytest-xdist installed
+        config.pluginmanager.register(_Scheduling(), "live-memory-scheduling")
 
 
 def _is_loopback(address: object) -> bool:

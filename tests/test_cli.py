@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from live_memory.cli import build_parser, cmd_ask
+from live_memory.cli import build_parser, cmd_ask, cmd_serve, main
 from live_memory.config import load_settings
 from live_memory.constants import SHUTDOWN_GRACE_S
 from tests.fakes.live_server import live_server, settings_for
@@ -98,9 +98,9 @@ def test_serve_is_a_singleton_and_sigterm_mid_question_returns_a_best_effort_ans
         )
         server = ServeProcess(env)
         try:
-            second = subprocess.run([*COMMAND, "serve"], env=env, capture_output=True, text=True, timeout=30)
-            assert (second.returncode, server.proc.poll()) == (0, None), second.stderr
-            assert "already running" in second.stdout
+            second_code, second_out, second_err = serve_in_process(env)
+            assert (second_code, server.proc.poll()) == (0, None), second_err
+            assert "already running" in second_out
             answers: list[tuple[int, str, str]] = []
             asking = threading.Thread(target=lambda: answers.append(ask_in_process(env, "slow question", workspace)))
             asking.start()
@@ -131,6 +131,25 @@ def ask_in_process(env: dict[str, str], question: str, cwd: Path) -> tuple[int, 
     return code, out.getvalue(), err.getvalue()
 
 
+def serve_in_process(env: dict[str, str]) -> tuple[int, str, str]:
+    """`live-memory serve` on a port that is already taken, run in this process (it answers before it would
+    load the server, and a new interpreter costs seconds): exit code, stdout, stderr. In a thread, so a serve
+    that wrongly went on to serve fails (signal handlers need the main thread) instead of hanging."""
+    settings = load_settings(env=env, data_dir=Path(env["LIVE_MEMORY_DATA_DIR"]))
+    out, err = io.StringIO(), io.StringIO()
+    result: list[int] = []
+
+    def run() -> None:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            result.append(cmd_serve(settings))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(30)
+    assert result, f"serve did not return: {err.getvalue()}"
+    return result[0], out.getvalue(), err.getvalue()
+
+
 def test_foreign_port_holder_makes_serve_exit_1(tmp_path: Path) -> None:
     class Teapot(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -145,13 +164,13 @@ def test_foreign_port_holder_makes_serve_exit_1(tmp_path: Path) -> None:
     thread.start()
     try:
         env = cli_env(tmp_path, foreign.server_address[1])
-        result = subprocess.run([*COMMAND, "serve"], env=env, capture_output=True, text=True, timeout=30)
+        code, _, err = serve_in_process(env)
     finally:
         foreign.shutdown()
         foreign.server_close()
-    assert result.returncode == 1
-    assert f"port {foreign.server_address[1]}" in result.stderr
-    assert "another program" in result.stderr
+    assert code == 1
+    assert f"port {foreign.server_address[1]}" in err
+    assert "another program" in err
 
 
 def test_ask_prints_the_answer_and_trailer(tmp_path: Path) -> None:
@@ -309,7 +328,9 @@ def test_config_get_without_a_key_prints_usage(tmp_path: Path) -> None:
     assert result.stderr.startswith("usage: live-memory config get KEY")
 
 
-def test_serve_port_flag_wins_and_the_data_dir_is_private_so_doctor_passes(tmp_path: Path) -> None:
+def test_serve_port_flag_wins_and_the_data_dir_is_private_so_doctor_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The README setup: `live-memory serve` with a credential; then `live-memory doctor` finds nothing to fix."""
     data_dir = tmp_path / "state" / "live-memory"
     port = free_port()
@@ -324,15 +345,20 @@ def test_serve_port_flag_wins_and_the_data_dir_is_private_so_doctor_passes(tmp_p
         server = ServeProcess({**env, "LIVE_MEMORY_PORT": "1"}, "--host", "127.0.0.1", "--port", str(port))
         try:
             health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json()
-            doctor = subprocess.run(
-                [*COMMAND, "doctor", "--plugin-dir", str(REPO)], env=env, capture_output=True, text=True, timeout=120
-            )
+            # `live-memory doctor` in this process, in the same environment (a new interpreter costs seconds)
+            for name in list(os.environ):
+                monkeypatch.delenv(name)
+            for name, value in env.items():
+                monkeypatch.setenv(name, value)
+            doctor = io.StringIO()
+            with contextlib.redirect_stdout(doctor):
+                doctor_code = main(["doctor", "--plugin-dir", str(REPO)])
         finally:
             server.stop()
     assert health["service"] == "live-memory"
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
-    assert doctor.returncode == 0, doctor.stdout
-    assert "[ok  ] data dir" in doctor.stdout
+    assert doctor_code == 0, doctor.getvalue()
+    assert "[ok  ] data dir" in doctor.getvalue()
 
 
 def test_a_connected_client_does_not_hold_shutdown_open(tmp_path: Path) -> None:

@@ -103,46 +103,61 @@ async def test_a_cancelled_question_frees_its_slot_and_commits_nothing(
     assert "doomed" not in str(fake.requests[-1].body["messages"])
 
 
-WRITER = """
-import sys, json
+WRITERS = """
+import os, signal, sys
 from pathlib import Path
-from typing import Any
 from live_memory.store import SnapshotStore
-store = SnapshotStore(Path(sys.argv[1]))
-generation = 0
-print("ready", flush=True)
-while True:
-    generation += 1
-    store.write_now("ws", {"workspace": "x" * 800_000, "window": {"version": generation}})
+for data_dir in sys.argv[1:]:
+    if os.fork() == 0:  # one writer process per store, forked: a new interpreter each would cost seconds
+        store = SnapshotStore(Path(data_dir))
+        os.write(1, f"ready {os.getpid()}\\n".encode())
+        generation = 0
+        while True:
+            generation += 1
+            store.write_now("ws", {"workspace": "x" * 800_000, "window": {"version": generation}})
+# Killed writers stay unreaped (their pids cannot be reused) until the test closes stdin (or is gone);
+# then the whole process group goes, writers left over included.
+sys.stdin.read()
+os.killpg(0, signal.SIGKILL)
 """
 
 
 def test_sigkill_during_snapshot_writes_leaves_a_loadable_snapshot(tmp_path: Path) -> None:
-    """Writers run side by side (each on its own store) and are killed at random points of their loops."""
+    """Writers run side by side (each its own process on its own store) and are killed at random points of
+    their loops."""
     rng = random.Random(1234)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     data_dirs = [tmp_path / f"store{i}" for i in range(16)]
     stores = [SnapshotStore(data_dir) for data_dir in data_dirs]
     for store in stores:
         store.write_now("ws", {"window": {"version": 0}})
-    writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(data_dir)], stdout=subprocess.PIPE, env=env)
-        for data_dir in data_dirs
-    ]
+    parent = subprocess.Popen(
+        [sys.executable, "-c", WRITERS, *map(str, data_dirs)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        start_new_session=True,  # its own process group: the writers can be ended together
+    )
+    assert parent.stdin is not None and parent.stdout is not None
     try:
-        for writer in writers:
-            assert writer.stdout is not None and writer.stdout.readline().strip() == b"ready"
-        for writer in writers:
+        writers = []
+        for _ in data_dirs:
+            ready, pid = parent.stdout.readline().split()
+            assert ready == b"ready"
+            writers.append(int(pid))
+        for pid in writers:
             deadline = time.monotonic() + rng.uniform(0.0, 0.05)
             while time.monotonic() < deadline:  # a random point inside the write loops
                 pass
-            writer.send_signal(signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
     finally:
-        for writer in writers:
-            writer.kill()
-            writer.wait(10)
-            assert writer.stdout is not None
-            writer.stdout.close()
+        parent.stdin.close()
+        try:
+            parent.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(parent.pid, signal.SIGKILL)
+            parent.wait(10)
+        parent.stdout.close()
     for store in stores:
         loaded = store.load("ws")
         assert loaded is not None and loaded.window.version >= 0, "snapshot unreadable after a kill"

@@ -46,11 +46,20 @@ def auth_headers(settings: Settings) -> dict[str, str]:
     return {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
 
 
-def who_answers(url: str) -> tuple[str, dict[str, Any] | None]:
+def probe_client() -> httpx.Client:
+    """One client for a series of probes: building a client loads the CA store (~40 ms of CPU), which a
+    probe every 50-100 ms would otherwise repeat for as long as a server takes to start."""
+    return httpx.Client(timeout=HEALTH_PROBE_TIMEOUT_S)
+
+
+def who_answers(url: str, client: httpx.Client | None = None) -> tuple[str, dict[str, Any] | None]:
     """("ours", health) when Live Memory answers /health at `url`, ("foreign", None) when another program
     holds the port, ("absent", None) when nothing listens."""
+    if client is None:
+        with probe_client() as own:
+            return who_answers(url, own)
     try:
-        response = httpx.get(f"{url}/health", timeout=HEALTH_PROBE_TIMEOUT_S)
+        response = client.get(f"{url}/health")
     except httpx.ConnectError:
         return "absent", None
     except httpx.HTTPError:  # it accepted the connection but spoke no usable HTTP in time
@@ -107,15 +116,16 @@ def wait_for_server(url: str, wait_s: float) -> None:
     """Return once Live Memory answers at `url`; wait up to `wait_s` for one that is still starting."""
     deadline = time.monotonic() + max(0.0, wait_s)
     announced = False
-    while True:
-        state, _ = who_answers(url)
-        if state == "ours":
-            return
-        if state == "foreign":
-            raise ClientError(not_ours(url))
-        if time.monotonic() >= deadline:
-            raise ClientError(f"no server answers at {url}; start one with `live-memory serve`")
-        if not announced:
-            print("live-memory: waiting for the server to start…", file=sys.stderr, flush=True)
-            announced = True
-        time.sleep(ASK_START_POLL_S)  # polling a port that is not open yet: there is no event to wait on
+    with probe_client() as client:
+        while True:
+            state, _ = who_answers(url, client)
+            if state == "ours":
+                return
+            if state == "foreign":
+                raise ClientError(not_ours(url))
+            if time.monotonic() >= deadline:
+                raise ClientError(f"no server answers at {url}; start one with `live-memory serve`")
+            if not announced:
+                print("live-memory: waiting for the server to start…", file=sys.stderr, flush=True)
+                announced = True
+            time.sleep(ASK_START_POLL_S)  # polling a port that is not open yet: there is no event to wait on

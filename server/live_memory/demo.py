@@ -279,18 +279,19 @@ def server_env(model_url: str, port: int, data_dir: Path, repo: Path) -> dict[st
 
 def wait_until_serving(url: str, process: subprocess.Popen[bytes], timeout_s: float) -> str | None:
     """None once Live Memory answers /health at `url`; else why not (the server exited, or the bound passed)."""
-    from live_memory.client import who_answers
+    from live_memory.client import probe_client, who_answers
 
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            return f"the server exited with status {process.returncode}"
-        state, _ = who_answers(url)
-        if state == "ours":
-            return None
-        if state == "foreign":
-            return f"another program answers at {url}"
-        time.sleep(SERVER_POLL_S)  # nothing listens yet: a port has no event to wait on
+    with probe_client() as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                return f"the server exited with status {process.returncode}"
+            state, _ = who_answers(url, client)
+            if state == "ours":
+                return None
+            if state == "foreign":
+                return f"another program answers at {url}"
+            time.sleep(SERVER_POLL_S)  # nothing listens yet: a port has no event to wait on
     return f"no answer at {url} within {timeout_s:.0f} s"
 
 

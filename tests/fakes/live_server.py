@@ -19,6 +19,11 @@ from tests.fakes.off_loop import off_loop
 
 T = TypeVar("T")
 
+START_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 10.0
+GRACEFUL_SHUTDOWN_S = 8.0
+SHUTDOWN_POLL_S = 0.005
+
 
 def settings_for(fake_base_url: str, data_dir: Path, *, protocol: str = "anthropic", **options: Any) -> Settings:
     """Settings pointing at the fake provider; `options` are LIVE_MEMORY_* values by option key."""
@@ -35,6 +40,40 @@ def settings_for(fake_base_url: str, data_dir: Path, *, protocol: str = "anthrop
     return off_loop(load_settings, env=env, data_dir=data_dir)
 
 
+class _PromptServer(uvicorn.Server):
+    """uvicorn's own startup and graceful shutdown (listener closed, connections asked to finish, lifespan
+    shutdown last), without its timers: no 100 ms tick before a stop is seen, no fixed 100 ms pause and no
+    100 ms polls while connections finish. Each test starts and stops a server, so those add up."""
+
+    def __init__(self, config: uvicorn.Config, on_ready: threading.Event) -> None:
+        super().__init__(config)
+        self.on_ready = on_ready
+        self.exit_event = asyncio.Event()  # binds to the server's loop on first use
+
+    async def main_loop(self) -> None:
+        await self.on_tick(0)  # the default headers (date), as uvicorn's first tick sets them
+        self.on_ready.set()
+        await self.exit_event.wait()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        # Connections and their tasks finish on their own: poll them (no event exists), bounded like
+        # uvicorn's graceful-shutdown timeout, then cancel what is left.
+        for _ in range(int(GRACEFUL_SHUTDOWN_S / SHUTDOWN_POLL_S)):
+            if not (self.server_state.connections or self.server_state.tasks):
+                break
+            await asyncio.sleep(SHUTDOWN_POLL_S)
+        for task in list(self.server_state.tasks):
+            task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        for server in self.servers:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(server.wait_closed(), GRACEFUL_SHUTDOWN_S)
+        await self.lifespan.shutdown()
+
+
 class LiveServer:
     """`with LiveServer(app) as server:` serves on 127.0.0.1:<free port> until the block ends."""
 
@@ -45,7 +84,8 @@ class LiveServer:
         self.port: int = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.mcp_url = f"{self.url}/mcp"
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        self._ready = threading.Event()
+        self._server = _PromptServer(uvicorn.Config(app, log_level="warning", lifespan="on"), self._ready)
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
@@ -54,6 +94,7 @@ class LiveServer:
             self.loop.run_until_complete(self._server.serve(sockets=[self.sock]))
         finally:
             self.loop.close()
+            self._ready.set()  # a server that failed to start wakes the waiting test at once
 
     def run_in_server(self, coroutine: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
         """Run a coroutine on the server's own event loop (the app's state lives there)."""
@@ -61,17 +102,14 @@ class LiveServer:
 
     def __enter__(self) -> LiveServer:
         self._thread.start()
-        for _ in range(500):
-            if self._server.started:
-                return self
-            if not self._thread.is_alive():
-                break
-            self._thread.join(0.01)
+        if self._ready.wait(START_TIMEOUT_S) and self._server.started and self._thread.is_alive():
+            return self
         raise RuntimeError("the Live Memory test server did not start")
 
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
+        with contextlib.suppress(RuntimeError):  # the loop is closed already: the server has stopped
+            self.loop.call_soon_threadsafe(self._server.exit_event.set)
+        self._thread.join(STOP_TIMEOUT_S)
         with contextlib.suppress(OSError):
             self.sock.close()
 

@@ -296,8 +296,15 @@ def claude() -> str:
     return path
 
 
-def cli_env(home: Path, anthropic_base_url: str = "", **extra: str) -> dict[str, str]:
-    """An offline Claude Code: throwaway HOME, no updater/telemetry, the model endpoint on loopback."""
+# Where a Claude Code that needs no model sends model calls: a loopback port nothing serves (discard).
+NO_MODEL_URL = "http://127.0.0.1:9"
+
+
+def cli_env(home: Path, anthropic_base_url: str = NO_MODEL_URL, **extra: str) -> dict[str, str]:
+    """An offline Claude Code: throwaway HOME, no updater/telemetry, the model endpoint always on loopback.
+
+    Why always: with the first-party endpoint every command (even `plugin install`) first fetches remote
+    settings and policy limits from api.anthropic.com, and without a network each waits ~18 s on DNS."""
     home.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC", "LIVE_MEMORY_"))}
     env.update(
@@ -308,7 +315,6 @@ def cli_env(home: Path, anthropic_base_url: str = "", **extra: str) -> dict[str,
         DISABLE_ERROR_REPORTING="1",
         ANTHROPIC_API_KEY="test",
     )
-    if anthropic_base_url:
-        env["ANTHROPIC_BASE_URL"] = anthropic_base_url
+    env["ANTHROPIC_BASE_URL"] = anthropic_base_url
     env.update(extra)
     return env
