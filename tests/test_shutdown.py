@@ -9,7 +9,8 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from live_memory.shutdown import IdleStreams, StopSignal
+from live_memory.constants import SHUTDOWN_DRAIN_MARGIN_S
+from live_memory.shutdown import IdleStreams, StopSignal, drain_limit_s
 
 
 async def test_begin_runs_every_step_once_even_when_one_fails() -> None:
@@ -65,3 +66,10 @@ def test_an_idle_event_stream_ends_when_the_stop_begins(begun: bool) -> None:
             client.portal.call(stop.begin)  # type: ignore[union-attr]
             rest = list(lines)  # the stream ends instead of holding shutdown open
     assert all(line in ("", ": ping") for line in rest)
+
+
+def test_a_stop_told_to_be_quick_is_quick_and_a_long_grace_gets_at_most_the_standard_margin() -> None:
+    assert drain_limit_s(0.0) == 1.0  # at least a second to hand over what was cut
+    assert drain_limit_s(0.5) == 1.5
+    assert drain_limit_s(3.0) == 6.0
+    assert drain_limit_s(10.0) == 10.0 + SHUTDOWN_DRAIN_MARGIN_S

@@ -46,7 +46,7 @@ from live_memory.runtime import Runtime
 from live_memory.safe_files import clean_stale_temp_files, ensure_private_dir
 from live_memory.security import SecurityMiddleware, SecurityPolicy, check_bind
 from live_memory.service import ToolFactory, WorkspaceService
-from live_memory.shutdown import IdleStreams, StopSignal
+from live_memory.shutdown import IdleStreams, StopSignal, drain_limit_s
 from live_memory.store import SNAPSHOT_DIR
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
 
@@ -166,7 +166,7 @@ def create_app(
             if service.runtime.provider is None:  # said once; /health and the status page keep saying it
                 logger.warning("no model credential, questions will fail: %s", missing_credential_message(settings))
             try:
-                with stop.from_signals(drain_limit_s=timings.shutdown_grace_s + C.SHUTDOWN_DRAIN_MARGIN_S):
+                with stop.from_signals(drain_limit_s=drain_limit_s(timings.shutdown_grace_s)):
                     yield
             finally:
                 stop.begin()

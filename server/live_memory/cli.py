@@ -13,6 +13,7 @@ import asyncio
 import errno
 import json
 import logging
+import math
 import os
 import signal
 import socket
@@ -77,6 +78,7 @@ def cmd_serve(settings: Settings) -> int:
 
     from live_memory.app import Timings, create_app, serve_until_stopped
     from live_memory.connections import bounded_protocol, connection_cap
+    from live_memory.shutdown import drain_limit_s
 
     check_bind(settings.host, settings.auth_token)
     try:
@@ -110,7 +112,7 @@ def cmd_serve(settings: Settings) -> int:
         ),
         log_level=settings.log_level,
         lifespan="on",
-        timeout_graceful_shutdown=int(settings.shutdown_grace_s) + 5,
+        timeout_graceful_shutdown=math.ceil(drain_limit_s(settings.shutdown_grace_s)),
         # Connection bounds (docs/operations.md, "Limits"): idle connections are closed, at most
         # connection_cap() are open, requests beyond it while all are busy get 503.
         http=bounded_protocol(connection_cap()),

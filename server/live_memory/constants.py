@@ -43,7 +43,7 @@ SHUTDOWN_THREAD_WAIT_S = 5.0
 # Keep-alive comment on an idle MCP event stream (the SDK's own interval).
 IDLE_STREAM_PING_S = 15.0
 # Beyond the grace period, how long a stop waits for the last answers to be delivered before the
-# server stops listening regardless.
+# server stops listening regardless (at most; a short grace gets a margin as short, at least 1 s).
 SHUTDOWN_DRAIN_MARGIN_S = 5.0
 # At shutdown, after the last answer is handed to the transport: time for its frames to be written
 # before idle event streams end (their clients reconnect at once, which would fail the answer).

@@ -26,9 +26,16 @@ import anyio
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from live_memory.constants import MCP_PATH
+from live_memory.constants import MCP_PATH, SHUTDOWN_DRAIN_MARGIN_S
 
 logger = logging.getLogger(__name__)
+
+
+def drain_limit_s(grace_s: float) -> float:
+    """How long a stop may take to deliver the answers it cut at `grace_s`: the grace plus a margin that is
+    never longer than the grace itself (a service told to stop fast stops fast), nor under a second."""
+    return grace_s + min(SHUTDOWN_DRAIN_MARGIN_S, max(1.0, grace_s))
+
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
