@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from dataclasses import replace
 
@@ -11,22 +10,7 @@ from live_memory.prompt_layout import build_prompt
 from live_memory.prompts import MANIFEST_HEADING, OBSERVED_HEADING
 from live_memory.providers.base import Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.snapshot import window_json
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-HINT = "## Budgets for this question\n-"
-
-
-def ask(window: ContextWindow, question: str, answer: str, cites: tuple[str, ...] = ()) -> Message:
-    """Simulate one question: sync deltas, build the prompt, store the exchange."""
-    window.sync_deltas()
-    question_message = Message("user", (TextPart(f"## Question\n{question}"),))
-    build_prompt(window, [question_message], hint=HINT, first_of_question=True)
-    window.add_exchange(question_message, question, answer, cites)
-    return question_message
+from tests.fakes.windows import HINT, ask, sha
 
 
 def test_a_kept_tool_transcript_is_stored_as_sent_so_the_next_question_extends_it() -> None:

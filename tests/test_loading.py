@@ -20,6 +20,7 @@ from live_memory.store import SnapshotStore
 from live_memory.workspace import Location, WorkspaceState, WorkspaceStats, new_state
 from tests.fakes.engine import engine_for
 from tests.fakes.off_loop import off_loop
+from tests.fakes.repo_builder import docs_repo
 from tests.fakes.scripted_provider import ScriptedProvider
 
 APP = "VALUE = 1\n"
@@ -32,12 +33,7 @@ def sha(text: str) -> str:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "docs" / "api").mkdir(parents=True)
-    (root / ".git").mkdir()
-    (root / "docs" / "intro.md").write_text("# Intro\nWelcome.\n")
-    (root / "docs" / "api" / "auth.md").write_text("# Auth\nTokens expire after 1h.\n")
-    (root / "docs" / "big.md").write_text("# Big\n" + "x" * 5000)
+    root = docs_repo(tmp_path)
     (root / "app.py").write_text(APP)
     (root / "db.py").write_text(DB)
     return root

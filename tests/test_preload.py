@@ -9,16 +9,12 @@ from pathlib import Path
 import pytest
 
 from live_memory.preload import load_preload, read_preload
+from tests.fakes.repo_builder import docs_repo
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "docs" / "api").mkdir(parents=True)
-    (root / ".git").mkdir()
-    (root / "docs" / "intro.md").write_text("# Intro\nWelcome.\n")
-    (root / "docs" / "api" / "auth.md").write_text("# Auth\nTokens expire after 1h.\n")
-    (root / "docs" / "big.md").write_text("# Big\n" + "x" * 5000)
+    root = docs_repo(tmp_path)
     (root / "docs" / ".env").write_text("SECRET=1\n")
     (root / "docs" / "logo.md").write_bytes(b"\x89PNG\x00\x00")
     (root / "app.py").write_text("VALUE = 1\n")

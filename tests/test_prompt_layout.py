@@ -3,29 +3,12 @@ window that is never changed by building a request from it."""
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 
 from live_memory.context_window import ContextWindow
 from live_memory.prompt_layout import LongCache, build_prompt, with_breakpoint
 from live_memory.providers.base import Message, TextPart, ToolResultPart, ToolUsePart
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-HINT = "## Budgets for this question\n-"
-
-
-def ask(window: ContextWindow, question: str, answer: str, cites: tuple[str, ...] = ()) -> Message:
-    """Simulate one question: sync deltas, build the prompt, store the exchange."""
-    window.sync_deltas()
-    question_message = Message("user", (TextPart(f"## Question\n{question}"),))
-    build_prompt(window, [question_message], hint=HINT, first_of_question=True)
-    window.add_exchange(question_message, question, answer, cites)
-    return question_message
+from tests.fakes.windows import HINT, ask, sha
 
 
 def breakpoints(system: tuple[TextPart, ...], messages: tuple[Message, ...]) -> int:

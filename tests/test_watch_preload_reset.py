@@ -12,6 +12,7 @@ import pytest
 from live_memory.prompts import PRELOADED_HEADING
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.repo_builder import docs_repo
 
 
 @pytest.fixture
@@ -23,12 +24,7 @@ def fake() -> Iterator[FakeLLM]:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "docs" / "api").mkdir(parents=True)
-    (root / ".git").mkdir()
-    (root / "docs" / "intro.md").write_text("# Intro\nWelcome.\n")
-    (root / "docs" / "api" / "auth.md").write_text("# Auth\nTokens expire after 1h.\n")
-    (root / "docs" / "big.md").write_text("# Big\n" + "x" * 5000)
+    root = docs_repo(tmp_path)
     (root / "docs" / ".env").write_text("SECRET=1\n")
     (root / "docs" / "logo.md").write_bytes(b"\x89PNG\x00\x00")
     (root / "app.py").write_text("VALUE = 1\n")

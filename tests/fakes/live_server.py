@@ -16,13 +16,13 @@ from starlette.applications import Starlette
 from live_memory.app import create_app
 from live_memory.config import Settings, load_settings
 from tests.fakes.off_loop import off_loop
+from tests.fakes.quick_server import QuickServer
 
 T = TypeVar("T")
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 GRACEFUL_SHUTDOWN_S = 8.0
-SHUTDOWN_POLL_S = 0.005
 
 
 def settings_for(fake_base_url: str, data_dir: Path, *, protocol: str = "anthropic", **options: Any) -> Settings:
@@ -40,40 +40,6 @@ def settings_for(fake_base_url: str, data_dir: Path, *, protocol: str = "anthrop
     return off_loop(load_settings, env=env, data_dir=data_dir)
 
 
-class _PromptServer(uvicorn.Server):
-    """uvicorn's own startup and graceful shutdown (listener closed, connections asked to finish, lifespan
-    shutdown last), without its timers: no 100 ms tick before a stop is seen, no fixed 100 ms pause and no
-    100 ms polls while connections finish. Each test starts and stops a server, so those add up."""
-
-    def __init__(self, config: uvicorn.Config, on_ready: threading.Event) -> None:
-        super().__init__(config)
-        self.on_ready = on_ready
-        self.exit_event = asyncio.Event()  # binds to the server's loop on first use
-
-    async def main_loop(self) -> None:
-        await self.on_tick(0)  # the default headers (date), as uvicorn's first tick sets them
-        self.on_ready.set()
-        await self.exit_event.wait()
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for server in self.servers:
-            server.close()
-        for connection in list(self.server_state.connections):
-            connection.shutdown()
-        # Connections and their tasks finish on their own: poll them (no event exists), bounded like
-        # uvicorn's graceful-shutdown timeout, then cancel what is left.
-        for _ in range(int(GRACEFUL_SHUTDOWN_S / SHUTDOWN_POLL_S)):
-            if not (self.server_state.connections or self.server_state.tasks):
-                break
-            await asyncio.sleep(SHUTDOWN_POLL_S)
-        for task in list(self.server_state.tasks):
-            task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
-        for server in self.servers:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(server.wait_closed(), GRACEFUL_SHUTDOWN_S)
-        await self.lifespan.shutdown()
-
-
 class LiveServer:
     """`with LiveServer(app) as server:` serves on 127.0.0.1:<free port> until the block ends."""
 
@@ -85,7 +51,9 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.mcp_url = f"{self.url}/mcp"
         self._ready = threading.Event()
-        self._server = _PromptServer(uvicorn.Config(app, log_level="warning", lifespan="on"), self._ready)
+        self._server = QuickServer(
+            uvicorn.Config(app, log_level="warning", lifespan="on"), self._ready.set, grace_s=GRACEFUL_SHUTDOWN_S
+        )
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:

@@ -103,6 +103,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tests.fakes.quick_server import QuickServer
+
 __all__ = [
     "CHARS_PER_TOKEN",
     "CacheRules",
@@ -124,6 +126,7 @@ DEFAULT_CONTEXT_LIMIT = {"anthropic": 200_000, "openai": 128_000}
 STALL_POLL_S = 0.01
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
+STOP_GRACE_S = 3.0  # in-flight responses get this long at a stop; stalled ones are then cut
 
 CacheRules = Literal["anthropic", "openai", "deepseek", "none"]
 Protocol = Literal["anthropic", "openai"]
@@ -617,39 +620,6 @@ class _Answer:
     drop_after_chars: int | None
 
 
-class _QuickServer(uvicorn.Server):
-    """uvicorn without the 100 ms tick: waits on an event and shuts down as soon as connections are done."""
-
-    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None]) -> None:
-        super().__init__(config)
-        self.exit_event = asyncio.Event()
-        self._on_ready = on_ready
-
-    async def main_loop(self) -> None:
-        await self.on_tick(0)
-        self._on_ready()
-        await self.exit_event.wait()
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for server in self.servers:
-            server.close()
-        for connection in list(self.server_state.connections):
-            connection.shutdown()
-        for _ in range(600):  # at most ~3 s for in-flight responses to finish
-            if not (self.server_state.connections or self.server_state.tasks):
-                break
-            await asyncio.sleep(0.005)
-        for task in list(self.server_state.tasks):
-            task.cancel()
-        for connection in list(self.server_state.connections):
-            transport = getattr(connection, "transport", None)
-            if transport is not None:
-                transport.abort()
-        for server in self.servers:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(server.wait_closed(), 1.0)
-
-
 # ------------------------------------------------------------------------------------------------------ fake
 
 
@@ -689,7 +659,7 @@ class FakeLLM:
         self._prefix_cache = _PrefixCache()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self._server: _QuickServer | None = None
+        self._server: QuickServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._port: int | None = None
         self.app: ASGIApp = _RawChannels(self._build_app())
@@ -732,7 +702,7 @@ class FakeLLM:
         def serve() -> None:
             async def main() -> None:
                 self._loop = asyncio.get_running_loop()
-                self._server = _QuickServer(config, ready.set)
+                self._server = QuickServer(config, ready.set, grace_s=STOP_GRACE_S)
                 await self._server.serve(sockets=[sock])
 
             try:

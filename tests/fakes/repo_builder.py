@@ -242,3 +242,14 @@ def build_history_repo(base: Path, *, hostile: bool = False) -> HistoryRepo:
         (root / "src" / "escape_sub").symlink_to("../../outside")
         os.mkfifo(root / "pipe.fifo")
     return HistoryRepo(root=repo.root, outside=outside, commits=commits, hostile=hostile)
+
+
+def docs_repo(tmp_path: Path) -> Path:
+    """A repository with a docs/ tree to preload: two small documents and one past the per-file cap."""
+    root = tmp_path / "repo"
+    (root / "docs" / "api").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / "docs" / "intro.md").write_text("# Intro\nWelcome.\n")
+    (root / "docs" / "api" / "auth.md").write_text("# Auth\nTokens expire after 1h.\n")
+    (root / "docs" / "big.md").write_text("# Big\n" + "x" * 5000)
+    return root

@@ -1,0 +1,24 @@
+"""Questions simulated on a bare ContextWindow (no provider, no server), for layout and window tests."""
+
+from __future__ import annotations
+
+import hashlib
+
+from live_memory.context_window import ContextWindow
+from live_memory.prompt_layout import build_prompt
+from live_memory.providers.base import Message, TextPart
+
+HINT = "## Budgets for this question\n-"
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def ask(window: ContextWindow, question: str, answer: str, cites: tuple[str, ...] = ()) -> Message:
+    """Simulate one question: sync deltas, build the prompt, store the exchange."""
+    window.sync_deltas()
+    question_message = Message("user", (TextPart(f"## Question\n{question}"),))
+    build_prompt(window, [question_message], hint=HINT, first_of_question=True)
+    window.add_exchange(question_message, question, answer, cites)
+    return question_message
