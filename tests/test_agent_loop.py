@@ -4,7 +4,7 @@ temporary directory, and a window of its own (no service, no HTTP)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -277,9 +277,8 @@ async def test_with_no_time_left_the_answer_says_the_budget_ran_out(root: Path) 
     assert window.qa_count() == 1
 
 
-async def test_a_shutdown_cut_returns_the_shutdown_notice_with_the_files_examined(root: Path) -> None:
-    provider = Silent(read("app.py"), stall_from=1)
-    loop = await loop_for(root, provider, clock=Clock())
+async def answer_while(loop: QuestionLoop, meanwhile: Callable[[], Awaitable[None]]) -> LoopOutcome:
+    """Answer a question on a fresh window while `meanwhile` acts on the loop beside it (bounded)."""
     results: list[LoopOutcome] = []
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tasks:
@@ -288,9 +287,19 @@ async def test_a_shutdown_cut_returns_the_shutdown_notice_with_the_files_examine
                 results.append(await loop.answer(ContextWindow(budget_tokens=100_000), "q?"))
 
             tasks.start_soon(ask)
-            await until(lambda: len(provider.requests) == 2)  # the model is thinking after the Read
-            loop.cut_deadline(0.0)
-    [out] = results
+            await meanwhile()
+    return results[0]
+
+
+async def test_a_shutdown_cut_returns_the_shutdown_notice_with_the_files_examined(root: Path) -> None:
+    provider = Silent(read("app.py"), stall_from=1)
+    loop = await loop_for(root, provider, clock=Clock())
+
+    async def cut_while_thinking() -> None:
+        await until(lambda: len(provider.requests) == 2)  # the model is thinking after the Read
+        loop.cut_deadline(0.0)
+
+    out = await answer_while(loop, cut_while_thinking)
     assert out.timed_out and loop.cut_short
     assert out.answer == (
         "No complete answer: Live Memory is shutting down and cut this question short. "
@@ -331,19 +340,15 @@ async def test_a_deadline_during_a_tool_run_still_sends_a_well_formed_wrap_up(ro
     provider = ScriptedProvider(grep, text_response("VERSION is probably 3"))
     tools = BlockingTools()
     loop = QuestionLoop(provider, tools, TOOL_SCHEMAS, limits(), workspace_root=root, clock=clock)
-    results: list[LoopOutcome] = []
-    with anyio.fail_after(5):
-        async with anyio.create_task_group() as tasks:
 
-            async def ask() -> None:
-                results.append(await loop.answer(ContextWindow(budget_tokens=100_000), "q?"))
+    async def deadline_while_the_tool_runs() -> None:
+        await tools.started.wait()
+        loop.cut_deadline(0.0)  # the soft deadline fires now...
+        clock.now -= 7.5  # ...with the usual reserve left on the loop's clock for the wrap-up call
 
-            tasks.start_soon(ask)
-            await tools.started.wait()
-            loop.cut_deadline(0.0)  # the soft deadline fires now...
-            clock.now -= 7.5  # ...with the usual reserve left on the loop's clock for the wrap-up call
+    out = await answer_while(loop, deadline_while_the_tool_runs)
     wrap_up = provider.requests[-1]
     uses = [p.id for m in wrap_up.messages for p in m.parts if isinstance(p, ToolUsePart)]
     answered = [p.tool_use_id for m in wrap_up.messages for p in m.parts if isinstance(p, ToolResultPart)]
     assert uses == answered == ["g1"]
-    assert results[0].answer == "VERSION is probably 3"
+    assert out.answer == "VERSION is probably 3"

@@ -9,16 +9,12 @@ from pathlib import Path
 import pytest
 
 from live_memory.preload import load_preload, read_preload
-from tests.fakes.repo_builder import docs_repo
+from tests.fakes.repo_builder import preload_repo
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = docs_repo(tmp_path)
-    (root / "docs" / ".env").write_text("SECRET=1\n")
-    (root / "docs" / "logo.md").write_bytes(b"\x89PNG\x00\x00")
-    (root / "app.py").write_text("VALUE = 1\n")
-    return root
+    return preload_repo(tmp_path)
 
 
 def test_preload_is_deterministic_jailed_and_capped(workspace: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from live_memory.prompts import PRELOADED_HEADING
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
-from tests.fakes.repo_builder import docs_repo
+from tests.fakes.repo_builder import preload_repo
 
 
 @pytest.fixture
@@ -24,11 +24,7 @@ def fake() -> Iterator[FakeLLM]:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = docs_repo(tmp_path)
-    (root / "docs" / ".env").write_text("SECRET=1\n")
-    (root / "docs" / "logo.md").write_bytes(b"\x89PNG\x00\x00")
-    (root / "app.py").write_text("VALUE = 1\n")
-    return root
+    return preload_repo(tmp_path)
 
 
 async def stats(server: LiveServer, workspace: Path) -> dict[str, Any]:

@@ -253,3 +253,12 @@ def docs_repo(tmp_path: Path) -> Path:
     (root / "docs" / "api" / "auth.md").write_text("# Auth\nTokens expire after 1h.\n")
     (root / "docs" / "big.md").write_text("# Big\n" + "x" * 5000)
     return root
+
+
+def preload_repo(tmp_path: Path) -> Path:
+    """`docs_repo` plus what preloading must skip: a secret, a binary file named .md, and code."""
+    root = docs_repo(tmp_path)
+    (root / "docs" / ".env").write_text("SECRET=1\n")
+    (root / "docs" / "logo.md").write_bytes(b"\x89PNG\x00\x00")
+    (root / "app.py").write_text("VALUE = 1\n")
+    return root
