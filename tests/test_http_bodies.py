@@ -105,7 +105,7 @@ async def test_a_client_leaving_mid_body_is_a_400() -> None:
 async def test_malformed_json_says_where_it_broke() -> None:
     error_ = await refusal(request([b'{"cwd": }']))
     assert error_.status == 400
-    assert str(error_).startswith("malformed JSON: Expecting value: line 1 column 9")
+    assert str(error_) == "malformed JSON: expected value at line 1 column 9"
 
 
 async def test_schema_problems_are_a_422_listing_each_field() -> None:
@@ -120,7 +120,7 @@ async def test_schema_problems_are_a_422_listing_each_field() -> None:
 async def test_a_body_that_is_not_an_object_names_the_whole_body() -> None:
     error_ = await refusal(request([b"[1, 2]"]))
     assert error_.status == 422
-    assert error_.detail == ["body: Input should be a valid dictionary or instance of WorkspaceBody"]
+    assert error_.detail == ["body: Input should be an object"]
 
 
 async def test_an_empty_json_body_is_an_empty_object() -> None:

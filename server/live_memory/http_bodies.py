@@ -5,7 +5,6 @@ Every failure becomes a precise 4xx (`RequestError`); nothing here touches serve
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
@@ -73,14 +72,14 @@ async def read_json(request: Request, model: type[BaseModel], max_bytes: int, *,
     if any(chunks) and not is_json:  # a body arrived after all (chunked, without a length)
         raise RequestError(415, "send the body as JSON with Content-Type: application/json")
     raw = b"".join(chunks) or b"{}"
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise RequestError(400, f"malformed JSON: {exc}") from None
-    try:
-        return model.model_validate(data)
+    try:  # parsed and checked in one pass (pydantic's parser: a third of json.loads + validate on /notify)
+        return model.model_validate_json(raw)
     except ValidationError as exc:
-        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()[:20]]
+        errors = exc.errors()
+        if errors and errors[0]["type"] == "json_invalid":
+            reason = str(errors[0].get("ctx", {}).get("error") or errors[0]["msg"])
+            raise RequestError(400, f"malformed JSON: {reason}") from None
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in errors[:20]]
         raise RequestError(422, "invalid request body", problems) from None
 
 

@@ -176,49 +176,48 @@ class Jail:
             raise JailRefusal(f"path '{show_path(path)}' contains a NUL byte; {_EXAMPLE}")
         if len(path) > MAX_PATH_CHARS:
             raise JailRefusal(f"path is {len(path)} characters long (the limit is {MAX_PATH_CHARS}); {_EXAMPLE}")
-        shown = show_path(path)
         text = path.strip().replace("\\", "/")
         if text.startswith("~"):
-            raise JailRefusal(f"'{shown}' is a home-directory path; tools only see the workspace: {_EXAMPLE}")
+            raise JailRefusal(f"'{show_path(path)}' is a home-directory path; tools only see the workspace: {_EXAMPLE}")
         if _DRIVE.match(text):
-            raise JailRefusal(f"'{shown}' is outside the workspace; {_EXAMPLE}")
+            raise JailRefusal(f"'{show_path(path)}' is outside the workspace; {_EXAMPLE}")
         parts = text.split("/")
         if ".." in parts:
-            raise JailRefusal(f"'..' is not allowed in '{shown}': tools only see the workspace; {_EXAMPLE}")
+            raise JailRefusal(f"'..' is not allowed in '{show_path(path)}': tools only see the workspace; {_EXAMPLE}")
         if text.startswith("/"):
-            text = self._strip_root(text, shown)
+            text = self._strip_root(text, path)
         clean = [p for p in text.split("/") if p not in ("", ".")]
         for part in clean:
             try:
-                size = len(os.fsencode(part))
+                size = len(part) if part.isascii() else len(os.fsencode(part))  # ASCII: one byte a character
             except UnicodeEncodeError:
-                raise JailRefusal(f"path '{shown}' is not valid UTF-8; {_EXAMPLE}") from None
+                raise JailRefusal(f"path '{show_path(path)}' is not valid UTF-8; {_EXAMPLE}") from None
             if size > MAX_PATH_COMPONENT_BYTES:
                 raise JailRefusal(
-                    f"a component of '{shown}' is {size} bytes long (the limit is {MAX_PATH_COMPONENT_BYTES})"
+                    f"a component of '{show_path(path)}' is {size} bytes long (the limit is {MAX_PATH_COMPONENT_BYTES})"
                 )
         rel = "/".join(clean)
-        self._check_policy(rel, shown)
+        self._check_policy(rel, path)
         return rel
 
-    def _strip_root(self, text: str, shown: str) -> str:
+    def _strip_root(self, text: str, path: str) -> str:
         normal = os.path.normpath(text)
         for root in self._accepted_roots:
             if normal == root:
                 return ""
             if normal.startswith(root.rstrip("/") + "/"):
                 return normal[len(root.rstrip("/")) + 1 :]
-        raise JailRefusal(f"'{shown}' is outside the workspace; {_EXAMPLE}")
+        raise JailRefusal(f"'{show_path(path)}' is outside the workspace; {_EXAMPLE}")
 
-    def _check_policy(self, rel: str, shown: str) -> None:
+    def _check_policy(self, rel: str, path: str) -> None:
         if any(p.casefold() == ".git" for p in rel.split("/")):
             raise JailRefusal(
-                f"'{shown}' is inside .git (git's internal data), which the tools do not expose; "
+                f"'{show_path(path)}' is inside .git (git's internal data), which the tools do not expose; "
                 "use git_search for history and get_changed_files for the working-tree status"
             )
         if self.secrets.matches(rel):
             raise JailRefusal(
-                f"'{shown}' is withheld: it matches the secret-file guard (secret_globs), "
+                f"'{show_path(path)}' is withheld: it matches the secret-file guard (secret_globs), "
                 "so its contents stay out of context"
             )
 
