@@ -110,6 +110,7 @@ async def test_a_file_over_the_per_file_cap_is_recorded_without_its_bytes(worksp
     [
         (FileEvent("src/blob.bin", "read", "a\x00b"), "src/blob.bin: binary content is not kept"),
         (FileEvent(".", "unlink"), ".: the workspace root itself is not a file"),
+        (FileEvent(".", "change"), ".: the workspace root itself is not a file"),  # named, not quoted as ''
         (FileEvent("src/never_read.py", "change"), "src/never_read.py: not in memory"),
         (FileEvent("src/never_read.py", "unlink"), "src/never_read.py: not in memory"),
     ],

@@ -51,6 +51,12 @@ def test_a_file_matched_by_several_patterns_is_loaded_once_where_it_first_matche
     assert [d.path for d in docs] == ["docs/api/auth.md", "docs/intro.md"]
 
 
+def test_a_link_to_a_document_already_loaded_does_not_load_it_twice(workspace: Path) -> None:
+    (workspace / "docs" / "welcome.md").symlink_to("intro.md")
+    docs = read_preload(workspace, ["docs/*.md"], max_file_bytes=1000, max_total_bytes=10_000, secret_globs=())
+    assert [d.path for d in docs] == ["docs/intro.md"]  # the link sorts after its target: the target's name wins
+
+
 def test_a_document_keeps_the_hash_of_its_bytes_and_undecodable_bytes_are_replaced(workspace: Path) -> None:
     raw = "caf\u00e9 ".encode() + b"\xff\n"
     (workspace / "docs" / "latin.md").write_bytes(raw)

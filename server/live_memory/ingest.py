@@ -102,7 +102,8 @@ class Ingestor:
         for event in events:
             try:
                 rel = jail.normalize(event.path)
-                jail.resolve(rel, allow_dir=event.kind == "unlink")
+                if rel:  # the root itself is refused below, by its own name rather than as ''
+                    jail.resolve(rel, allow_dir=event.kind == "unlink")
             except JailRefusal as exc:
                 result.ignore(event.path, str(exc))
                 continue

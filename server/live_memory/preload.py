@@ -48,6 +48,7 @@ def read_preload(
     jail = Jail(root, secret_globs)
     docs: list[PreloadedDoc] = []
     seen: set[str] = set()
+    seen_real: set[Path] = set()  # a link to a document already loaded is not loaded twice
     total = 0
     clamped: list[str] = []
     for pattern in patterns:
@@ -57,6 +58,8 @@ def read_preload(
                 if rel in seen:
                     continue
                 real = jail.resolve(rel)
+                if real in seen_real:
+                    continue
                 with jail.open_text(real) as handle:
                     data = handle.read(max_file_bytes + 1)
             except (JailRefusal, OSError) as exc:
@@ -69,6 +72,7 @@ def read_preload(
                 clamped.append(rel)
                 continue
             seen.add(rel)
+            seen_real.add(real)
             total += len(data)
             docs.append(PreloadedDoc(rel, data.decode("utf-8", "replace"), hashlib.sha256(data).hexdigest()))
     if clamped:
