@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
 from typing import Any
 
 import httpx2 as httpx
@@ -26,6 +25,7 @@ from live_memory.providers.base import (
     WireCache,
 )
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.wire import Wire as BaseWire
 
 TOOL = {
     "name": "Grep",
@@ -70,28 +70,16 @@ def message_json(**overrides: Any) -> dict[str, Any]:
     return body
 
 
-class Wire:
-    """An in-process Messages endpoint: records each request and answers with `respond`."""
-
-    def __init__(self, respond: Callable[[httpx.Request], httpx.Response]) -> None:
-        self.respond = respond
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return self.respond(request)
+class Wire(BaseWire):
+    """An in-process Messages endpoint."""
 
     def provider(self, *, subscription: bool = False, **credential: Any) -> AnthropicProvider:
         info = ProviderInfo(
             "anthropic", "anthropic", "claude-haiku-4-5", "https://api.test", True, subscription=subscription
         )
-        client = httpx.AsyncClient(transport=httpx.MockTransport(self))
         if not {"api_key", "auth_token"} & credential.keys():
             credential["api_key"] = "sk-test"
-        return AnthropicProvider(info, http_client=client, **credential)
-
-    def body(self, index: int = 0) -> Any:
-        return json.loads(self.requests[index].content)
+        return AnthropicProvider(info, http_client=self.client(), **credential)
 
 
 def replying(status: int = 200, **body: Any) -> Wire:

@@ -7,7 +7,6 @@ cache simulation over loopback."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import httpx2 as httpx
@@ -30,6 +29,7 @@ from live_memory.providers.openai_compat import (
     tool_to_openai,
 )
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.wire import Wire
 
 TOOL = {
     "name": "Grep",
@@ -84,21 +84,6 @@ def completion_json(message: dict[str, Any] | None = None, **overrides: Any) -> 
     return body
 
 
-class Wire:
-    """An in-process /chat/completions endpoint: records each request and answers with `respond`."""
-
-    def __init__(self, respond: Callable[[httpx.Request], httpx.Response]) -> None:
-        self.respond = respond
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return self.respond(request)
-
-    def body(self, index: int = 0) -> Any:
-        return json.loads(self.requests[index].content)
-
-
 def replying(status: int = 200, body: dict[str, Any] | None = None) -> Wire:
     payload = completion_json() if body is None else body
     return Wire(lambda _request: httpx.Response(status, json=payload))
@@ -109,8 +94,7 @@ async def ask(
 ) -> Any:
     routes = name == "openai"
     info = ProviderInfo(name, "openai", "gpt-5-mini", "https://api.test/v1", False, routes_by_cache_key=routes)
-    client = httpx.AsyncClient(transport=httpx.MockTransport(wire))
-    provider = OpenAICompatProvider(info, api_key=api_key, http_client=client)
+    provider = OpenAICompatProvider(info, api_key=api_key, http_client=wire.client())
     try:
         return await provider.chat(chat_request or request())
     finally:
