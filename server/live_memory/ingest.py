@@ -103,7 +103,7 @@ class Ingestor:
             try:
                 rel = jail.normalize(event.path)
                 if rel:  # the root itself is refused below, by its own name rather than as ''
-                    jail.resolve(rel, allow_dir=event.kind == "unlink")
+                    jail.resolve_relative(rel, allow_dir=event.kind == "unlink")
             except JailRefusal as exc:
                 result.ignore(event.path, str(exc))
                 continue

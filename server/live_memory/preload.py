@@ -57,7 +57,7 @@ def read_preload(
                 rel = jail.normalize(str(candidate))
                 if rel in seen:
                     continue
-                real = jail.resolve(rel)
+                real = jail.resolve_relative(rel)
                 if real in seen_real:
                     continue
                 with jail.open_text(real) as handle:

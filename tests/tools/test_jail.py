@@ -251,6 +251,17 @@ def test_symlink_inside_the_workspace_resolves_to_its_target(history_repo: Histo
     assert jail.relative(jail.resolve("ok_link.py")) == "src/app/main.py"
 
 
+def test_a_normalized_path_resolves_like_the_original_and_a_link_out_is_still_refused(
+    history_repo: HistoryRepo,
+) -> None:
+    jail = Jail(history_repo.root)
+    rel = jail.normalize(f"{history_repo.root}/src//app/./main.py")
+    assert jail.resolve_relative(rel) == jail.resolve("src/app/main.py") == history_repo.root / "src/app/main.py"
+    assert jail.relative(jail.resolve_relative("ok_link.py")) == "src/app/main.py"
+    with pytest.raises(JailRefusal, match="resolves outside the workspace"):
+        jail.resolve_relative("passwd_link")
+
+
 def test_missing_path_inside_the_workspace_resolves_for_the_caller_to_report(
     history_repo: HistoryRepo,
 ) -> None:

@@ -228,7 +228,13 @@ class Jail:
         The path need not exist (callers report "not found"); a directory is refused unless allow_dir.
         Blocking (a few lstat calls): async callers run it in a thread.
         """
-        rel = self.normalize(path)
+        return self._resolve(self.normalize(path), path, allow_dir)
+
+    def resolve_relative(self, rel: str, *, allow_dir: bool = False) -> Path:
+        """`resolve` for a path `normalize` already returned (callers that need both, without the work twice)."""
+        return self._resolve(rel, rel, allow_dir)
+
+    def _resolve(self, rel: str, path: str, allow_dir: bool) -> Path:
         plain, is_dir = self._walk(rel)
         if plain is not None:  # no symbolic link on the way: the real path is the path as written
             if not allow_dir and is_dir:
