@@ -11,15 +11,13 @@ import pytest
 from live_memory.errors import BusyError, NoCredentialError
 from live_memory.providers.base import ChatRequest, ChatResponse
 from tests.fakes.engine import engine_for, until
+from tests.fakes.repo_builder import one_file_repo
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    (root / "app.py").write_text("VERSION = 1\n")
-    return root
+    return one_file_repo(tmp_path)
 
 
 async def test_an_answer_is_committed_and_the_next_question_sees_it(tmp_path: Path, workspace: Path) -> None:

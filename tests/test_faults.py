@@ -22,16 +22,14 @@ import pytest
 from live_memory.store import SnapshotStore
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.repo_builder import one_file_repo
 
 TIMEOUT_S = 3.0
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    (root / "a.py").write_text("A = 1\n")
-    return root
+    return one_file_repo(tmp_path, "a.py", "A = 1\n")
 
 
 GREP = Reply.tool_call("Grep", {"pattern": "A"})

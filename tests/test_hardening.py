@@ -19,16 +19,14 @@ from live_memory.workspace import workspace_id
 from tests.fakes.engine import engine_for
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.repo_builder import one_file_repo
 from tests.fakes.scripted_provider import ScriptedProvider
 from tests.test_cli import ServeProcess, cli_env, free_port
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    (root / "app.py").write_text("VALUE = 1\n")
-    return root
+    return one_file_repo(tmp_path, "app.py", "VALUE = 1\n")
 
 
 async def _health(url: str) -> tuple[int, dict[str, Any]]:

@@ -14,6 +14,7 @@ from live_memory.mcp_tools import build_mcp_server
 from live_memory.providers.base import ChatRequest, ChatResponse
 from live_memory.shutdown import StopSignal
 from tests.fakes.engine import Engine, engine_for
+from tests.fakes.repo_builder import one_file_repo
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 
@@ -33,10 +34,7 @@ class GatedProvider(ScriptedProvider):
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    (root / "app.py").write_text("VERSION = 1\n")
-    return root
+    return one_file_repo(tmp_path)
 
 
 def mcp_for(engine: Engine, *, async_tools: bool = False, progress_interval_s: float = 60.0) -> Client:

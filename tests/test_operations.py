@@ -18,14 +18,12 @@ from live_memory.keep_warm import KeepWarm
 from live_memory.tools import TOOL_SCHEMAS
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from tests.fakes.repo_builder import one_file_repo
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    (root / "a.py").write_text("A = 1\n")
-    return root
+    return one_file_repo(tmp_path, "a.py", "A = 1\n")
 
 
 def summarizing(request: RecordedRequest) -> Reply:

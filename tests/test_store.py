@@ -13,6 +13,7 @@ from live_memory.store import SnapshotStore
 from live_memory.workspace import workspace_id
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.repo_builder import one_file_repo
 from tests.test_cli import ServeProcess, cli_env, free_port
 
 
@@ -25,10 +26,7 @@ def fake() -> Iterator[FakeLLM]:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / ".git").mkdir(parents=True)
-    (root / "app.py").write_text("VERSION = 1\n")
-    return root
+    return one_file_repo(tmp_path)
 
 
 async def test_snapshot_round_trip_is_private_and_atomic(tmp_path: Path) -> None:

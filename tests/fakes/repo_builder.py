@@ -262,3 +262,11 @@ def preload_repo(tmp_path: Path) -> Path:
     (root / "docs" / "logo.md").write_bytes(b"\x89PNG\x00\x00")
     (root / "app.py").write_text("VALUE = 1\n")
     return root
+
+
+def one_file_repo(tmp_path: Path, name: str = "app.py", text: str = "VERSION = 1\n") -> Path:
+    """The smallest workspace: a git root holding one source file."""
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / name).write_text(text)
+    return root
