@@ -15,9 +15,12 @@ Arms (same tasks, same edits, same virtual clock rules; each arm has its own cac
     In every arm an edit task Reads the file (unless its current content is in context), then Edits it; every
     task ends with the same reply to the user.
 
-Main agent (simulated Claude Code): ~22k tokens of tools + system on every request (+0.6k for the plugin in
-B: the ask tool and its context lines), Read results numbered like `cat -n` with the malware reminder,
-capped at 2000 lines / 25k tokens; breakpoints on the system blocks and the last message; compaction when a
+Main agent (simulated Claude Code): ~22k tokens of tools + system on every request (+ the plugin's ask tool and
+context lines in B, measured from their real texts). Tool results as Claude Code 2.1.332 returns them (checked
+against the real CLI by tests/plugin/test_claude_code_observed.py): a Read numbers each line (`12<TAB>text`),
+capped at 2000 lines / 25k tokens; an Edit returns a one-line confirmation; an Explore report comes inside the
+"[Subagent hand-back]" frame, its lines indented (the foreground form; the default background form costs the
+main agent more). Breakpoints on the system blocks and the last message; compaction when a
 request would pass 200k tokens ("prompt is too long" is not billed): a compaction request over the
 conversation that last fit, a ~3k-token summary, then the summary + the last file read (re-attached) + the
 task. Priced at Sonnet 4.5 and at Opus 4.5; the memory and the subagent at Haiku 4.5.

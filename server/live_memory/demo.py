@@ -120,7 +120,7 @@ def _texts(value: Any) -> list[str]:
 
 
 def find_numbered_line(texts: Sequence[str], name: str) -> tuple[int, str, str] | None:
-    """(line number, the line, its value) of `NAME = value` in a `cat -n` numbered Read result, if any."""
+    """(line number, the line, its value) of `NAME = value` in a numbered Read result, if any."""
     pattern = re.compile(_NUMBERED_LINE.format(name=re.escape(name)), re.MULTILINE)
     for text in reversed(texts):
         match = pattern.search(text)

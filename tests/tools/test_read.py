@@ -19,8 +19,8 @@ async def test_read_numbers_lines_like_cat_n_and_reports_the_file_read(toolbox: 
     outcome = await toolbox.run("Read", {"file_path": "src/app/main.py"})
     assert not outcome.is_error
     lines = outcome.text.splitlines()
-    assert lines[0] == '     1\t"""Entry point of the demo app."""'
-    assert lines[1] == "     2\t"
+    assert lines[0] == '1\t"""Entry point of the demo app."""'
+    assert lines[1] == "2\t"
     assert len(lines) == 16
     assert outcome.files_read == (_read_of(repo_root, "src/app/main.py"),)
 
@@ -53,19 +53,19 @@ async def test_a_file_over_the_hash_cap_is_shown_but_not_recorded_as_read(repo_r
 async def test_read_of_a_long_file_shows_the_default_window_and_how_to_continue(toolbox: Toolbox) -> None:
     outcome = await toolbox.run("Read", {"file_path": "data/big.txt"})
     lines = outcome.text.splitlines()
-    assert lines[0] == "     1\tline 1: filler text"
-    assert lines[1999] == "  2000\tline 2000: filler text needle"
+    assert lines[0] == "1\tline 1: filler text"
+    assert lines[1999] == "2000\tline 2000: filler text needle"
     assert lines[-1] == "[Showing lines 1-2000 of 5000. Call Read with offset=2001 to continue.]"
 
 
 async def test_read_offset_and_limit_page_through_a_file(toolbox: Toolbox) -> None:
     outcome = await toolbox.run("Read", {"file_path": "data/big.txt", "offset": 4999, "limit": 5})
     assert outcome.text.splitlines() == [
-        "  4999\tline 4999: filler text",
-        "  5000\tline 5000: filler text needle",
+        "4999\tline 4999: filler text",
+        "5000\tline 5000: filler text needle",
     ]
     middle = await toolbox.run("Read", {"file_path": "data/big.txt", "offset": 10, "limit": 2})
-    assert middle.text.splitlines()[:2] == ["    10\tline 10: filler text", "    11\tline 11: filler text"]
+    assert middle.text.splitlines()[:2] == ["10\tline 10: filler text", "11\tline 11: filler text"]
     assert "Call Read with offset=12 to continue" in middle.text
 
 
@@ -78,7 +78,7 @@ async def test_read_offset_past_the_end_is_a_correctable_error(toolbox: Toolbox)
 async def test_read_cuts_overlong_lines(repo_root: Path) -> None:
     box = await asyncio.to_thread(Toolbox, repo_root, ToolLimits(max_line_chars=100))
     outcome = await box.run("Read", {"file_path": "src/app/long_line.js"})
-    assert outcome.text.startswith("     1\tvar RateLimiter = 'xxx")
+    assert outcome.text.startswith("1\tvar RateLimiter = 'xxx")
     assert outcome.text.endswith("… [line cut at 100 characters]")
     assert len(outcome.text) < 200
 
@@ -93,7 +93,7 @@ async def test_read_stays_within_the_byte_cap_and_says_so(repo_root: Path) -> No
 
 async def test_read_strips_crlf_and_keeps_unicode(toolbox: Toolbox) -> None:
     crlf = await toolbox.run("Read", {"file_path": "src/app/crlf.txt"})
-    assert crlf.text == "     1\tfirst RateLimiter line\n     2\tsecond line"
+    assert crlf.text == "1\tfirst RateLimiter line\n2\tsecond line"
     uni = await toolbox.run("Read", {"file_path": "src/app/unicode.txt"})
     assert "Grüße vom RateLimiter — ünïcödé" in uni.text
 
@@ -146,7 +146,7 @@ async def test_read_of_a_huge_single_line_reads_only_the_window(tmp_path: Path) 
     (tmp_path / "bundle.min.js").write_bytes(b"a" * (8 * 1024 * 1024) + b"\nsecond\n")
     box = await asyncio.to_thread(Toolbox, tmp_path)
     outcome = await box.run("Read", {"file_path": "bundle.min.js"})
-    assert outcome.text.splitlines()[1] == "     2\tsecond"
+    assert outcome.text.splitlines()[1] == "2\tsecond"
     assert len(outcome.text) < 3000
 
 
@@ -155,4 +155,4 @@ async def test_read_of_a_file_without_trailing_newline_shows_its_last_line(
 ) -> None:
     (tmp_path / "a.txt").write_text("one\ntwo")
     outcome = await (await asyncio.to_thread(Toolbox, tmp_path)).run("Read", {"file_path": "a.txt"})
-    assert outcome.text == "     1\tone\n     2\ttwo"
+    assert outcome.text == "1\tone\n2\ttwo"

@@ -1,4 +1,4 @@
-"""The Read tool: a window of a text file, numbered like `cat -n`, as Claude Code's Read returns it.
+"""The Read tool: a window of a text file, each line after its number and a tab, as Claude Code's Read returns it.
 
 Owns line windowing (offset/limit), the per-line cap, the byte cap and the "how to continue" footer.
 Reads incrementally, so a multi-gigabyte file or a one-line minified bundle costs only the window.
@@ -129,7 +129,7 @@ def _window(ctx: ToolContext, handle: BinaryIO, rel: str, start: int, limit: int
         text = raw.rstrip(b"\r").decode("utf-8", "replace")
         if cut or len(text) > max_chars:
             text = text[:max_chars] + f" … [line cut at {max_chars} characters]"
-        entry = f"{seen:>6}\t{text}"
+        entry = f"{seen}\t{text}"  # unpadded, as Claude Code numbers them: padding costs tokens
         size = len(entry.encode("utf-8")) + 1
         if used + size > budget:
             more = byte_capped = True

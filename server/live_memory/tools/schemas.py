@@ -17,7 +17,7 @@ _READ: dict[str, Any] = {
     "name": "Read",
     "description": (
         "Read a text file from the workspace. file_path is relative to the workspace root "
-        '(e.g. "src/app.py"). Returns up to 2000 lines numbered like `cat -n`; for longer files pass '
+        '(e.g. "src/app.py"). Returns up to 2000 lines, each after its number and a tab; for longer files pass '
         "offset (1-based start line) and limit. Lines over 2000 characters are cut. Binary files and "
         "secret files (.env, keys, credentials) cannot be read."
     ),
