@@ -177,6 +177,7 @@ class Workload:
     locality: str  # high | medium | low
     sizes: str  # small | natural | large
     sessions: tuple[int, ...]  # tasks per session
+    variant: int = 0  # another task sequence of the same shape (its name, hence its seed, differs)
 
     @property
     def tasks(self) -> int:
@@ -189,11 +190,12 @@ class Workload:
         return f"{len(self.sessions)} x {self.sessions[0]} tasks"
 
 
-def workload(locality: str, sizes: str, sessions: Sequence[int]) -> Workload:
-    if locality not in LOCALITY_ZIPF or sizes not in SIZE_CLASSES or not sessions:
-        raise ValueError(f"bad workload {locality}/{sizes}/{sessions}")
+def workload(locality: str, sizes: str, sessions: Sequence[int], variant: int = 0) -> Workload:
+    if locality not in LOCALITY_ZIPF or sizes not in SIZE_CLASSES or not sessions or variant < 0:
+        raise ValueError(f"bad workload {locality}/{sizes}/{sessions}/{variant}")
     shape = str(sessions[0]) if len(sessions) == 1 else f"{len(sessions)}x{sessions[0]}"
-    return Workload(f"{locality}-{sizes}-{shape}", locality, sizes, tuple(sessions))
+    suffix = f"-v{variant}" if variant else ""
+    return Workload(f"{locality}-{sizes}-{shape}{suffix}", locality, sizes, tuple(sessions), variant)
 
 
 @dataclass(frozen=True)

@@ -654,17 +654,19 @@ def _session_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
                 continue
             b120 = dig(long, "compare", "decile_last_over_first_sonnet", f"B-{mode}")
             a120 = dig(long, "compare", "decile_last_over_first_sonnet", "A")
-            known = [v for v in list_at(long, "arms", f"B-{mode}", "memory", "deciles_per_question_usd") if v]
-            memory120 = known[-1] / known[0] if len(known) > 1 else None
-            subagent120 = dig(long, "compare", mode, "subagent_decile_last_over_first")
-            relative = [v for v in list_at(long, "compare", mode, "memory_over_subagent_by_decile") if v]
+            mean = mapping_at(data, "trend", repo)  # the mean over every 120-task sequence
+            memory120 = dig(mean, f"memory-{mode}", "last_over_first")
+            halves = dig(mean, f"memory-{mode}", "second_half_over_first_half")
+            subagent120 = dig(mean, "subagent", "last_over_first")
+            subagent_halves = dig(mean, "subagent", "second_half_over_first_half")
+            relative = [v for v in list_at(mean, f"memory-{mode}", "over_subagent_by_decile") if v]
             trend = f"{ratio(relative[0])} → {ratio(relative[-1])}" if relative else MISSING
             rows.append(
                 (
                     f"{repo}, {mode}",
                     ratio(dig(base, "compare", mode, "memory_over_subagent_per_question")),
                     f"{ratio(b120)} (A {ratio(a120)})",
-                    f"{ratio(memory120)} (subagent {ratio(subagent120)})",
+                    f"{ratio(memory120)}; {ratio(halves)} (subagent {ratio(subagent120)}; {ratio(subagent_halves)})",
                     trend,
                     _slash(ratio(dig(base, "compare", mode, f"b_over_{x}_sonnet")) for x in "ca"),
                     _slash(ratio(dig(low, "compare", mode, f"b_over_{x}_sonnet")) for x in "ca"),
@@ -682,8 +684,8 @@ def _session_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
                 "repository, memory model",
                 "memory $/question ÷ subagent's (60 tasks, medium)",
                 "whole bill $/task last ÷ first decile, 120 tasks (B; A)",
-                "memory $/question last ÷ first decile, 120 tasks",
-                "memory ÷ subagent $/question, first → last decile, 120 tasks",
+                "memory $/question last ÷ first decile; 2nd ÷ 1st half, 120 tasks (mean of sequences)",
+                "memory ÷ subagent $/question, first → last decile, 120 tasks (mean of sequences)",
                 "B÷C / B÷A, 60 tasks medium",
                 "B÷C / B÷A, 60 tasks low locality",
                 "B÷A, 60 tasks high locality small files",
@@ -695,7 +697,8 @@ def _session_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
         "Totals are the whole bill (main agent at Sonnet 4.5 + memory or subagent at Haiku 4.5); below 1.00x "
         "means B costs less. Every ratio comes from the same run. The subagent answers each question from a "
         "fresh context, so its trend over a session is the task mix's; memory ÷ subagent per decile is the "
-        "memory's own trend as it learns.",
+        "memory's own trend as it learns. One 120-task sequence's deciles swing with its task mix, so the 120-task "
+        "trend columns are the mean over every 120-task sequence of the run (per decile, then the ratio).",
         "",
     ]
 

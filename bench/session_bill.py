@@ -115,6 +115,7 @@ RUNS_DIR = Path(__file__).parent / ".cache" / "session-bill-runs"  # beside the 
 SEED = 20_260_301
 MODES = ("strict", "trusting")
 DECILES = 10
+TREND_SEQUENCES = 4  # 120-task sequences averaged for the trend of cost per question over a session
 REPOS = ("live-memory", "django")
 BASE = workload("medium", "natural", (60,))
 FULL_WORKLOADS = (
@@ -129,6 +130,9 @@ FULL_WORKLOADS = (
     workload("medium", "natural", (120,)),
     workload("medium", "natural", (20, 20, 20)),
     workload("medium", "natural", (10,) * 6),
+    # More 120-task sequences: one sequence's deciles swing with its task mix (which files, how large); the
+    # trend of cost per question as the memory learns is read from the mean over all of them.
+    *(workload("medium", "natural", (120,), variant=v) for v in range(1, TREND_SEQUENCES)),
 )
 QUICK_WORKLOADS = (workload("medium", "natural", (6, 6)),)
 # Server options every run sets: the OS watcher off (the hooks' FileChanged events report the edits, in a
@@ -614,6 +618,7 @@ def run(
         "runs": runs,
         "job_seconds": seconds,
         "headline": headline(results),
+        "trend": trend(results),
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -640,6 +645,38 @@ def headline(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
             }
             out.setdefault(key, {})[mode] = row
     return out
+
+
+def trend(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Cost per question by decile of a 120-task session, the mean over every 120-task sequence of a repository:
+    per memory model and for the subagent, with last ÷ first decile and second half ÷ first half."""
+    out: dict[str, Any] = {}
+    for repo in dict.fromkeys(r["repo"] for r in results):
+        runs = [r for r in results if r["repo"] == repo and r["locality"] == "medium" and r["sizes"] == "natural"]
+        runs = [r for r in runs if r["sessions"] == [120]]
+        if not runs:
+            continue
+        helpers = {"subagent": ("C", "subagent")}
+        helpers.update({f"memory-{n[2:]}": (n, "memory") for n in runs[0]["arms"] if n.startswith("B-")})
+        figures: dict[str, Any] = {"sequences": len(runs)}
+        for label, (arm, part) in helpers.items():
+            columns = zip(*(r["arms"][arm][part]["deciles_per_question_usd"] for r in runs), strict=True)
+            means = [_mean([v for v in column if v is not None]) for column in columns]
+            figures[label] = {
+                "deciles_per_question_usd": [None if m is None else round(m, 6) for m in means],
+                "last_over_first": _first_last(means),
+                "second_half_over_first_half": _ratio(_mean(means[DECILES // 2 :]), _mean(means[: DECILES // 2])),
+            }
+        for label in [k for k in figures if k.startswith("memory-")]:
+            mine, theirs = figures[label]["deciles_per_question_usd"], figures["subagent"]["deciles_per_question_usd"]
+            figures[label]["over_subagent_by_decile"] = [_ratio(m, t) for m, t in zip(mine, theirs, strict=True)]
+        out[repo] = figures
+    return out
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 # -- printing ----------------------------------------------------------------------------------------------
@@ -742,6 +779,29 @@ def print_headline(data: dict[str, Any]) -> None:
         rows,
         title="Headline (Sonnet main agent, Haiku memory and subagent)",
     )
+    print_trend(data.get("trend") or {})
+
+
+def print_trend(figures: dict[str, Any]) -> None:
+    rows = []
+    for repo, f in figures.items():
+        for label in (k for k in f if k != "sequences"):
+            means = f[label]["deciles_per_question_usd"]
+            rows.append(
+                (
+                    f"{repo} {label}",
+                    " ".join("–" if m is None else f"{m * 1000:.1f}" for m in means),
+                    _x(f[label]["last_over_first"]),
+                    _x(f[label]["second_half_over_first_half"]),
+                )
+            )
+    if rows:
+        sequences = ", ".join(f"{repo} {f['sequences']}" for repo, f in figures.items())
+        print_table(
+            ["helper", "m$ per question, deciles 1..10", "last/first", "2nd half/1st half"],
+            rows,
+            title=f"Cost per question over a 120-task session, mean of the task sequences ({sequences})",
+        )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -769,11 +829,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def parse_workload(name: str) -> Workload:
     try:
-        locality, sizes, shape = name.split("-")
+        locality, sizes, shape, *variant = name.split("-")
         sessions = [int(x) for x in shape.split("x")]
-        return workload(locality, sizes, sessions if len(sessions) == 1 else [sessions[1]] * sessions[0])
+        number = int(variant[0].removeprefix("v")) if variant else 0
+        if len(variant) > 1 or (variant and not variant[0].startswith("v")):
+            raise ValueError(name)
+        return workload(locality, sizes, sessions if len(sessions) == 1 else [sessions[1]] * sessions[0], number)
     except ValueError as exc:
-        raise SystemExit(f"bad workload name {name!r}: use LOCALITY-SIZES-TASKS or LOCALITY-SIZES-NxTASKS") from exc
+        raise SystemExit(
+            f"bad workload name {name!r}: use LOCALITY-SIZES-TASKS or LOCALITY-SIZES-NxTASKS, optionally -vN"
+        ) from exc
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

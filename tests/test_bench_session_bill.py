@@ -103,3 +103,38 @@ def test_the_report_section_shows_every_arm_and_splices_into_an_existing_documen
     assert spliced.endswith(untouched)  # the other sections are kept as they were
     with pytest.raises(ValueError, match="unknown benchmark section"):
         report.splice_sections(document, {}, ["no_such_benchmark"])
+
+
+def test_the_trend_is_the_mean_over_every_120_task_sequence_and_variants_are_other_sequences() -> None:
+    def run(memory: list[float | None], subagent: list[float | None]) -> dict[str, Any]:
+        return {
+            "repo": "r",
+            "locality": "medium",
+            "sizes": "natural",
+            "sessions": [120],
+            "arms": {
+                "C": {"subagent": {"deciles_per_question_usd": subagent}},
+                "B-strict": {"memory": {"deciles_per_question_usd": memory}},
+            },
+        }
+
+    rising, falling = [0.01 * (1 + i) for i in range(10)], [0.01 * (10 - i) for i in range(10)]
+    other = {**run([1.0] * 10, [1.0] * 10), "sessions": [60]}  # not a 120-task session: left out
+    figures = session_bill.trend([run(rising, [0.02] * 10), run([None, *falling[1:]], [0.04] * 10), other])["r"]
+    assert figures["sequences"] == 2
+    memory = figures["memory-strict"]
+    assert memory["deciles_per_question_usd"][0] == 0.01  # a decile without a question is skipped, not zero
+    assert memory["deciles_per_question_usd"][5] == pytest.approx(0.055)
+    assert memory["last_over_first"] == pytest.approx(5.5)
+    assert figures["subagent"]["second_half_over_first_half"] == 1.0
+    assert memory["over_subagent_by_decile"][9] == pytest.approx(round(0.055 / 0.03, 3))
+
+    base, variant = (
+        session_bill.parse_workload("medium-natural-120"),
+        session_bill.parse_workload("medium-natural-120-v2"),
+    )
+    assert (variant.name, variant.tasks, variant.variant) == ("medium-natural-120-v2", 120, 2)
+    repo = load_repo("live-memory")
+    assert [t.question for t in build_tasks(repo, base, 1)] != [t.question for t in build_tasks(repo, variant, 1)]
+    with pytest.raises(SystemExit, match="optionally -vN"):
+        session_bill.parse_workload("medium-natural-120-x2")
