@@ -671,7 +671,8 @@ def _session_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
                     _slash(ratio(dig(base, "compare", mode, f"b_over_{x}_sonnet")) for x in "ca"),
                     _slash(ratio(dig(low, "compare", mode, f"b_over_{x}_sonnet")) for x in "ca"),
                     ratio(dig(small, "compare", mode, "b_over_a_sonnet")),
-                    pct(dig(base, "arms", f"B-{mode}", "memory", "cache_read_share"), 1),
+                    f"{pct(dig(base, 'arms', f'B-{mode}', 'memory', 'cache_read_share'), 1)}; "
+                    f"{pct(dig(base, 'arms', f'B-{mode}', 'memory', 'cache_hit_share'), 1)}",
                 )
             )
     if not rows:
@@ -689,7 +690,7 @@ def _session_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
                 "B÷C / B÷A, 60 tasks medium",
                 "B÷C / B÷A, 60 tasks low locality",
                 "B÷A, 60 tasks high locality small files",
-                "memory's cache-read share (60 medium)",
+                "memory's prompt tokens read from cache; cache reads ÷ (reads + writes) (60 medium)",
             ],
             rows,
         ),

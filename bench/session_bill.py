@@ -169,6 +169,9 @@ def _usage(ledger: Ledger) -> dict[str, Any]:
         "cache_read_tokens": total.read,
         "output_tokens": total.output,
         "cache_read_share": round(total.read / prompt, 4) if prompt else 0.0,
+        # Of the prompt tokens that went through the cache (written or read), the share read: a new tool
+        # result sent once, uncached on purpose (no later request reads it), is left out.
+        "cache_hit_share": round(total.read / (total.read + total.write), 4) if total.read + total.write else 0.0,
         "never_read_cache_write_tokens": ledger.never_read_writes(),
     }
 
@@ -511,6 +514,7 @@ def compare(arms: dict[str, Any]) -> dict[str, Any]:
                 b["memory"]["usd_per_question"], c["subagent"]["usd_per_question"]
             ),
             "memory_cache_read_share": b["memory"]["cache_read_share"],
+            "memory_cache_hit_share": b["memory"]["cache_hit_share"],
             "memory_decile_last_over_first": _first_last(b["memory"]["deciles_per_question_usd"]),
             # The same questions cost the subagent (a fresh context each time) what their files cost; so its
             # trend is the task mix's, and memory / subagent per decile is the memory's own trend as it learns.

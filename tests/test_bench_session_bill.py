@@ -58,6 +58,9 @@ def test_the_real_server_answered_every_question_and_its_cache_was_read(quick: d
         memory = arm["memory"]
         assert memory["requests"] >= run["questions"]
         assert memory["cache_read_tokens"] > 0
+        # New Read results go uncached, so the hit share (reads of what went through the cache) is the higher.
+        read, written = memory["cache_read_tokens"], memory["cache_write_tokens"]
+        assert memory["cache_hit_share"] == round(read / (read + written), 4) > memory["cache_read_share"]
         assert memory["reads"] > 0
         kinds = memory["by_kind"]
         assert {"system+tree", "per-question tail", "own Read results"} <= set(kinds)
