@@ -153,6 +153,9 @@ LIMITS = (
     "tokens).",
     "The OS watcher is off in the server (the hooks' FileChanged events report the edits); the server keeps "
     "running across sessions (a long-running service); the fake provider has no rate limits or latency.",
+    "Tool results follow Claude Code 2.1.332 (a test checks the Read, Edit and Explore renderings against it); "
+    "its main head measured ~12.7k tokens, not the ~22k modelled, which would weigh the helpers' spend more. "
+    "Its Explore agent describes itself as reading excerpts; here it reads whole files, like the memory.",
 )
 
 
