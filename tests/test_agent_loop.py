@@ -237,13 +237,13 @@ async def test_a_second_prompt_too_long_error_is_raised_instead_of_looping(root:
 
 async def test_the_oldest_tool_output_is_shortened_when_it_crowds_the_hard_context(root: Path) -> None:
     for name in ("one", "two"):
-        (root / f"{name}.txt").write_text("".join(f"{name} line {i} with some padding text\n" for i in range(150)))
+        (root / f"{name}.txt").write_text("".join(f"{name} line {i} with some padding text\n" for i in range(200)))
     provider = ScriptedProvider(read("one.txt", "a"), read("two.txt", "b"), text_response("both read"))
     out = await (await loop_for(root, provider, context_tokens=4000)).answer(ContextWindow(budget_tokens=4000), "q?")
     assert out.answer == "both read"
     results = [p for m in provider.requests[2].messages for p in m.parts if isinstance(p, ToolResultPart)]
     assert len(results) == 2 and results[0].content == prompts.SHRUNK_TOOL_RESULT  # the older one goes first
-    assert "two line 149" in results[1].content  # the newest result stays whole
+    assert "two line 199" in results[1].content  # the newest result stays whole
     assert out.files_read == ["one.txt", "two.txt"]
 
 
