@@ -9,7 +9,8 @@ Method
       clock starts: see `RawClient`) each post
       REQUESTS_PER_CLIENT `/notify` requests of BATCH `read` events; every event carries 4 KiB of content
       that differs from the previous post of that path (a real update each time, not a no-op re-tee), on
-      paths drawn from a pool of POOL real files. Baseline: the same clients issuing the same number of
+      paths drawn from a pool of POOL real files, written absolute as the hook sends them (with a
+      session id). Baseline: the same clients issuing the same number of
       `GET /health` requests (the HTTP floor of the same server). The two are run in ROUNDS alternating
       rounds after a warm-up; throughput is the median over rounds, latency percentiles are over all
       requests of all rounds.
@@ -145,8 +146,11 @@ def prepare(
     prepared = []
     for n in range(requests):
         chosen = rng.sample(paths, BATCH)
-        events = [{"path": p, "kind": "read", "content": content(p, round_index * 10_000 + n)} for p in chosen]
-        prepared.append(http.request("POST", "/notify", json.dumps({"cwd": cwd, "events": events}).encode()))
+        version = round_index * 10_000 + n
+        # as the hook tees a read: an absolute path, the content, the session
+        events = [{"path": f"{cwd}/{p}", "kind": "read", "content": content(p, version)} for p in chosen]
+        body = {"cwd": cwd, "session_id": f"bench-session-{client}", "events": events}
+        prepared.append(http.request("POST", "/notify", json.dumps(body).encode()))
     return prepared
 
 

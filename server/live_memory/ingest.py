@@ -56,7 +56,7 @@ class IngestPolicy:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: built per event, and a frozen dataclass is slower to build
 class _Prepared:
     """An event after the off-loop checks: a clean relative path and what we learned of it."""
 

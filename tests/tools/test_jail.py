@@ -41,6 +41,7 @@ HOSTILE_PATHS: list[tuple[str, str]] = [
     ("/proc/self/environ", OUTSIDE),
     ("{outside}/passwd", OUTSIDE),
     ("{outside}", OUTSIDE),
+    ("{root}_sibling/passwd", OUTSIDE),  # the root's name as a prefix of another directory's
     ("{root}/../outside/passwd", DOTDOT),
     ("//etc//passwd", OUTSIDE),
     # ".." in every position
@@ -288,6 +289,7 @@ def test_check_relative_gives_the_verdict_of_resolve_relative(history_repo: Hist
         "./src//app/main.py",
         "src\\app\\main.py",
         "{root}/src/app/main.py",
+        "{root}//src/./app//main.py",
         " src/app/main.py ",
     ],
 )
@@ -323,6 +325,8 @@ def test_root_resolves_only_when_directories_are_allowed(history_repo: HistoryRe
     jail = Jail(history_repo.root)
     assert jail.resolve("", allow_dir=True) == history_repo.root
     assert jail.resolve(".", allow_dir=True) == history_repo.root
+    assert jail.resolve(f"{history_repo.root}/", allow_dir=True) == history_repo.root
+    assert jail.resolve(f"{history_repo.root}/.", allow_dir=True) == history_repo.root
     with pytest.raises(JailRefusal, match="is a directory"):
         jail.resolve("src")
 

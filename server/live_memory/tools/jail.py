@@ -184,6 +184,7 @@ class Jail:
         # The caller's spelling of the root is accepted too (it may run through a symlink, e.g. /tmp).
         spelled = os.path.normpath(str(root))
         self._accepted_roots = tuple(dict.fromkeys((self._root_str, spelled)))
+        self._accepted_prefixes = tuple(r.rstrip("/") + "/" for r in self._accepted_roots)
         self.secrets = secret_matcher(tuple(secret_globs))
         self._dirs: set[str] | None = set() if remember_dirs else None  # real directories without a link
 
@@ -225,6 +226,9 @@ class Jail:
         return rel
 
     def _strip_root(self, text: str, path: str) -> str:
+        for prefix in self._accepted_prefixes:  # as written under the root: the caller drops "" and "."
+            if text.startswith(prefix):
+                return text[len(prefix) :]
         normal = os.path.normpath(text)
         for root in self._accepted_roots:
             if normal == root:
