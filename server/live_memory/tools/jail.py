@@ -293,16 +293,16 @@ class Jail:
         is kept as written, and it is no directory)."""
         if not rel:
             return None, False
-        full = os.path.join(self._root_str, rel)
+        full = self._root_prefix + rel  # `rel` is normalized: relative, no empty or "." component
         dirs = self._dirs
         if dirs is None:
             parts, current = full.split("/")[1:], ""
+        elif full in dirs:
+            return full, True
         else:  # start below the deepest directory this batch has seen already
-            current = full
+            current = full.rpartition("/")[0]
             while current and current not in dirs:
                 current = current.rpartition("/")[0]
-            if current == full:
-                return full, True
             parts = full[len(current) + 1 :].split("/")
         mode = 0
         for part in parts:
