@@ -149,8 +149,8 @@ def test_notify_section_shows_a_same_run_baseline_and_the_server_cpu_per_request
     notify = {**run["notify"], "server_cpu_ms_per_notify": 1.41}
     baseline = {**run["notify"], "notify_events_per_s": 1000.0, "server_cpu_ms_per_notify": 1.78}
     text = "\n".join(report.render_notify({**run, "notify": notify, "baseline": baseline}, {}))
-    assert "| POST /notify (baseline, same run) | 80.0 | 1,000.0 |" in text
-    cpu = "Server CPU per /notify request (all its threads): 1.41 ms (as measured), 1.78 ms (baseline, same run)."
+    assert "| POST /notify (previous code, same run) | 80.0 | 1,000.0 |" in text
+    cpu = "Server CPU per /notify request (all its threads): 1.41 ms (as measured), 1.78 ms (previous code, same run)."
     assert cpu in text
 
 
