@@ -21,6 +21,7 @@ import os
 import re
 import socket
 import statistics
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -149,6 +150,8 @@ class McpAsker:
 
 # -- the server in a child process ---------------------------------------------------------------------
 def _serve(spec: dict[str, Any], conn: Any, stop: Any) -> None:
+    if spec.get("src"):  # another checkout of the server (a baseline): its sources replace ours
+        _use_checkout(spec["src"])
     from tests.fakes.live_server import LiveServer, settings_for
 
     from live_memory.app import create_app
@@ -168,6 +171,14 @@ def _serve(spec: dict[str, Any], conn: Any, stop: Any) -> None:
         with contextlib.suppress(OSError, ValueError):
             conn.send(("error", repr(exc)))
         raise
+
+
+def _use_checkout(src: str) -> None:
+    """Import the server and its test fakes from `src` from now on. The spawned child has already
+    imported this checkout's modules (its parent's main module runs again here), so they are dropped."""
+    for name in [m for m in sys.modules if m.split(".")[0] in ("live_memory", "tests")]:
+        del sys.modules[name]
+    sys.path[:0] = [f"{src}/server", src]
 
 
 def process_cpu_seconds(pid: int) -> float | None:
@@ -224,9 +235,16 @@ def child_process(target: Any, spec: dict[str, Any], name: str) -> Iterator[tupl
 
 @contextlib.contextmanager
 def server_process(
-    fake_base_url: str, data_dir: Path, *, protocol: str = "anthropic", tcp_nodelay: bool = False, **options: Any
+    fake_base_url: str,
+    data_dir: Path,
+    *,
+    protocol: str = "anthropic",
+    tcp_nodelay: bool = False,
+    src: str | None = None,
+    **options: Any,
 ) -> Iterator[ChildServer]:
     """Serve Live Memory (settings as `settings_for`) in a spawned child process; yields its URL and pid.
+    `src`: serve another checkout of the server instead (a baseline measured in the same run).
 
     The listening socket is made like `tests.fakes.live_server.LiveServer` (and `live_memory.cli.bind_socket`)
     make it: with IPPROTO_TCP, so asyncio sets TCP_NODELAY on accepted connections. `tcp_nodelay=True`
@@ -237,6 +255,7 @@ def server_process(
         "data_dir": str(data_dir),
         "protocol": protocol,
         "tcp_nodelay": tcp_nodelay,
+        "src": src,
         "options": options,
     }
     with child_process(_serve, spec, "live-memory-bench-server") as (url, pid):

@@ -9,7 +9,8 @@ Method
       clock starts: see `RawClient`) each post
       REQUESTS_PER_CLIENT `/notify` requests of BATCH `read` events; every event carries 4 KiB of content
       that differs from the previous post of that path (a real update each time, not a no-op re-tee), on
-      paths drawn from a pool of POOL real files. Baseline: the same clients issuing the same number of
+      paths drawn from a pool of POOL real files, written absolute as the hook sends them (with a
+      session id). Baseline: the same clients issuing the same number of
       `GET /health` requests (the HTTP floor of the same server). The two are run in ROUNDS alternating
       rounds after a warm-up; throughput is the median over rounds, latency percentiles are over all
       requests of all rounds.
@@ -25,11 +26,17 @@ Limits
     CPU bound. The watcher figure includes the /stats polling period (one request, about a millisecond)
     and the watcher's debounce (`WATCH_DEBOUNCE_MS`).
 
-Run: `python -m bench.notify_bench`. Writes bench/results/notify_bench.json.
+Comparing a change
+    The machine's load drifts between runs; `--baseline-src DIR` serves another checkout of the server
+    (before a change) in a second child process and runs the same rounds against it, alternating with
+    this one, so the two are compared in one run ("baseline" in the results).
+
+Run: `python -m bench.notify_bench [--baseline-src DIR]`. Writes bench/results/notify_bench.json.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -39,6 +46,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -138,8 +146,11 @@ def prepare(
     prepared = []
     for n in range(requests):
         chosen = rng.sample(paths, BATCH)
-        events = [{"path": p, "kind": "read", "content": content(p, round_index * 10_000 + n)} for p in chosen]
-        prepared.append(http.request("POST", "/notify", json.dumps({"cwd": cwd, "events": events}).encode()))
+        version = round_index * 10_000 + n
+        # as the hook tees a read: an absolute path, the content, the session
+        events = [{"path": f"{cwd}/{p}", "kind": "read", "content": content(p, version)} for p in chosen]
+        body = {"cwd": cwd, "session_id": f"bench-session-{client}", "events": events}
+        prepared.append(http.request("POST", "/notify", json.dumps(body).encode()))
     return prepared
 
 
@@ -174,39 +185,73 @@ async def probe_health(url: str, done: asyncio.Event) -> list[float]:
     return timings
 
 
-async def load_phase(server: ChildServer, repo: Path, paths: list[str]) -> dict[str, Any]:
-    cwd = str(repo)
+@dataclass
+class Tally:
+    """One server's samples over all rounds."""
+
+    latencies: dict[str, list[float]] = field(
+        default_factory=lambda: {"health": [], "notify": [], "health_during_notify": []}
+    )
+    throughput: dict[str, list[float]] = field(default_factory=lambda: {"health": [], "notify": []})
+    cpu: dict[str, list[float]] = field(  # server, load generator
+        default_factory=lambda: {"health": [0.0, 0.0], "notify": [0.0, 0.0]}
+    )
+
+
+async def preload(server: ChildServer, repo: Path, paths: list[str]) -> None:
     async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
-        preload = [{"path": p, "kind": "read", "content": (repo / p).read_text()} for p in paths[:PRELOAD_FILES]]
-        response = await http.post("/notify", json={"cwd": cwd, "events": preload})
+        events = [{"path": p, "kind": "read", "content": (repo / p).read_text()} for p in paths[:PRELOAD_FILES]]
+        response = await http.post("/notify", json={"cwd": str(repo), "events": events})
         response.raise_for_status()
-    results: dict[str, list[float]] = {"health": [], "notify": [], "health_during_notify": []}
-    throughput: dict[str, list[float]] = {"health": [], "notify": []}
-    cpu: dict[str, list[float]] = {"health": [0.0, 0.0], "notify": [0.0, 0.0]}  # server, load generator
-    for kind in ("health", "notify"):  # warm-up
-        warmup = batches(server.url, kind, paths, cwd, WARMUP_REQUESTS, -1)
-        await asyncio.gather(*(hammer(server.url, prepared) for prepared in warmup))
+
+
+async def measure(server: ChildServer, kind: str, work: list[list[bytes]], tally: Tally) -> None:
+    """One round of one kind against one server, added to its tally."""
+    server_cpu, own_cpu = server.cpu_seconds() or 0.0, time.process_time()
+    started = time.perf_counter()
+    done = asyncio.Event()
+    prober = asyncio.create_task(probe_health(server.url, done)) if kind == "notify" else None
+    samples = await asyncio.gather(*(hammer(server.url, prepared) for prepared in work))
+    wall = time.perf_counter() - started
+    done.set()
+    if prober is not None:
+        tally.latencies["health_during_notify"].extend(await prober)
+    tally.cpu[kind][0] += (server.cpu_seconds() or 0.0) - server_cpu
+    tally.cpu[kind][1] += time.process_time() - own_cpu
+    tally.throughput[kind].append(CLIENTS * REQUESTS_PER_CLIENT / wall)
+    tally.latencies[kind].extend(t for s in samples for t in s)
+
+
+async def load_phase(servers: dict[str, ChildServer], repo: Path, paths: list[str]) -> dict[str, dict[str, Any]]:
+    """The rounds, against each server in turn (the order alternates by round, so drift in the machine's
+    load hits them alike); figures per server."""
+    cwd = str(repo)
+    tallies = {label: Tally() for label in servers}
+    for server in servers.values():
+        await preload(server, repo, paths)
+        for kind in ("health", "notify"):  # warm-up
+            warmup = batches(server.url, kind, paths, cwd, WARMUP_REQUESTS, -1)
+            await asyncio.gather(*(hammer(server.url, prepared) for prepared in warmup))
     for round_index in range(ROUNDS):
-        order = ("health", "notify") if round_index % 2 == 0 else ("notify", "health")
-        for kind in order:
-            work = batches(server.url, kind, paths, cwd, REQUESTS_PER_CLIENT, round_index)
-            server_cpu, own_cpu = server.cpu_seconds() or 0.0, time.process_time()
-            started = time.perf_counter()
-            done = asyncio.Event()
-            prober = asyncio.create_task(probe_health(server.url, done)) if kind == "notify" else None
-            samples = await asyncio.gather(*(hammer(server.url, prepared) for prepared in work))
-            wall = time.perf_counter() - started
-            done.set()
-            if prober is not None:
-                results["health_during_notify"].extend(await prober)
-            cpu[kind][0] += (server.cpu_seconds() or 0.0) - server_cpu
-            cpu[kind][1] += time.process_time() - own_cpu
-            throughput[kind].append(CLIENTS * REQUESTS_PER_CLIENT / wall)
-            results[kind].extend(t for s in samples for t in s)
-    async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
-        stats = (await http.get("/stats", params={"cwd": cwd})).json()["workspace"]
-    notify_rps = statistics.median(throughput["notify"])
-    health_rps = statistics.median(throughput["health"])
+        labels = list(servers) if round_index % 2 == 0 else list(reversed(servers))
+        for label in labels:
+            server = servers[label]
+            order = ("health", "notify") if round_index % 2 == 0 else ("notify", "health")
+            for kind in order:
+                work = batches(server.url, kind, paths, cwd, REQUESTS_PER_CLIENT, round_index)
+                await measure(server, kind, work, tallies[label])
+    figures = {}
+    for label, server in servers.items():
+        async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+            stats = (await http.get("/stats", params={"cwd": cwd})).json()["workspace"]
+        figures[label] = summarize(tallies[label], stats["file_contexts"])
+    return figures
+
+
+def summarize(tally: Tally, file_contexts: int) -> dict[str, Any]:
+    results, cpu = tally.latencies, tally.cpu
+    notify_rps = statistics.median(tally.throughput["notify"])
+    health_rps = statistics.median(tally.throughput["health"])
     return {
         "clients": CLIENTS,
         "events_per_request": BATCH,
@@ -228,7 +273,7 @@ async def load_phase(server: ChildServer, repo: Path, paths: list[str]) -> dict[
         "server_cpu_ms_per_health": round(cpu["health"][0] * 1000 / len(results["health"]), 2),
         "load_generator_cpu_ms_per_notify": round(cpu["notify"][1] * 1000 / len(results["notify"]), 2),
         "load_generator_cpu_ms_per_health": round(cpu["health"][1] * 1000 / len(results["health"]), 2),
-        "file_contexts_after": stats["file_contexts"],
+        "file_contexts_after": file_contexts,
     }
 
 
@@ -274,18 +319,27 @@ async def watcher_phase(server: ChildServer, repo: Path, paths: list[str]) -> di
     }
 
 
-async def run(server: ChildServer, repo: Path, *, watcher: bool) -> dict[str, Any]:
+async def load_workspace(server: ChildServer, repo: Path) -> None:
     async with McpAsker(f"{server.url}/mcp") as asker:  # loads the workspace (events never create one)
         _, is_error = await asker.ask("where is the URL resolver?", str(repo))
         assert not is_error
+
+
+async def run(server: ChildServer, repo: Path, *, watcher: bool, baseline: ChildServer | None = None) -> dict[str, Any]:
+    servers = {"notify": server} if baseline is None else {"notify": server, "baseline": baseline}
+    for each in servers.values():
+        await load_workspace(each, repo)
     paths = pool_paths(repo)
-    figures = {"notify": await load_phase(server, repo, paths)}
+    figures: dict[str, Any] = await load_phase(servers, repo, paths)
     if watcher:
         figures["watcher"] = await watcher_phase(server, repo, paths)
     return figures
 
 
-def main() -> dict[str, Any]:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--baseline-src", help="another checkout of the server, measured in the same run")
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     note = load_note()
     if note:
@@ -296,41 +350,48 @@ def main() -> dict[str, Any]:
         repo = tmp / "repo"
         shutil.copytree(pristine, repo, symlinks=True)
         fake.responder = lambda request: Reply.text("The resolver lives in django/urls/resolvers.py.")
-        with server_process(fake.base_url, tmp / "data", force_explore_when_cold="false") as srv:
-            figures = asyncio.run(run(srv, repo, watcher=True))
+        with contextlib.ExitStack() as stack:
+            srv = stack.enter_context(server_process(fake.base_url, tmp / "data", force_explore_when_cold="false"))
+            baseline = None
+            if args.baseline_src:
+                baseline = stack.enter_context(
+                    server_process(
+                        fake.base_url, tmp / "baseline-data", src=args.baseline_src, force_explore_when_cold="false"
+                    )
+                )
+            figures = asyncio.run(run(srv, repo, watcher=True, baseline=baseline))
     n = figures["notify"]
-    rows = [
-        (
-            "POST /notify",
-            n["notify_requests_per_s"],
-            n["notify_events_per_s"],
-            n["notify_mib_per_s"],
-            n["notify_latency"]["p50_ms"],
-            n["notify_latency"]["p99_ms"],
-            n["server_cpu_ms_per_notify"],
-            n["load_generator_cpu_ms_per_notify"],
-        ),
-        (
-            "GET /health, alone",
-            n["health_requests_per_s"],
-            "-",
-            "-",
-            n["health_latency"]["p50_ms"],
-            n["health_latency"]["p99_ms"],
-            n["server_cpu_ms_per_health"],
-            n["load_generator_cpu_ms_per_health"],
-        ),
-        (
-            "GET /health, during /notify",
-            "-",
-            "-",
-            "-",
-            n["health_during_notify_latency"]["p50_ms"],
-            n["health_during_notify_latency"]["p99_ms"],
-            "-",
-            "-",
-        ),
-    ]
+    servers = [("", n)] + ([(", baseline", figures["baseline"])] if "baseline" in figures else [])
+    rows: list[tuple[Any, ...]] = []
+    for suffix, f in servers:
+        rows.append(
+            (
+                f"POST /notify{suffix}",
+                f["notify_requests_per_s"],
+                f["notify_events_per_s"],
+                f["notify_mib_per_s"],
+                f["notify_latency"]["p50_ms"],
+                f["notify_latency"]["p99_ms"],
+                f["server_cpu_ms_per_notify"],
+                f["load_generator_cpu_ms_per_notify"],
+            )
+        )
+    for suffix, f in servers:
+        rows.append(
+            (
+                f"GET /health, alone{suffix}",
+                f["health_requests_per_s"],
+                "-",
+                "-",
+                f["health_latency"]["p50_ms"],
+                f["health_latency"]["p99_ms"],
+                f["server_cpu_ms_per_health"],
+                f["load_generator_cpu_ms_per_health"],
+            )
+        )
+    for suffix, f in servers:
+        during = f["health_during_notify_latency"]
+        rows.append((f"GET /health, during /notify{suffix}", "-", "-", "-", during["p50_ms"], during["p99_ms"], "", ""))
     print_table(
         ["endpoint", "req/s", "events/s", "MiB/s", "p50 ms", "p99 ms", "srv cpu/req", "gen cpu/req"],
         rows,
@@ -344,6 +405,12 @@ def main() -> dict[str, Any]:
         f"  /notify sustains {n['requests_per_s_ratio_notify_over_health']:.1%} of the /health request rate; "
         f"p50 latency {n['p50_ratio_notify_over_health']}x /health"
     )
+    if "baseline" in figures:
+        b = figures["baseline"]
+        print(
+            f"  against the baseline in the same run: {n['notify_events_per_s'] / b['notify_events_per_s']:.2f}x "
+            f"events/s, {n['server_cpu_ms_per_notify'] / b['server_cpu_ms_per_notify']:.2f}x server CPU per request"
+        )
     w = figures["watcher"]
     print_table(
         ["watcher", "edits", "noticed", "median ms", "p95 ms", "min ms", "max ms"],

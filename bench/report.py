@@ -388,8 +388,31 @@ def render_notify(data: Mapping[str, Any], charts: Charts) -> list[str]:
                 num(dig(n, "health_latency", "p99_ms"), 1),
             )
         )
+    baseline = data.get("baseline")
+    if isinstance(baseline, Mapping):  # `--baseline-src`: the code before a change, in the same run
+        lines[-2] += " The previous code ran the same rounds in the same run, alternating with them (`--baseline-src`)."
+        rows.append(
+            (
+                "POST /notify (previous code, same run)",
+                num(baseline.get("notify_requests_per_s"), 1),
+                num(baseline.get("notify_events_per_s"), 1),
+                num(baseline.get("notify_mib_per_s"), 2),
+                num(dig(baseline, "notify_latency", "p50_ms"), 1),
+                num(dig(baseline, "notify_latency", "p95_ms"), 1),
+                num(dig(baseline, "notify_latency", "p99_ms"), 1),
+            )
+        )
     if rows:
         lines += [table(["endpoint", "req/s", "events/s", "MiB/s", "p50 ms", "p95 ms", "p99 ms"], rows), ""]
+    cpu = [
+        f"{num(dig(v, 'notify', 'server_cpu_ms_per_notify'), 2)} ms ({label})"
+        for label, v in variants.items()
+        if dig(v, "notify", "server_cpu_ms_per_notify") is not None
+    ]
+    if isinstance(baseline, Mapping) and baseline.get("server_cpu_ms_per_notify") is not None:
+        cpu.append(f"{num(baseline.get('server_cpu_ms_per_notify'), 2)} ms (previous code, same run)")
+    if cpu:
+        lines += [f"Server CPU per /notify request (all its threads): {', '.join(cpu)}.", ""]
     watchers = [(label, v["watcher"]) for label, v in variants.items() if isinstance(v.get("watcher"), Mapping)]
     if watchers:
         rows = [

@@ -144,6 +144,16 @@ def test_notify_section_accepts_the_single_run_shape() -> None:
     assert "| POST /notify (as measured) | 80.0 |" in text
 
 
+def test_notify_section_shows_a_same_run_baseline_and_the_server_cpu_per_request() -> None:
+    run = notify_result()["TCP_NODELAY"]
+    notify = {**run["notify"], "server_cpu_ms_per_notify": 1.41}
+    baseline = {**run["notify"], "notify_events_per_s": 1000.0, "server_cpu_ms_per_notify": 1.78}
+    text = "\n".join(report.render_notify({**run, "notify": notify, "baseline": baseline}, {}))
+    assert "| POST /notify (previous code, same run) | 80.0 | 1,000.0 |" in text
+    cpu = "Server CPU per /notify request (all its threads): 1.41 ms (as measured), 1.78 ms (previous code, same run)."
+    assert cpu in text
+
+
 def test_tools_section_marks_each_ratio_against_its_goal() -> None:
     data = {"results": [{"repo": "django", "files": 6810, "tree_ratio": 2.5, "grep_ratio_median_vs_plain_rg": 1.1}]}
     text = "\n".join(report.render_tools(data, {}))

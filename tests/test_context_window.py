@@ -144,3 +144,20 @@ def test_the_prompt_size_kept_as_a_running_total_matches_a_fresh_count() -> None
     assert window.exchange_tokens() < window.prompt_tokens()
     window.calibration = 2.0
     assert window.prompt_tokens() == from_scratch(window)
+
+
+def test_a_file_earns_holding_once_an_answer_cites_it_in_this_copy_of_the_window() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    question = Message("user", (TextPart("## Question\nwhere?"),))
+    assert not window.earned("a.py")  # asked once before any answer: nothing cites it yet
+    window.add_exchange(question, "where?", "in a.py", ["a.py"])
+    assert window.earned("a.py") and not window.earned("b.py")
+    fork = window.clone()
+    fork.add_exchange(question, "and b?", "in b.py", ["b.py"])
+    assert fork.earned("a.py") and fork.earned("b.py")
+    assert not window.earned("b.py")  # the fork's answer is not the window's
+    window.history = [t for t in window.history if t.kind != "answer"]  # a rewritten history counts anew
+    assert not window.earned("a.py")
+    window.freeze()
+    window.add_exchange(question, "again?", "in b.py", ["b.py"])
+    assert window.earned("b.py") and not window.earned("a.py")

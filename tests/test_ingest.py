@@ -192,6 +192,21 @@ def test_file_globs_use_fnmatch_where_a_star_crosses_directories() -> None:
 # --- moved from the /notify tests: the same rules, driven through the service ---------------------
 
 
+async def test_a_link_out_of_the_workspace_is_refused_between_files_of_its_directory(
+    tmp_path: Path, workspace: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "src" / "out").symlink_to(outside, target_is_directory=True)
+    (workspace / "src" / "pkg").mkdir()
+    state = state_for(workspace)
+    events = [read("src/app.py"), read("src/out/passwd", "root:x:0:0"), read("src/pkg/mod.py"), read("src/db.py")]
+    result = await Ingestor(POLICY).apply(state, workspace, events)
+    assert (result.accepted, result.ignored) == (3, 1)
+    assert "src/out/passwd" in result.reasons[0] and "resolves outside the workspace" in result.reasons[0]
+    assert sorted(state.window.files) == ["src/app.py", "src/db.py", "src/pkg/mod.py"]
+
+
 @pytest.mark.parametrize(
     ("event", "reason"),
     [

@@ -132,3 +132,18 @@ def test_an_empty_ledger_is_one_without_facts_or_legacy_text() -> None:
 def test_a_fact_serializes_its_text_sources_and_flag() -> None:
     fact = LedgerFact("a.py defines A", {"a.py": "h"}, stale=True)
     assert fact.to_json() == {"text": "a.py defines A", "sources": {"a.py": "h"}, "stale": True}
+
+
+def test_the_cited_files_follow_every_change_of_the_facts() -> None:
+    ledger = Ledger([LedgerFact("A is in a.py", {"a.py": "h"})])
+    assert ledger.cites("a.py") and not ledger.cites("b.py")
+    ledger.facts = [LedgerFact("B is in b.py", {"b.py": "h"})]  # replaced as a whole
+    assert ledger.cites("b.py") and not ledger.cites("a.py")
+    assert ledger.mark_stale("a.py") == 0 and ledger.mark_stale("b.py") == 1
+    assert ledger.cites("b.py")  # a stale fact still names its source
+    ledger.facts.append(LedgerFact("C is in c.py", {"c.py": "h"}))
+    assert ledger.cites("c.py")
+    assert ledger.forget("C is") == 1
+    assert not ledger.cites("c.py")
+    ledger.set_from_summary("- D lives in d.py", {"d.py": "h"})
+    assert ledger.cites("d.py") and not ledger.cites("b.py")

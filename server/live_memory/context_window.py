@@ -106,6 +106,7 @@ class ContextWindow:
         self.transcript_room = COMPACTION_THRESHOLD  # share of the budget a kept tool transcript may fill
         self.transcript_keep_share = transcript_keep_share
         self._history_size: _HistorySize | None = None  # running token estimate of `history`
+        self._answer_cites: _AnswerCites | None = None  # running set of the paths answers cited
 
     # --- copying (forks) -----------------------------------------------------------------------
     def clone(self) -> ContextWindow:
@@ -116,6 +117,9 @@ class ContextWindow:
         size = self._history_size
         if size is not None and size.covers(self.history):  # the copy holds the same turns: same totals
             twin._history_size = replace(size, history=twin.history)
+        cites = self._answer_cites
+        if cites is not None and cites.covers(self.history):
+            twin._answer_cites = replace(cites, history=twin.history)
         twin.files = dict(self.files)
         twin.ledger = self.ledger.copy()
         twin.pending = Delta(
@@ -263,7 +267,18 @@ class ContextWindow:
         known = self.files.get(path)
         if known is not None and known.content is not None:
             return True
-        return self.ledger.cites(path) or any(path in t.cites for t in self.history if t.kind == "answer")
+        return self.ledger.cites(path) or path in self._cited_by_answers()
+
+    def _cited_by_answers(self) -> frozenset[str]:
+        """The paths the history's answers cite, as a running set (asked for each file event; between
+        compactions the history only grows, so only the turns added since the last call are read)."""
+        history = self.history
+        cites = self._answer_cites
+        if cites is None or not cites.covers(history):
+            cites = _AnswerCites(history)
+        cites = cites.extended(history)
+        self._answer_cites = cites
+        return cites.paths
 
     def invalidate(self, path: str) -> bool:
         """A known file changed on disk: mark it stale (lazy re-read), demote facts, queue a notice."""
@@ -450,6 +465,28 @@ class _HistorySize:
                 exchanges += size
             questions += turn.kind == "question"
         return _HistorySize(history, len(history), history[-1], total, exchanges, questions)
+
+
+@dataclass(frozen=True)
+class _AnswerCites:
+    """The paths cited by the answers among the first `count` turns of the `history` list."""
+
+    history: list[Turn]
+    count: int = 0
+    last: Turn | None = None  # the last turn read: an in-place rewrite shows as a different object
+    paths: frozenset[str] = frozenset()
+
+    def covers(self, history: list[Turn]) -> bool:
+        """Whether this still describes the start of `history` (same list, nothing before `count` replaced)."""
+        if history is not self.history or len(history) < self.count:
+            return False
+        return self.count == 0 or history[self.count - 1] is self.last
+
+    def extended(self, history: list[Turn]) -> _AnswerCites:
+        if len(history) == self.count:
+            return self
+        new = {p for t in history[self.count :] if t.kind == "answer" for p in t.cites}
+        return _AnswerCites(history, len(history), history[-1], self.paths | new if new else self.paths)
 
 
 def changed_lines(path: str, old: str, new: str) -> str | None:

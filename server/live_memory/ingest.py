@@ -56,7 +56,7 @@ class IngestPolicy:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: built per event, and a frozen dataclass is slower to build
 class _Prepared:
     """An event after the off-loop checks: a clean relative path and what we learned of it."""
 
@@ -97,13 +97,13 @@ class Ingestor:
 
     # --- off the event loop ------------------------------------------------------------------
     def _prepare(self, root: Path, events: Sequence[FileEvent], result: IngestResult) -> list[_Prepared]:
-        jail = Jail(root, self.policy.secret_globs)
+        jail = Jail(root, self.policy.secret_globs, remember_dirs=True)
         out: list[_Prepared] = []
         for event in events:
             try:
                 rel = jail.normalize(event.path)
                 if rel:  # the root itself is refused below, by its own name rather than as ''
-                    jail.resolve_relative(rel, allow_dir=event.kind == "unlink")
+                    jail.check_relative(rel, allow_dir=event.kind == "unlink")
             except JailRefusal as exc:
                 result.ignore(event.path, str(exc))
                 continue

@@ -61,11 +61,16 @@ def attribute(fact: str, manifest: Mapping[str, str]) -> dict[str, str]:
 
 
 class Ledger:
-    """Facts plus the legacy free-text fallback. Mutated only by compaction and staleness marks."""
+    """Facts plus the legacy free-text fallback. Mutated only by compaction and staleness marks.
+
+    `facts` is replaced as a whole (or marked stale in place, which keeps each fact's sources): the
+    index of cited paths that file events consult is rebuilt when the list is another one or its
+    length changed."""
 
     def __init__(self, facts: Iterable[LedgerFact] = (), legacy_text: str = "") -> None:
         self.facts: list[LedgerFact] = list(facts)
         self.legacy_text = legacy_text
+        self._cited: tuple[list[LedgerFact], int, frozenset[str]] | None = None
 
     def copy(self) -> Ledger:
         return Ledger(self.facts, self.legacy_text)
@@ -85,12 +90,21 @@ class Ledger:
         self.facts = [LedgerFact(text, attribute(text, manifest)) for text in split_facts(summary)]
         self.legacy_text = ""
 
+    def cited_paths(self) -> frozenset[str]:
+        """Every path a fact was distilled from. Asked for each file event: indexed, not scanned."""
+        facts, cited = self.facts, self._cited
+        if cited is None or cited[0] is not facts or cited[1] != len(facts):
+            cited = self._cited = (facts, len(facts), frozenset(p for f in facts for p in f.sources))
+        return cited[2]
+
     def cites(self, path: str) -> bool:
         """Whether a fact was distilled from `path`."""
-        return any(path in f.sources for f in self.facts)
+        return path in self.cited_paths()
 
     def mark_stale(self, path: str) -> int:
         """Demote every fact citing `path`; returns how many were newly demoted."""
+        if path not in self.cited_paths():
+            return 0
         demoted = 0
         for index, fact in enumerate(self.facts):
             if path in fact.sources and not fact.stale:

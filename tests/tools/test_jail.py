@@ -12,7 +12,7 @@ import pytest
 from live_memory.constants import DEFAULT_SECRET_GLOBS
 from live_memory.errors import JailRefusal
 from live_memory.tools import Toolbox
-from live_memory.tools.jail import Jail
+from live_memory.tools.jail import CLEAR_DIRS_CACHE_SIZE, Jail, SecretMatcher
 from tests.fakes.repo_builder import (
     GITCONFIG_MARKER,
     HISTORY_SECRET_MARKER,
@@ -41,6 +41,7 @@ HOSTILE_PATHS: list[tuple[str, str]] = [
     ("/proc/self/environ", OUTSIDE),
     ("{outside}/passwd", OUTSIDE),
     ("{outside}", OUTSIDE),
+    ("{root}_sibling/passwd", OUTSIDE),  # the root's name as a prefix of another directory's
     ("{root}/../outside/passwd", DOTDOT),
     ("//etc//passwd", OUTSIDE),
     # ".." in every position
@@ -231,6 +232,56 @@ async def test_secret_files_are_listed_as_withheld_but_never_read(toolbox: Toolb
 
 
 # -- allowed paths --------------------------------------------------------------------------------
+BENIGN_PATHS = ["src/app/main.py", "src/app", "src", "ok_link.py", "src/not_there.py", "src/app/main.py/x", ""]
+
+
+def test_a_batch_jail_refuses_the_whole_hostile_table_after_resolving_benign_paths(history_repo: HistoryRepo) -> None:
+    jail = Jail(history_repo.root, remember_dirs=True)  # one jail for the whole table, as for one request
+    for path in BENIGN_PATHS:
+        jail.resolve(path, allow_dir=True)
+    for template, fragment in HOSTILE_PATHS:
+        with pytest.raises(JailRefusal) as refused:
+            jail.resolve(_fill(template, history_repo), allow_dir=True)
+        assert fragment in str(refused.value), template
+
+
+def test_a_batch_jail_resolves_every_path_as_a_plain_jail_does(history_repo: HistoryRepo) -> None:
+    plain, batch = Jail(history_repo.root), Jail(history_repo.root, remember_dirs=True)
+
+    def verdict(jail: Jail, path: str, allow_dir: bool) -> str:
+        try:
+            return str(jail.resolve(path, allow_dir=allow_dir))
+        except JailRefusal as exc:
+            return f"refused: {exc}"
+
+    for allow_dir in (True, False):
+        for path in [*BENIGN_PATHS, *(_fill(t, history_repo) for t, _ in HOSTILE_PATHS), *BENIGN_PATHS]:
+            assert verdict(batch, path, allow_dir) == verdict(plain, path, allow_dir), path
+
+
+def test_a_directory_swapped_for_an_escaping_link_is_refused_by_the_next_batch(tmp_path: Path) -> None:
+    root, outside = tmp_path / "repo", tmp_path / "outside"
+    (root / "src" / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (root / "src" / "sub" / "a.py").write_text("a = 1\n")
+    first = Jail(root, remember_dirs=True)
+    first.check_relative("src/sub/a.py")
+    (root / "src" / "sub" / "a.py").unlink()
+    (root / "src" / "sub").rmdir()
+    (root / "src" / "sub").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(JailRefusal, match="resolves outside the workspace"):
+        Jail(root, remember_dirs=True).check_relative("src/sub/a.py")
+
+
+def test_check_relative_gives_the_verdict_of_resolve_relative(history_repo: HistoryRepo) -> None:
+    jail = Jail(history_repo.root)
+    jail.check_relative("src/app/main.py")
+    jail.check_relative("src", allow_dir=True)
+    for rel, fragment in [("passwd_link", SYMLINK), ("src", "is a directory"), ("escape_dir/passwd", SYMLINK)]:
+        with pytest.raises(JailRefusal, match=fragment):
+            jail.check_relative(rel)
+
+
 @pytest.mark.parametrize(
     "template",
     [
@@ -238,6 +289,7 @@ async def test_secret_files_are_listed_as_withheld_but_never_read(toolbox: Toolb
         "./src//app/main.py",
         "src\\app\\main.py",
         "{root}/src/app/main.py",
+        "{root}//src/./app//main.py",
         " src/app/main.py ",
     ],
 )
@@ -273,6 +325,8 @@ def test_root_resolves_only_when_directories_are_allowed(history_repo: HistoryRe
     jail = Jail(history_repo.root)
     assert jail.resolve("", allow_dir=True) == history_repo.root
     assert jail.resolve(".", allow_dir=True) == history_repo.root
+    assert jail.resolve(f"{history_repo.root}/", allow_dir=True) == history_repo.root
+    assert jail.resolve(f"{history_repo.root}/.", allow_dir=True) == history_repo.root
     with pytest.raises(JailRefusal, match="is a directory"):
         jail.resolve("src")
 
@@ -290,42 +344,57 @@ def test_relative_root_is_refused() -> None:
 
 
 # -- secret guard ---------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("path", "secret"),
-    [
-        (".env", True),
-        (".env.local", True),
-        (".env.example", True),  # templates are withheld too by default; secret_globs can change that
-        ("config/prod.env", True),
-        ("a/b/.ENV", True),
-        ("server.PEM", True),
-        ("tls/server.key", True),
-        ("home/.ssh/id_rsa", True),
-        ("id_rsa.pub", True),
-        ("id_ed25519", True),
-        (".netrc", True),
-        (".npmrc", True),
-        (".pypirc", True),
-        ("cert.p12", True),
-        ("cert.pfx", True),
-        ("app.keystore", True),
-        ("credentials.json", True),
-        ("gcp/service-account-ci.json", True),
-        (".aws/credentials", True),
-        ("home/.aws/credentials", True),
-        (".docker/config.json", True),
-        ("venv/.env/lib/site.py", True),  # a directory named like a secret withholds what is inside
-        ("environment.py", False),
-        ("src/keys.py", False),
-        ("docs/credentials.md", False),
-        ("aws/credentials", False),
-        ("docker/config.json", False),
-        ("src/app/main.py", False),
-        ("keystore.md", False),
-    ],
-)
+SECRET_CASES = [
+    (".env", True),
+    (".env.local", True),
+    (".env.example", True),  # templates are withheld too by default; secret_globs can change that
+    ("config/prod.env", True),
+    ("a/b/.ENV", True),
+    ("server.PEM", True),
+    ("tls/server.key", True),
+    ("home/.ssh/id_rsa", True),
+    ("id_rsa.pub", True),
+    ("id_ed25519", True),
+    (".netrc", True),
+    (".npmrc", True),
+    (".pypirc", True),
+    ("cert.p12", True),
+    ("cert.pfx", True),
+    ("app.keystore", True),
+    ("credentials.json", True),
+    ("gcp/service-account-ci.json", True),
+    (".aws/credentials", True),
+    ("home/.aws/credentials", True),
+    (".docker/config.json", True),
+    ("venv/.env/lib/site.py", True),  # a directory named like a secret withholds what is inside
+    ("environment.py", False),
+    ("src/keys.py", False),
+    ("docs/credentials.md", False),
+    ("aws/credentials", False),
+    ("docker/config.json", False),
+    ("src/app/main.py", False),
+    ("keystore.md", False),
+    ("home/.aws/config", False),  # the same directories as secret paths, checked in turn with them
+    ("home/.ssh/known_hosts", False),
+    ("venv/lib/site.py", False),
+    ("venv/.env/lib/other.py", True),
+    ("a/b/c.py", False),
+    ("a/b", False),
+]
+
+
+@pytest.mark.parametrize(("path", "secret"), SECRET_CASES)
 def test_secret_guard_matches_credential_files_only(history_repo: HistoryRepo, path: str, secret: bool) -> None:
     assert Jail(history_repo.root).is_secret(path) is secret
+
+
+def test_secret_guard_gives_each_path_its_verdict_whatever_was_checked_before() -> None:
+    matcher = SecretMatcher(DEFAULT_SECRET_GLOBS)
+    for cases in (SECRET_CASES, SECRET_CASES[::-1], SECRET_CASES):
+        assert [(p, matcher.matches(p)) for p, _ in cases] == cases
+    for n in range(CLEAR_DIRS_CACHE_SIZE + 10):  # more directories than it remembers
+        assert not matcher.matches(f"pkg{n}/mod.py")
+    assert [(p, matcher.matches(p)) for p, _ in SECRET_CASES] == SECRET_CASES
 
 
 def test_secret_globs_are_configurable(history_repo: HistoryRepo) -> None:

@@ -41,6 +41,7 @@ from live_memory.tools.globs import glob_to_regex
 __all__ = ["Jail", "SecretMatcher", "show_path"]
 
 _DRIVE = re.compile(r"^[A-Za-z]:(?:/|$)")
+CLEAR_DIRS_CACHE_SIZE = 4096  # directories a SecretMatcher remembers as not secret (then it starts over)
 _EXAMPLE = "use a path relative to the workspace root, e.g. 'src/app.py'"
 
 
@@ -78,6 +79,9 @@ class SecretMatcher:
             self._tail = _union(tails)
         except re.error as exc:
             raise ValueError(f"invalid secret_globs pattern in {list(self.globs)!r}: {exc}") from None
+        # Directories found not secret (nor any above them): the patterns never change, and the files
+        # of one directory come in bunches, so only a path's base name is matched again.
+        self._clear_dirs: dict[str, None] = {}
 
     def name_matches(self, name: str) -> bool:
         """Whether one path component (a base name) matches a name pattern."""
@@ -103,6 +107,19 @@ class SecretMatcher:
         """Whether a workspace-relative path, or any directory above it, is secret."""
         if not rel_path or rel_path == ".":
             return False
+        folder, _, name = rel_path.rpartition("/")
+        if folder and folder not in self._clear_dirs:
+            if self._matches_any(folder):
+                return True
+            if len(self._clear_dirs) >= CLEAR_DIRS_CACHE_SIZE:
+                self._clear_dirs.clear()
+            self._clear_dirs[folder] = None
+        if self._name is not None and self._name.fullmatch(name):
+            return True
+        return self._path is not None and self._path.fullmatch(rel_path) is not None
+
+    def _matches_any(self, rel_path: str) -> bool:
+        """`matches` without the cache: every component and every leading part of the path."""
         parts = rel_path.split("/")
         if self._name is not None and any(self._name.fullmatch(p) for p in parts):
             return True
@@ -153,7 +170,12 @@ def _union(sources: list[str]) -> re.Pattern[str] | None:
 class Jail:
     """Resolves untrusted paths against one workspace root; see the module docstring for the rules."""
 
-    def __init__(self, root: Path, secret_globs: Sequence[str] = DEFAULT_SECRET_GLOBS) -> None:
+    def __init__(
+        self, root: Path, secret_globs: Sequence[str] = DEFAULT_SECRET_GLOBS, *, remember_dirs: bool = False
+    ) -> None:
+        """`remember_dirs`: a jail built for one batch of paths (the file events of one request) lstats a
+        directory once: found free of symbolic links, it is taken as such for the rest of the batch
+        (which is checked at one moment anyway, like any single path). Off for long-lived jails."""
         if not root.is_absolute():
             raise ValueError(f"workspace root must be an absolute path, got {str(root)!r}")
         self.root = Path(os.path.realpath(root))
@@ -162,7 +184,9 @@ class Jail:
         # The caller's spelling of the root is accepted too (it may run through a symlink, e.g. /tmp).
         spelled = os.path.normpath(str(root))
         self._accepted_roots = tuple(dict.fromkeys((self._root_str, spelled)))
+        self._accepted_prefixes = tuple(r.rstrip("/") + "/" for r in self._accepted_roots)
         self.secrets = secret_matcher(tuple(secret_globs))
+        self._dirs: set[str] | None = set() if remember_dirs else None  # real directories without a link
 
     # -- lexical checks ---------------------------------------------------------------------------------
     def normalize(self, path: str) -> str:
@@ -187,7 +211,8 @@ class Jail:
         if text.startswith("/"):
             text = self._strip_root(text, path)
         clean = [p for p in text.split("/") if p not in ("", ".")]
-        for part in clean:
+        short = text.isascii() and len(text) <= MAX_PATH_COMPONENT_BYTES  # then no component can be too long
+        for part in () if short else clean:
             try:
                 size = len(part) if part.isascii() else len(os.fsencode(part))  # ASCII: one byte a character
             except UnicodeEncodeError:
@@ -201,6 +226,9 @@ class Jail:
         return rel
 
     def _strip_root(self, text: str, path: str) -> str:
+        for prefix in self._accepted_prefixes:  # as written under the root: the caller drops "" and "."
+            if text.startswith(prefix):
+                return text[len(prefix) :]
         normal = os.path.normpath(text)
         for root in self._accepted_roots:
             if normal == root:
@@ -210,7 +238,7 @@ class Jail:
         raise JailRefusal(f"'{show_path(path)}' is outside the workspace; {_EXAMPLE}")
 
     def _check_policy(self, rel: str, path: str) -> None:
-        if any(p.casefold() == ".git" for p in rel.split("/")):
+        if ".git" in rel.casefold() and any(p.casefold() == ".git" for p in rel.split("/")):
             raise JailRefusal(
                 f"'{show_path(path)}' is inside .git (git's internal data), which the tools do not expose; "
                 "use git_search for history and get_changed_files for the working-tree status"
@@ -228,18 +256,22 @@ class Jail:
         The path need not exist (callers report "not found"); a directory is refused unless allow_dir.
         Blocking (a few lstat calls): async callers run it in a thread.
         """
-        return self._resolve(self.normalize(path), path, allow_dir)
+        return Path(self._resolve(self.normalize(path), path, allow_dir))
 
     def resolve_relative(self, rel: str, *, allow_dir: bool = False) -> Path:
         """`resolve` for a path `normalize` already returned (callers that need both, without the work twice)."""
-        return self._resolve(rel, rel, allow_dir)
+        return Path(self._resolve(rel, rel, allow_dir))
 
-    def _resolve(self, rel: str, path: str, allow_dir: bool) -> Path:
+    def check_relative(self, rel: str, *, allow_dir: bool = False) -> None:
+        """`resolve_relative` for a caller that only needs the verdict (it raises JailRefusal the same way)."""
+        self._resolve(rel, rel, allow_dir)
+
+    def _resolve(self, rel: str, path: str, allow_dir: bool) -> str:
         plain, is_dir = self._walk(rel)
         if plain is not None:  # no symbolic link on the way: the real path is the path as written
             if not allow_dir and is_dir:
                 raise JailRefusal(f"'{show_path(path)}' is a directory, not a file; use Glob or find_paths to list it")
-            return Path(plain)
+            return plain
         shown = show_path(path)
         try:
             real = os.path.realpath(os.path.join(self._root_str, rel) if rel else self._root_str)
@@ -252,7 +284,7 @@ class Jail:
             self._check_policy("" if real_rel == "." else real_rel, shown)
         if not allow_dir and os.path.isdir(real):
             raise JailRefusal(f"'{shown}' is a directory, not a file; use Glob or find_paths to list it")
-        return Path(real)
+        return real
 
     def _walk(self, rel: str) -> tuple[str | None, bool]:
         """(the joined path, whether it is a directory) when no component of root/`rel` is a symbolic
@@ -261,10 +293,19 @@ class Jail:
         is kept as written, and it is no directory)."""
         if not rel:
             return None, False
-        full = os.path.join(self._root_str, rel)
-        current = ""
+        full = self._root_prefix + rel  # `rel` is normalized: relative, no empty or "." component
+        dirs = self._dirs
+        if dirs is None:
+            parts, current = full.split("/")[1:], ""
+        elif full in dirs:
+            return full, True
+        else:  # start below the deepest directory this batch has seen already
+            current = full.rpartition("/")[0]
+            while current and current not in dirs:
+                current = current.rpartition("/")[0]
+            parts = full[len(current) + 1 :].split("/")
         mode = 0
-        for part in full.split("/")[1:]:
+        for part in parts:
             current = f"{current}/{part}"
             try:
                 mode = os.lstat(current).st_mode
@@ -272,6 +313,8 @@ class Jail:
                 return full, False
             if stat.S_ISLNK(mode):
                 return None, False
+            if dirs is not None and stat.S_ISDIR(mode):
+                dirs.add(current)
         return full, stat.S_ISDIR(mode)
 
     def relative(self, path: Path) -> str:
