@@ -20,8 +20,10 @@ Limits
     checkout of the server (before a change), `--baseline-src DIR` serves that checkout too, in its
     own process, and interleaves its questions with the three paths (a fourth path, (a0)).
 
-Run: `python -m bench.overhead [--protocol anthropic|openai] [--baseline-src DIR]`. Writes
-bench/results/overhead.json.
+Run: `python -m bench.overhead [--protocol anthropic|openai] [--baseline-src DIR] [--profile DIR]`. Writes
+bench/results/overhead.json. `--profile DIR` runs the server and the fake provider under cProfile (every
+thread) and writes DIR/live-memory-bench-server.prof and DIR/fake-provider.prof (profiled figures are slower:
+read the profiles, not the ratio).
 """
 
 from __future__ import annotations
@@ -118,8 +120,8 @@ def baseline_process(src: str, fake_base_url: str, data_dir: Path, protocol: str
 
 
 @contextlib.contextmanager
-def fake_provider(protocol: str) -> Iterator[str]:
-    with child_process(_serve_fake, {"protocol": protocol}, "fake-provider") as (url, _):
+def fake_provider(protocol: str, profile_dir: Path | None = None) -> Iterator[str]:
+    with child_process(_serve_fake, {"protocol": protocol}, "fake-provider", profile_dir=profile_dir) as (url, _):
         yield url
 
 
@@ -260,15 +262,24 @@ def _baseline_figures(samples: dict[str, list[list[float]]], floor: float) -> di
     }
 
 
-def run(protocol: str, baseline_src: str | None = None) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="lm-overhead-") as tmp_name, fake_provider(protocol) as fake_url:
+def run(protocol: str, baseline_src: str | None = None, profile_dir: Path | None = None) -> dict[str, Any]:
+    with (
+        tempfile.TemporaryDirectory(prefix="lm-overhead-") as tmp_name,
+        fake_provider(protocol, profile_dir) as fake_url,
+    ):
         tmp = Path(tmp_name)
         workspace = tmp / "repo"
         (workspace / ".git").mkdir(parents=True)
         (workspace / "app.py").write_text("print('hello')\n")
         with contextlib.ExitStack() as stack:
             server = stack.enter_context(
-                server_process(fake_url, tmp / "data", protocol=protocol, force_explore_when_cold="false")
+                server_process(
+                    fake_url,
+                    tmp / "data",
+                    protocol=protocol,
+                    profile_dir=profile_dir,
+                    force_explore_when_cold="false",
+                )
             )
             echo_url = stack.enter_context(echo_server())
             baseline_url = None
@@ -283,11 +294,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench.overhead", description=__doc__.split("\n")[0])
     parser.add_argument("--protocol", choices=("anthropic", "openai"), default="anthropic")
     parser.add_argument("--baseline-src", help="another checkout of the server, measured in the same run as (a0)")
+    parser.add_argument(
+        "--profile", metavar="DIR", help="profile the server and the fake provider (cProfile, DIR/<process>.prof)"
+    )
     args = parser.parse_args(argv if argv is not None else [])
     note = load_note()
     if note:
         print(note, flush=True)
-    figures = run(args.protocol, args.baseline_src)
+    profile_dir = Path(args.profile).resolve() if args.profile else None
+    if profile_dir is not None:
+        profile_dir.mkdir(parents=True, exist_ok=True)
+    figures = run(args.protocol, args.baseline_src, profile_dir)
     rows = [
         ("(a) question through Live Memory", *_row(figures["question"])),
         ("(b) MCP echo tool, same client", *_row(figures["echo"])),
