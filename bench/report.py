@@ -466,7 +466,10 @@ def render_overhead(data: Mapping[str, Any], charts: Charts) -> list[str]:
     lines = [
         f"Method: {num(data.get('repetitions'))} x {num(data.get('calls_per_repetition'))} interleaved calls of "
         "each path, servers in their own processes, a fake provider answering instantly. The floor is "
-        "p50(b) + p50(c); the ratio is p50(a) over it (`python -m bench.overhead`).",
+        "p50(b) + p50(c); the ratio is p50(a) over it (`python -m bench.overhead`). (a) includes what makes the "
+        "answer survive a kill (one journal append in a worker thread; the snapshot is written behind, off the "
+        "answer path); (c) sends a one-line prompt, while (a) sends the whole conversation (system, tools, "
+        "history). `--profile DIR` writes cProfile stats of the server and the fake provider.",
         "",
         table(["path", "p50 ms", "p95 ms", "p99 ms"], rows),
         "",
