@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import signal
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -169,6 +170,16 @@ def test_a_staged_state_loads_after_a_restart_and_the_next_save_supersedes_its_j
     assert journal_of(restarted, "ws") == []
     again = SnapshotStore(tmp_path / "data").load("ws")
     assert again is not None and again.window.version == 5
+
+
+def test_staging_recreates_a_snapshot_directory_removed_between_answers(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    assert run(store.stage("ws", lambda: (1, {"window": {"version": 1}})))
+    shutil.rmtree(store.dir)  # e.g. the user cleared the data dir while the server runs
+    assert run(store.stage("ws", lambda: (2, {"window": {"version": 2}})))
+    assert store.dir.stat().st_mode & 0o777 == 0o700
+    loaded = SnapshotStore(tmp_path / "data").load("ws")
+    assert loaded is not None and loaded.window.version == 2
 
 
 def test_a_record_torn_by_a_kill_is_skipped_for_the_one_before_it(tmp_path: Path) -> None:

@@ -89,6 +89,7 @@ class SnapshotStore:
         self._written: dict[str, int] = {}  # workspace id -> generation last written
         self._staged: dict[str, int] = {}  # workspace id -> generation last journaled
         self._journals: dict[str, str] = {}  # workspace id -> the token of the journal stages append to
+        self._appending: dict[str, Path] = {}  # workspace id -> the journal appended to last (directory checked)
         # workspace id -> why its latest state is not on disk (cleared by the next successful write)
         self.failures: dict[str, str] = {}
 
@@ -250,10 +251,19 @@ class SnapshotStore:
     def append_now(self, workspace_id: str, payload: Mapping[str, Any], meta: SnapshotMeta | None, token: str) -> None:
         """Blocking: append one record (a whole snapshot document) to the workspace's journal. Records are
         fenced by newlines (compact JSON has none), so a record torn by a kill never spoils the next."""
-        ensure_private_dir(self.dir)
         saved_at = self.clock()
         data = encode_document({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload})
-        append_record(self.journal_path(workspace_id, token), ("\n" + data + "\n").encode("utf-8"))
+        path = self.journal_path(workspace_id, token)
+        record = ("\n" + data + "\n").encode("utf-8")
+        appended = False
+        if self._appending.get(workspace_id) == path:  # the directory was checked when this journal began
+            with contextlib.suppress(FileNotFoundError):  # unless it was removed meanwhile
+                append_record(path, record)
+                appended = True
+        if not appended:
+            ensure_private_dir(self.dir)
+            append_record(path, record)
+            self._appending[workspace_id] = path
         if meta is not None and not self.meta_path_for(workspace_id).exists():
             self._write_meta(workspace_id, meta, saved_at)  # a new name: no old file's rename to wait on
 
@@ -273,6 +283,7 @@ class SnapshotStore:
             self._written.pop(workspace_id, None)
             self._staged.pop(workspace_id, None)
             self._journals.pop(workspace_id, None)
+            self._appending.pop(workspace_id, None)
             self.failures.pop(workspace_id, None)
             return await asyncio.to_thread(self._unlink, workspace_id)
 
