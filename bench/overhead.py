@@ -9,9 +9,11 @@ Method
         way (uvicorn, stateless streamable HTTP, the same transport-security settings);
     (c) provider: one direct call to the same fake provider with the official SDK (`anthropic`, or
         `openai` with `--protocol openai`), a one-line prompt;
-    (c') replay: the same direct SDK call (`messages.create` / `chat.completions.create`) sending the
-        request the server sent for its latest question (the whole conversation: system, tools, history),
-        fetched from the fake provider between timed calls.
+    (c') replay: a direct call with the same SDK client sending the request the server sent for its
+        latest question (the whole conversation: system, tools, history), fetched from the fake provider
+        between timed calls. It goes through the client's plain `post` (the body as it is, the response
+        parsed into the SDK's type), as the server's does: `chat.completions.create` would first walk
+        every message of a long conversation in Python, which no forwarding server has to do.
     The floor is p50(b) + p50(c): what any MCP server that forwards one model call must spend. The
     ratio is p50(a) / floor. Beside it, p50(b) + p50(c') is the floor of a server forwarding the same
     request Live Memory sends; p50(a) over it is what the server adds beyond the request's size. Calls
@@ -208,13 +210,29 @@ def direct_call(protocol: str, base_url: str, stack: contextlib.AsyncExitStack) 
     return ask
 
 
+def raw_sender(protocol: str, base_url: str, stack: contextlib.AsyncExitStack) -> Callable[..., Awaitable[Any]]:
+    """The official SDK client's `post` of a whole request body, its response parsed into the SDK's type."""
+    if protocol == "anthropic":
+        import anthropic
+
+        claude = anthropic.AsyncAnthropic(base_url=base_url, api_key="bench", max_retries=0)
+        stack.push_async_callback(claude.close)
+        return lambda **body: claude.post("/v1/messages", cast_to=anthropic.types.Message, body=body)
+    import openai
+    from openai.types.chat import ChatCompletion
+
+    gpt = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="bench", max_retries=0)
+    stack.push_async_callback(gpt.close)
+    return lambda **body: gpt.post("/chat/completions", cast_to=ChatCompletion, body=body)
+
+
 class Replay:
-    """(c'): the official SDK sending the request the server sent for its latest question."""
+    """(c'): the official SDK client sending the request the server sent for its latest question."""
 
     def __init__(self, protocol: str, base_url: str, stack: contextlib.AsyncExitStack) -> None:
         import httpx2
 
-        self.send = sdk_sender(protocol, base_url, stack)
+        self.send = raw_sender(protocol, base_url, stack)
         self.url = base_url + LAST_REQUEST_PATH
         self.http = httpx2.AsyncClient()
         stack.push_async_callback(self.http.aclose)
