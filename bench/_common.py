@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import multiprocessing
@@ -199,17 +200,53 @@ class ChildServer:
         return process_cpu_seconds(self.pid)
 
 
+def _profiled(target: Any, out: str, spec: dict[str, Any], conn: Any, stop: Any) -> None:
+    """Run a child's target with every thread it starts under cProfile; write the merged stats to `out`.
+
+    The servers run their event loop in a thread of their own, so each new thread enables its own
+    profiler the first time it runs (`threading.setprofile`); the stats are merged at the end.
+    """
+    import cProfile
+    import pstats
+    import threading
+
+    profiles: list[cProfile.Profile] = []
+
+    def start_profiling(frame: Any, event: str, arg: Any) -> None:
+        profile = cProfile.Profile()
+        profiles.append(profile)
+        profile.enable()  # replaces this hook for the calling thread
+
+    threading.setprofile(start_profiling)
+    try:
+        target(spec, conn, stop)
+    finally:
+        threading.setprofile(None)  # type: ignore[arg-type]
+        stats: pstats.Stats | None = None
+        for profile in profiles:
+            profile.create_stats()
+            if profile.stats:  # type: ignore[attr-defined]
+                stats = pstats.Stats(profile) if stats is None else stats.add(profile)
+        if stats is not None:
+            stats.dump_stats(out)
+
+
 @contextlib.contextmanager
-def child_process(target: Any, spec: dict[str, Any], name: str) -> Iterator[tuple[str, int]]:
+def child_process(
+    target: Any, spec: dict[str, Any], name: str, *, profile_dir: Path | None = None
+) -> Iterator[tuple[str, int]]:
     """Run `target(spec, conn, stop)` in a spawned child; yields (the value it sends once ready, its pid).
 
     The target sends ("ok", value) when it serves (or ("error", repr) when it cannot) and then waits on
     `stop`. On exit the child is asked to stop (a clean shutdown) and joined; it is terminated only if
-    it does not stop in time.
+    it does not stop in time. With `profile_dir`, the child runs under cProfile and writes
+    `<profile_dir>/<name>.prof` when it stops (every thread it starts: see `_profiled`).
     """
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
     stop = ctx.Event()
+    if profile_dir is not None:
+        target = functools.partial(_profiled, target, str(profile_dir / f"{name}.prof"))
     process = ctx.Process(target=target, args=(spec, child, stop), name=name, daemon=True)
     process.start()
     try:
@@ -241,6 +278,7 @@ def server_process(
     protocol: str = "anthropic",
     tcp_nodelay: bool = False,
     src: str | None = None,
+    profile_dir: Path | None = None,
     **options: Any,
 ) -> Iterator[ChildServer]:
     """Serve Live Memory (settings as `settings_for`) in a spawned child process; yields its URL and pid.
@@ -249,6 +287,7 @@ def server_process(
     The listening socket is made like `tests.fakes.live_server.LiveServer` (and `live_memory.cli.bind_socket`)
     make it: with IPPROTO_TCP, so asyncio sets TCP_NODELAY on accepted connections. `tcp_nodelay=True`
     also sets it on the listener (no difference on Linux since that fix; kept for comparisons).
+    `profile_dir`: profile the child (see `child_process`).
     """
     spec = {
         "fake_base_url": fake_base_url,
@@ -258,7 +297,7 @@ def server_process(
         "src": src,
         "options": options,
     }
-    with child_process(_serve, spec, "live-memory-bench-server") as (url, pid):
+    with child_process(_serve, spec, "live-memory-bench-server", profile_dir=profile_dir) as (url, pid):
         yield ChildServer(url, pid)
 
 

@@ -1,27 +1,36 @@
 """Per-question server overhead against the protocol floor, all measured in one run.
 
 Method
-    Three paths, each timed from the same load-generator process, with the servers in their own
+    Four paths, each timed from the same load-generator process, with the servers in their own
     spawned processes (own interpreter and GIL) and a fake provider answering instantly:
     (a) question: `ask_live_memory` through the official MCP client over HTTP -> the real Live Memory
         server -> the fake provider (one model call per question, the workspace loaded beforehand);
     (b) echo: the same MCP client calling the one `echo` tool of a minimal `MCPServer`, served the same
         way (uvicorn, stateless streamable HTTP, the same transport-security settings);
     (c) provider: one direct call to the same fake provider with the official SDK (`anthropic`, or
-        `openai` with `--protocol openai`).
+        `openai` with `--protocol openai`), a one-line prompt;
+    (c') replay: a direct call with the same SDK client sending the request the server sent for its
+        latest question (the whole conversation: system, tools, history), fetched from the fake provider
+        between timed calls. It goes through the client's plain `post` (the body as it is, the response
+        parsed into the SDK's type), as the server's does: `chat.completions.create` would first walk
+        every message of a long conversation in Python, which no forwarding server has to do.
     The floor is p50(b) + p50(c): what any MCP server that forwards one model call must spend. The
-    ratio is p50(a) / floor. Calls are interleaved (a b c, b c a, c a b, ...) so machine noise hits the
-    three alike; the run is split into REPETITIONS blocks, each with its own ratio, and the headline is
-    the ratio over all samples (the per-block ratios show the spread).
+    ratio is p50(a) / floor. Beside it, p50(b) + p50(c') is the floor of a server forwarding the same
+    request Live Memory sends; p50(a) over it is what the server adds beyond the request's size. Calls
+    are interleaved (a b c c', b c c' a, ...) so machine noise hits the paths alike; the run is split
+    into REPETITIONS blocks, each with its own ratio, and the headline is the ratio over all samples
+    (the per-block ratios show the spread).
 
 Limits
     The machine is shared: quote ratios from one run, never a p50 of one run against another's. The
     conversation grows by one exchange per question, as it does in use. To compare with another
     checkout of the server (before a change), `--baseline-src DIR` serves that checkout too, in its
-    own process, and interleaves its questions with the three paths (a fourth path, (a0)).
+    own process, and interleaves its questions with the other paths (a fifth path, (a0)).
 
-Run: `python -m bench.overhead [--protocol anthropic|openai] [--baseline-src DIR]`. Writes
-bench/results/overhead.json.
+Run: `python -m bench.overhead [--protocol anthropic|openai] [--baseline-src DIR] [--profile DIR]`. Writes
+bench/results/overhead.json. `--profile DIR` runs the server and the fake provider under cProfile (every
+thread) and writes DIR/live-memory-bench-server.prof and DIR/fake-provider.prof (profiled figures are slower:
+read the profiles, not the ratio).
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from bench._common import (
 from bench._common import _serve as serve_live_memory
 
 NAME = "overhead"
+LAST_REQUEST_PATH = "/bench/last-question-request"  # served by the fake's process for (c')
 REPETITIONS = 5
 PER_REPETITION = 40  # 200 questions in all, as the issue measured
 WARMUP = 15
@@ -62,9 +72,27 @@ def _serve_fake(spec: dict[str, Any], conn: Any, stop: Any) -> None:
 
     logging.basicConfig(level=logging.WARNING)
     rules = "anthropic" if spec["protocol"] == "anthropic" else "openai"
-    with FakeLLM(cache_rules=rules) as fake:  # the default reply: instant text
+    fake = FakeLLM(cache_rules=rules)  # the default reply: instant text
+    fake.app = _with_last_request(fake, fake.app)
+    with fake:
         conn.send(("ok", fake.base_url))
         stop.wait()
+
+
+def _with_last_request(fake: Any, app: Any) -> Any:
+    """`app`, plus GET LAST_REQUEST_PATH: the body of the latest model request that carried tools (the
+    server's; the direct calls send none), as JSON."""
+    from starlette.responses import JSONResponse, Response
+
+    async def serve(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == LAST_REQUEST_PATH:
+            bodies = [r.body for r in reversed(fake.requests) if r.body.get("tools")]
+            response = JSONResponse(bodies[0]) if bodies else Response(status_code=404)
+            await response(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return serve
 
 
 def echo_app() -> Any:
@@ -118,8 +146,8 @@ def baseline_process(src: str, fake_base_url: str, data_dir: Path, protocol: str
 
 
 @contextlib.contextmanager
-def fake_provider(protocol: str) -> Iterator[str]:
-    with child_process(_serve_fake, {"protocol": protocol}, "fake-provider") as (url, _):
+def fake_provider(protocol: str, profile_dir: Path | None = None) -> Iterator[str]:
+    with child_process(_serve_fake, {"protocol": protocol}, "fake-provider", profile_dir=profile_dir) as (url, _):
         yield url
 
 
@@ -156,33 +184,70 @@ class McpCaller:
             raise RuntimeError(f"{tool} failed: {result.content}")
 
 
-def direct_call(protocol: str, base_url: str, stack: contextlib.AsyncExitStack) -> Callable[[int], Awaitable[Any]]:
-    """One provider call with the official SDK, the way a bare forwarding server would make it."""
+def sdk_sender(protocol: str, base_url: str, stack: contextlib.AsyncExitStack) -> Callable[..., Awaitable[Any]]:
+    """The official SDK's call for one request (keyword arguments = the request body's fields)."""
     if protocol == "anthropic":
         import anthropic
 
         claude = anthropic.AsyncAnthropic(base_url=base_url, api_key="bench", max_retries=0)
         stack.push_async_callback(claude.close)
-
-        def ask_claude(index: int) -> Awaitable[Any]:
-            return claude.messages.create(
-                model="claude-haiku-4-5",
-                max_tokens=256,
-                messages=[{"role": "user", "content": f"question {index}?"}],
-            )
-
-        return ask_claude
+        return claude.messages.create
     import openai
 
     gpt = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="bench", max_retries=0)
     stack.push_async_callback(gpt.close)
+    return gpt.chat.completions.create
 
-    def ask_gpt(index: int) -> Awaitable[Any]:
-        return gpt.chat.completions.create(
-            model="gpt-5-mini", max_tokens=256, messages=[{"role": "user", "content": f"question {index}?"}]
-        )
 
-    return ask_gpt
+def direct_call(protocol: str, base_url: str, stack: contextlib.AsyncExitStack) -> Callable[[int], Awaitable[Any]]:
+    """One provider call with the official SDK, the way a bare forwarding server would make it."""
+    send = sdk_sender(protocol, base_url, stack)
+    model = "claude-haiku-4-5" if protocol == "anthropic" else "gpt-5-mini"
+
+    def ask(index: int) -> Awaitable[Any]:
+        return send(model=model, max_tokens=256, messages=[{"role": "user", "content": f"question {index}?"}])
+
+    return ask
+
+
+def raw_sender(protocol: str, base_url: str, stack: contextlib.AsyncExitStack) -> Callable[..., Awaitable[Any]]:
+    """The official SDK client's `post` of a whole request body, its response parsed into the SDK's type."""
+    if protocol == "anthropic":
+        import anthropic
+
+        claude = anthropic.AsyncAnthropic(base_url=base_url, api_key="bench", max_retries=0)
+        stack.push_async_callback(claude.close)
+        return lambda **body: claude.post("/v1/messages", cast_to=anthropic.types.Message, body=body)
+    import openai
+    from openai.types.chat import ChatCompletion
+
+    gpt = openai.AsyncOpenAI(base_url=base_url + "/v1", api_key="bench", max_retries=0)
+    stack.push_async_callback(gpt.close)
+    return lambda **body: gpt.post("/chat/completions", cast_to=ChatCompletion, body=body)
+
+
+class Replay:
+    """(c'): the official SDK client sending the request the server sent for its latest question."""
+
+    def __init__(self, protocol: str, base_url: str, stack: contextlib.AsyncExitStack) -> None:
+        import httpx2
+
+        self.send = raw_sender(protocol, base_url, stack)
+        self.url = base_url + LAST_REQUEST_PATH
+        self.http = httpx2.AsyncClient()
+        stack.push_async_callback(self.http.aclose)
+        self.body: dict[str, Any] | None = None
+
+    async def fetch(self) -> None:
+        """Take the server's latest request from the fake (between timed calls)."""
+        response = await self.http.get(self.url)
+        response.raise_for_status()
+        self.body = response.json()
+
+    def __call__(self, index: int) -> Awaitable[Any]:
+        if self.body is None:
+            raise RuntimeError("no request of the server to replay yet")
+        return self.send(**self.body)
 
 
 async def measure(
@@ -193,11 +258,13 @@ async def measure(
         server = await stack.enter_async_context(McpCaller(mcp_url))
         echo = await stack.enter_async_context(McpCaller(echo_url))
         provider = direct_call(protocol, fake_url, stack)
+        replay = Replay(protocol, fake_url, stack)
         cwd = str(workspace)
         calls: dict[str, Callable[[int], Awaitable[Any]]] = {
             "question": lambda i: server.call("ask_live_memory", {"question": f"question {i}?", "cwd": cwd}),
             "echo": lambda i: echo.call("echo", {"text": f"question {i}?"}),
             "provider": provider,
+            "replay": replay,
         }
         if baseline_url is not None:
             baseline = await stack.enter_async_context(McpCaller(baseline_url))
@@ -206,6 +273,8 @@ async def measure(
         for index in range(WARMUP):  # loads the workspace, opens every connection
             for kind in kinds:
                 await calls[kind](-index - 1)
+                if kind == "question":
+                    await replay.fetch()
         samples: dict[str, list[list[float]]] = {kind: [] for kind in kinds}
         counter = 0
         for _ in range(REPETITIONS):
@@ -217,6 +286,8 @@ async def measure(
                     await calls[kind](counter)
                     block[kind].append((time.perf_counter() - started) * 1000)
                     counter += 1
+                    if kind == "question":
+                        await replay.fetch()
             for kind in kinds:
                 samples[kind].append(block[kind])
         return samples
@@ -229,6 +300,7 @@ def ratio_of(question: Sequence[float], echo: Sequence[float], provider: Sequenc
 def summarize(protocol: str, samples: dict[str, list[list[float]]]) -> dict[str, Any]:
     flat = {kind: [t for block in samples[kind] for t in block] for kind in samples}
     floor = statistics.median(flat["echo"]) + statistics.median(flat["provider"])
+    same_request_floor = statistics.median(flat["echo"]) + statistics.median(flat["replay"])
     return {
         "protocol": protocol,
         "repetitions": REPETITIONS,
@@ -244,6 +316,13 @@ def summarize(protocol: str, samples: dict[str, list[list[float]]]) -> dict[str,
             for q, e, p in zip(samples["question"], samples["echo"], samples["provider"], strict=True)
         ],
         "goal_ratio": GOAL,
+        "replay": latency_summary(flat["replay"]),
+        "floor_same_request_p50_ms": round(same_request_floor, 2),
+        "ratio_same_request_p50": round(statistics.median(flat["question"]) / same_request_floor, 3),
+        "ratio_same_request_per_repetition": [
+            round(ratio_of(q, e, r), 3)
+            for q, e, r in zip(samples["question"], samples["echo"], samples["replay"], strict=True)
+        ],
         **(_baseline_figures(samples, floor) if "baseline" in samples else {}),
     }
 
@@ -260,15 +339,24 @@ def _baseline_figures(samples: dict[str, list[list[float]]], floor: float) -> di
     }
 
 
-def run(protocol: str, baseline_src: str | None = None) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="lm-overhead-") as tmp_name, fake_provider(protocol) as fake_url:
+def run(protocol: str, baseline_src: str | None = None, profile_dir: Path | None = None) -> dict[str, Any]:
+    with (
+        tempfile.TemporaryDirectory(prefix="lm-overhead-") as tmp_name,
+        fake_provider(protocol, profile_dir) as fake_url,
+    ):
         tmp = Path(tmp_name)
         workspace = tmp / "repo"
         (workspace / ".git").mkdir(parents=True)
         (workspace / "app.py").write_text("print('hello')\n")
         with contextlib.ExitStack() as stack:
             server = stack.enter_context(
-                server_process(fake_url, tmp / "data", protocol=protocol, force_explore_when_cold="false")
+                server_process(
+                    fake_url,
+                    tmp / "data",
+                    protocol=protocol,
+                    profile_dir=profile_dir,
+                    force_explore_when_cold="false",
+                )
             )
             echo_url = stack.enter_context(echo_server())
             baseline_url = None
@@ -283,15 +371,22 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench.overhead", description=__doc__.split("\n")[0])
     parser.add_argument("--protocol", choices=("anthropic", "openai"), default="anthropic")
     parser.add_argument("--baseline-src", help="another checkout of the server, measured in the same run as (a0)")
+    parser.add_argument(
+        "--profile", metavar="DIR", help="profile the server and the fake provider (cProfile, DIR/<process>.prof)"
+    )
     args = parser.parse_args(argv if argv is not None else [])
     note = load_note()
     if note:
         print(note, flush=True)
-    figures = run(args.protocol, args.baseline_src)
+    profile_dir = Path(args.profile).resolve() if args.profile else None
+    if profile_dir is not None:
+        profile_dir.mkdir(parents=True, exist_ok=True)
+    figures = run(args.protocol, args.baseline_src, profile_dir)
     rows = [
         ("(a) question through Live Memory", *_row(figures["question"])),
         ("(b) MCP echo tool, same client", *_row(figures["echo"])),
         (f"(c) direct {args.protocol} SDK call", *_row(figures["provider"])),
+        ("(c') the same, sending the server's request", *_row(figures["replay"])),
     ]
     if "baseline" in figures:
         rows.append(("(a0) question through the baseline", *_row(figures["baseline"])))
@@ -304,6 +399,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print(f"  per repetition: {', '.join(f'{r:.2f}x' for r in figures['ratio_per_repetition'])}")
     verdict = "met" if figures["ratio_p50"] <= GOAL else "missed"
     print(f"ratio to the floor (p50): {figures['ratio_p50']:.2f}x (goal {GOAL}x: {verdict})")
+    spread = ", ".join(f"{r:.2f}x" for r in figures["ratio_same_request_per_repetition"])
+    print(
+        f"ratio to the same-request floor p50(b) + p50(c') = {figures['floor_same_request_p50_ms']} ms: "
+        f"{figures['ratio_same_request_p50']:.2f}x (per repetition: {spread})"
+    )
     if "baseline" in figures:
         spread = ", ".join(f"{r:.2f}x" for r in figures["baseline_ratio_per_repetition"])
         print(f"baseline's ratio to the floor (p50): {figures['baseline_ratio_p50']:.2f}x (per repetition: {spread})")

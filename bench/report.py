@@ -481,15 +481,20 @@ def render_overhead(data: Mapping[str, Any], charts: Charts) -> list[str]:
             ("(a) question through Live Memory (MCP client)", "question"),
             ("(b) MCP SDK echo tool, same client and transport", "echo"),
             (f"(c) one direct {data.get('protocol', 'provider')} SDK call", "provider"),
+            ("(c') the same SDK client posting the request the server sent (whole conversation)", "replay"),
             ("(a0) the same question through the server before the change (`--baseline-src`)", "baseline"),
         )
-        if key != "baseline" or key in data
+        if key not in ("baseline", "replay") or key in data
     ]
     spread = ", ".join(ratio(r) for r in list_at(data, "ratio_per_repetition"))
     lines = [
         f"Method: {num(data.get('repetitions'))} x {num(data.get('calls_per_repetition'))} interleaved calls of "
         "each path, servers in their own processes, a fake provider answering instantly. The floor is "
-        "p50(b) + p50(c); the ratio is p50(a) over it (`python -m bench.overhead`).",
+        "p50(b) + p50(c); the ratio is p50(a) over it (`python -m bench.overhead`). (a) includes what makes the "
+        "answer survive a kill (one journal append in a worker thread; the snapshot is written behind, off the "
+        "answer path); (c) sends a one-line prompt, while (a) sends the whole conversation (system, tools, "
+        "history): (c') sends that same request, so p50(b) + p50(c') is the floor of a server forwarding it. "
+        "`--profile DIR` writes cProfile stats of the server and the fake provider.",
         "",
         table(["path", "p50 ms", "p95 ms", "p99 ms"], rows),
         "",
@@ -498,6 +503,13 @@ def render_overhead(data: Mapping[str, Any], charts: Charts) -> list[str]:
         + (f" (per repetition: {spread})." if spread else "."),
         "",
     ]
+    if "replay" in data:
+        same = ", ".join(ratio(r) for r in list_at(data, "ratio_same_request_per_repetition"))
+        lines += [
+            f"Against the same-request floor p50(b) + p50(c') = {num(data.get('floor_same_request_p50_ms'))} ms: "
+            f"ratio {ratio(data.get('ratio_same_request_p50'))}" + (f" (per repetition: {same})." if same else "."),
+            "",
+        ]
     if "baseline" in data:
         before = ", ".join(ratio(r) for r in list_at(data, "baseline_ratio_per_repetition"))
         lines += [

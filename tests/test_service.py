@@ -4,8 +4,10 @@ events, forgetting, wipes, persistence, the loaded-workspace cap, reloads and sh
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
+import anyio
 import pytest
 
 from live_memory.app import default_tool_factory
@@ -17,7 +19,7 @@ from live_memory.runtime import Runtime
 from live_memory.service import WorkspaceService
 from live_memory.tools import Toolbox
 from live_memory.workspace import workspace_id
-from tests.fakes.engine import Engine, engine_for
+from tests.fakes.engine import Engine, engine_for, until
 from tests.fakes.off_loop import off_loop
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
@@ -42,6 +44,10 @@ def settings_for(tmp_path: Path, **options: str) -> Settings:
 
 def snapshot_files(tmp_path: Path) -> list[str]:
     return sorted(p.name for p in (tmp_path / "data" / "workspaces").glob("*.json"))
+
+
+def journal_files(tmp_path: Path) -> list[str]:
+    return sorted(p.name for p in (tmp_path / "data" / "workspaces").glob("*.journal"))
 
 
 async def test_a_subdirectory_and_its_repository_root_share_one_loaded_memory(tmp_path: Path) -> None:
@@ -105,7 +111,8 @@ async def test_an_answered_workspace_is_persisted_and_found_again_after_a_restar
     root = repo(tmp_path)
     engine = engine_for(tmp_path, ScriptedProvider(text_response("VALUE is 1")))
     await engine.answerer.ask(str(root), "what is VALUE?")
-    assert snapshot_files(tmp_path) == [f"{workspace_id(root)}.json"]
+    assert snapshot_files(tmp_path) == []  # journaled before the answer returned; the snapshot is written behind
+    assert len(journal_files(tmp_path)) == 1
     restarted = engine_for(tmp_path, ScriptedProvider())
     [meta] = off_loop(restarted.service.on_disk)  # listed before it is loaded (it reads the disk)
     assert (meta.workspace, meta.questions_answered, meta.qa_retained) == (str(root), 1, 1)
@@ -196,3 +203,28 @@ async def test_after_shutdown_begins_the_memory_is_flushed_to_disk(tmp_path: Pat
     assert engine.service.stopping
     await engine.service.flush()
     assert snapshot_files(tmp_path) == [f"{workspace_id(root)}.json"]
+
+
+async def test_answers_are_journaled_and_their_snapshot_written_behind_once_for_a_burst(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    responses = (text_response(f"VALUE is {i}") for i in range(3))
+    engine = engine_for(tmp_path, ScriptedProvider(*responses), price_input="1000", price_output="1000")
+    engine.service.write_behind_s = 0.0
+    spend = tmp_path / "data" / "spend.json"
+    for index in range(3):  # a burst, before the writer gets its turn
+        await engine.answerer.ask(str(root), f"what is VALUE? ({index})")
+    assert len(journal_files(tmp_path)) == 1 and snapshot_files(tmp_path) == []
+    assert not await anyio.Path(spend).exists()  # the day's spend is written behind too
+    async with anyio.create_task_group() as tasks:
+        engine.service.start(tasks)
+        await until(lambda: snapshot_files(tmp_path) == [f"{workspace_id(root)}.json"])
+        await until(lambda: journal_files(tmp_path) == [])  # superseded by the snapshot, then removed
+        tally = json.loads(await anyio.Path(spend).read_text())
+        assert tally["foreground_usd"] == pytest.approx(3 * (10 + 5) * 1000 / 1e6)  # all three answers
+        writes = engine.service.store.path_for(workspace_id(root)).stat().st_mtime_ns
+        await engine.service.flush()  # nothing new since: the snapshot is not rewritten
+        assert engine.service.store.path_for(workspace_id(root)).stat().st_mtime_ns == writes
+        tasks.cancel_scope.cancel()
+    restarted = engine_for(tmp_path, ScriptedProvider())
+    state = await restarted.service.find(str(root))
+    assert state is not None and state.window.qa_count() == 3

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import signal
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +142,75 @@ def test_answers_returned_before_a_sigkill_are_all_remembered(fake: FakeLLM, wor
     remembered = str(fake.requests[-1].body["messages"])
     missing = [q for q in answered if q not in remembered]
     assert not missing, missing
+
+
+def run(coroutine: Coroutine[Any, Any, bool]) -> bool:
+    """One store call on a fresh event loop (the test inspects the files between calls, off any loop)."""
+    return asyncio.run(coroutine)
+
+
+def journal_of(store: SnapshotStore, workspace: str) -> list[Path]:
+    return store.journal_paths(workspace)
+
+
+def test_a_staged_state_loads_after_a_restart_and_the_next_save_supersedes_its_journal(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    assert run(store.save("ws", lambda: (1, {"window": {"version": 1}})))
+    assert run(store.stage("ws", lambda: (2, {"window": {"version": 2}})))
+    assert run(store.stage("ws", lambda: (3, {"window": {"version": 3}})))
+    assert not run(store.stage("ws", lambda: (3, {"window": {"version": 99}})))  # nothing newer
+    [journal] = journal_of(store, "ws")
+    assert journal.stat().st_mode & 0o777 == 0o600
+    restarted = SnapshotStore(tmp_path / "data")  # as after a kill: the snapshot still says version 1
+    loaded = restarted.load("ws")
+    assert loaded is not None and loaded.window.version == 3
+    assert run(restarted.stage("ws", lambda: (1, {"window": {"version": 4}})))  # appends to that journal
+    assert journal_of(restarted, "ws") == [journal]
+    assert run(restarted.save("ws", lambda: (2, {"window": {"version": 5}})))
+    assert journal_of(restarted, "ws") == []
+    again = SnapshotStore(tmp_path / "data").load("ws")
+    assert again is not None and again.window.version == 5
+
+
+def test_staging_recreates_a_snapshot_directory_removed_between_answers(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    assert run(store.stage("ws", lambda: (1, {"window": {"version": 1}})))
+    shutil.rmtree(store.dir)  # e.g. the user cleared the data dir while the server runs
+    assert run(store.stage("ws", lambda: (2, {"window": {"version": 2}})))
+    assert store.dir.stat().st_mode & 0o777 == 0o700
+    loaded = SnapshotStore(tmp_path / "data").load("ws")
+    assert loaded is not None and loaded.window.version == 2
+
+
+def test_a_record_torn_by_a_kill_is_skipped_for_the_one_before_it(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    assert run(store.stage("ws", lambda: (1, {"window": {"version": 1}})))
+    [journal] = journal_of(store, "ws")
+    with journal.open("ab") as torn:
+        torn.write(b'\n{"schema":1,"saved_at":1,"window":{"version":2,"hist')
+    assert store.exists("ws")
+    loaded = SnapshotStore(tmp_path / "data").load("ws")
+    assert loaded is not None and loaded.window.version == 1
+    assert run(store.stage("ws", lambda: (2, {"window": {"version": 3}})))  # fenced: the torn tail spoils nothing
+    loaded = SnapshotStore(tmp_path / "data").load("ws")
+    assert loaded is not None and loaded.window.version == 3
+
+
+def test_a_journal_left_by_a_kill_after_its_snapshot_was_written_is_ignored(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    assert run(store.stage("ws", lambda: (1, {"window": {"version": 1}})))
+    [journal] = journal_of(store, "ws")
+    kept = journal.read_bytes()
+    assert run(store.save("ws", lambda: (2, {"window": {"version": 2}})))
+    journal.write_bytes(kept)  # as if the kill came between the snapshot's rename and the journal's removal
+    loaded = SnapshotStore(tmp_path / "data").load("ws")
+    assert loaded is not None and loaded.window.version == 2
+
+
+def test_a_wipe_removes_the_journal_too(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    assert run(store.stage("ws", lambda: (1, {"window": {}})))
+    assert run(store.delete("ws"))
+    assert not store.exists("ws") and list(store.dir.iterdir()) == []
+    assert not run(store.stage("ws", lambda: (2, {"window": {}}), still_wanted=lambda: False))
+    assert not store.exists("ws")

@@ -4,8 +4,8 @@
 
 `Answerer` only answers questions. It takes the settings snapshot once per question, gets the loaded
 workspace and its tools from the `WorkspaceService`, and never talks HTTP or MCP (`mcp_tools.py` and
-the jobs call it). The snapshot is written before the answer returns, so an answered question
-survives a crash.
+the jobs call it). The state is journaled before the answer returns, so an answered question
+survives a crash; the snapshot is written behind, a moment later (see `store`).
 """
 
 from __future__ import annotations
@@ -199,8 +199,9 @@ class Answerer:
         state.stats.questions += 1
         state.stats.last_question_at = self.wall_clock()
         state.last_prompt_at = self.clock()
-        # Both files are written before the answer returns, in one worker-thread hop.
-        unsaved = await self.service.persist(state, also=spend.pending_save(cost))
+        # Journaled before the answer returns (it survives a kill); the snapshot and the day's spend are
+        # written behind, a moment later, once for every answer meanwhile.
+        unsaved = await self.service.persist(state, also=spend.pending_save(cost), write_behind=True)
         if unsaved is not None:  # the answer stands; the caller learns it is not durable yet, and why
             out.answer = f"{out.answer}\n\n(answer given, not yet saved: {unsaved}; see the server log)"
         return cost

@@ -67,6 +67,7 @@ class Timings:
     keep_warm_check_s: float = C.KEEP_WARM_CHECK_S
     deadline_reserve_s: float = C.FINAL_ANSWER_RESERVE_S
     health_probe_s: float = C.HEALTH_WORKER_PROBE_S
+    snapshot_write_behind_s: float = C.SNAPSHOT_WRITE_BEHIND_S
 
 
 def prepare_data_dir(data_dir: Path) -> None:
@@ -131,6 +132,7 @@ def create_app(
         tool_factory=tool_factory or default_tool_factory,
         clock=clock,
         wall_clock=wall_clock,
+        write_behind_s=timings.snapshot_write_behind_s,
     )
     answerer = Answerer(
         service, TOOL_SCHEMAS, clock=clock, wall_clock=wall_clock, deadline_reserve_s=timings.deadline_reserve_s

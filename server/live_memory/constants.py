@@ -33,9 +33,12 @@ SHUTDOWN_GRACE_S = 10.0
 # Temp files of interrupted writes older than this are removed at startup (a write takes milliseconds).
 STALE_TEMP_FILE_AGE_S = 60.0
 SHUTDOWN_FLUSH_DEADLINE_S = 20.0
-# A snapshot's file is fsync-ed before its rename, on the answer path; the directory's fsync (which only
-# makes the rename survive a power loss; until then the previous snapshot comes back) runs this long
-# later on a background thread, once for all the writes made meanwhile.
+# An answer is journaled before it returns (an append: it survives a kill); the snapshot that supersedes
+# the journal (its file fsync-ed before its rename) is written this long after, once for every answer
+# meanwhile. Until then a power loss may bring back the previous snapshot.
+SNAPSHOT_WRITE_BEHIND_S = 1.0
+# The directory's fsync (which only makes a rename survive a power loss; until then the previous file
+# comes back) runs this long after a write on a background thread, once for all the writes meanwhile.
 DIR_FSYNC_DELAY_S = 1.0
 # Once the server has stopped, worker threads get at most this long (and no more than the grace period)
 # before the process exits without them: a thread stuck on a FIFO or a hung mount must not keep it alive.

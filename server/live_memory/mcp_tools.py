@@ -7,11 +7,11 @@ is logged once with its traceback and reported without internals. The tool is re
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
 
-import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
@@ -58,6 +58,15 @@ def _cwd_from(ctx: Context, cwd: str) -> str:
     raise ToolError("cwd is required: pass the absolute path of your repository root (e.g. the project directory)")
 
 
+def _report_done(reports: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+    def done(task: asyncio.Task[None]) -> None:
+        reports.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # a lost heartbeat is not worth failing for
+            logger.debug("progress report failed: %r", task.exception())
+
+    return done
+
+
 def build_mcp_server(
     answerer: Answerer,
     jobs: JobRegistry,
@@ -84,24 +93,34 @@ def build_mcp_server(
         started = clock()
         budget = answerer.service.settings.default_timeout_s
 
-        async def heartbeat() -> None:
-            while True:
-                await anyio.sleep(progress_interval_s)
-                await ctx.report_progress(round(clock() - started, 1), budget, outcome.status)
+        # Progress heartbeats from a loop timer, not a task group with a sleeping task: most answers come
+        # long before the first beat, and a timer costs next to nothing to cancel. Reports do not overlap.
+        loop = asyncio.get_running_loop()
+        reports: set[asyncio.Task[None]] = set()
+        timer: asyncio.TimerHandle | None = None
 
-        # Failures are caught inside the task group so they are not wrapped in an ExceptionGroup;
-        # cancellation (the client hung up) still propagates.
+        def beat() -> None:
+            nonlocal timer
+            if not reports:
+                report = ctx.report_progress(round(clock() - started, 1), budget, outcome.status)
+                task = loop.create_task(report)
+                reports.add(task)
+                task.add_done_callback(_report_done(reports))
+            timer = loop.call_later(progress_interval_s, beat)
+
+        timer = loop.call_later(progress_interval_s, beat)
         result: QuestionResult | None = None
         failure: Exception | None = None
         with stop.call():
-            async with anyio.create_task_group() as tasks:
-                tasks.start_soon(heartbeat)
-                try:
-                    result = await answerer.ask(workspace_cwd, question, max_answer_tokens, outcome)
-                except Exception as exc:
-                    failure = exc
-                finally:
-                    tasks.cancel_scope.cancel()
+            try:
+                result = await answerer.ask(workspace_cwd, question, max_answer_tokens, outcome)
+            except Exception as exc:  # cancellation (the client hung up) still propagates
+                failure = exc
+            finally:
+                if timer is not None:
+                    timer.cancel()
+                for task in reports:
+                    task.cancel()
         if isinstance(failure, LiveMemoryError):
             raise ToolError(str(failure))
         if failure is not None or result is None:

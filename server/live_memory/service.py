@@ -96,6 +96,7 @@ class WorkspaceService:
         tool_factory: ToolFactory,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        write_behind_s: float = C.SNAPSHOT_WRITE_BEHIND_S,
     ) -> None:
         self.runtime = runtime
         self.tool_factory = tool_factory
@@ -115,6 +116,10 @@ class WorkspaceService:
         self._toolboxes: dict[tuple[Path, tuple[str, ...]], ToolRunner] = {}
         self._retired: list[ChatProvider] = []
         self._encoders: dict[str, HistoryEncoder] = {}  # workspace id -> its turns' JSON, encoded once
+        self.write_behind_s = write_behind_s
+        self._unsaved: dict[str, WorkspaceState] = {}  # journaled, their snapshot not yet written
+        self._deferred: Callable[[], None] | None = None  # the newest write put off to the write-behind
+        self._staged = asyncio.Event()
 
     @property
     def settings(self) -> Settings:
@@ -122,8 +127,24 @@ class WorkspaceService:
 
     # --- background tasks ----------------------------------------------------------------------
     def start(self, tasks: anyio.abc.TaskGroup) -> None:
-        """Background work (file watchers) runs in the lifespan's task group from now on."""
+        """Background work (file watchers, the snapshots' write-behind) runs in the lifespan's task group."""
         self.watcher.attach(tasks)
+        tasks.start_soon(self._write_behind, name="live-memory snapshot write-behind")
+
+    async def _write_behind(self) -> None:
+        """Write the snapshots of journaled workspaces, `write_behind_s` after the first stage (so one
+        write covers every answer of a burst); a failed write is retried on the next round."""
+        while True:
+            await self._staged.wait()
+            await anyio.sleep(self.write_behind_s)
+            self._staged.clear()
+            await self._run_deferred()
+            pending, self._unsaved = self._unsaved, {}
+            for state in pending.values():
+                if await self.persist(state) is not None and not state.dropped:
+                    self._unsaved.setdefault(state.id, state)  # retried next round (and at shutdown)
+            if self._unsaved:
+                self._staged.set()
 
     # --- finding workspaces --------------------------------------------------------------------
     async def locate(self, cwd: str) -> Location:
@@ -246,10 +267,16 @@ class WorkspaceService:
         return state, removed
 
     # --- persistence, wipes, unloading ---------------------------------------------------------
-    async def persist(self, state: WorkspaceState, also: Callable[[], None] | None = None) -> str | None:
+    async def persist(
+        self, state: WorkspaceState, also: Callable[[], None] | None = None, *, write_behind: bool = False
+    ) -> str | None:
         """Write the state's snapshot. None when written (or nothing new); else why it is not on disk yet
         (the state stays in memory; the next persist and the flush at shutdown retry). `also` (a blocking
-        write that never raises) runs in the same worker-thread hop."""
+        write that never raises) runs in the same worker-thread hop.
+
+        `write_behind`: only journal the state (it survives a kill from now on; see `store`) and let the
+        background writer write the snapshot a moment later, once for every answer meanwhile; `also` is
+        put off to it too (the newest replaces an older one not yet run: it holds an advisory tally)."""
 
         def meta() -> SnapshotMeta:
             return snapshot_meta(state)
@@ -258,10 +285,19 @@ class WorkspaceService:
             encoder = self._encoders.setdefault(state.id, HistoryEncoder())
             return state.changes, snapshot_payload(str(state.root), state.window, state.stats, encoder)
 
+        if write_behind:
+            self._deferred = also or self._deferred
+            also = None
+        write = self.store.stage if write_behind else self.store.save
         try:
-            await self.store.save(state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta, also=also)
+            await write(state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta, also=also)
         except SnapshotNotSaved as exc:
             return exc.reason
+        if write_behind:
+            self._unsaved.setdefault(state.id, state)
+            self._staged.set()
+        else:
+            self._unsaved.pop(state.id, None)
         return None
 
     async def wipe(self, cwd: str, *, reload_now: bool) -> dict[str, Any]:
@@ -285,6 +321,7 @@ class WorkspaceService:
         state = self._states.pop(key, None)
         if state is not None:
             self._encoders.pop(state.id, None)
+            self._unsaved.pop(state.id, None)
             await self.watcher.unwatch(state.tree_root)
         return state
 
@@ -324,9 +361,15 @@ class WorkspaceService:
         for state in self._states.values():
             state.admission.close()
 
+    async def _run_deferred(self) -> None:
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            await asyncio.to_thread(deferred)
+
     async def flush(self) -> None:
         """Write every workspace in memory (failures logged, never raised: the others still flush)."""
         await self.watcher.aclose()
+        await self._run_deferred()
         for state in self._states.values():
             if not state.restored:
                 continue

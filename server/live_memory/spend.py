@@ -8,7 +8,8 @@ and per workspace, against the configured caps.
 Background work stops first: once a cap is nearly spent (`BACKGROUND_STOP_SHARE`), distillation
 sheds instead of summarizing and keep-warm pauses; once it is spent, questions get a clear answer
 saying so. Days are UTC. The tally survives restarts (`spend.json` in the data dir, written off the
-event loop).
+event loop; a question's charge is written behind with its snapshot, so a kill within
+SNAPSHOT_WRITE_BEHIND_S of a charge loses it from the tally, as a power cut may: it is advisory).
 """
 
 from __future__ import annotations

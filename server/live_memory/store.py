@@ -1,11 +1,20 @@
 """Durable per-workspace snapshots: versioned JSON written atomically, validated on load.
 
-Write: temp file in the same directory (0600) -> fsync -> os.replace, always in a worker thread,
-before the answer returns; the directory's fsync follows later, coalesced (`dir_sync`). A crash or
-kill at any moment leaves either the old or the new snapshot, never a torn one (a power loss before
-the directory's fsync brings back the previous one). The `.meta` file beside it is a listing cache,
-written atomically and fsync-ed with the directory, later: a power loss before that may leave it
-unreadable, and listings skip it until the next write.
+Two ways to write, both in a worker thread:
+- `stage` (the answer path): the whole document is appended to the workspace's journal,
+  `<id>.<token>.journal` (0600; one `write`, no fsync, no rename: a page-cache copy). Once it returns,
+  a kill of the process at any moment keeps that state: the next load reads the journal's last whole
+  record. The snapshot itself follows from `save`, written behind by the service, coalesced.
+- `save` (write-behind, unloads, shutdown): temp file in the same directory (0600) -> fsync ->
+  os.replace; the directory's fsync follows later, coalesced (`dir_sync`). The snapshot names the
+  journal it supersedes, which is then removed (a kill in between leaves a journal the loader knows
+  to ignore). A crash or kill at any moment leaves either the old or the new snapshot, never a torn
+  one (a power loss before the directory's fsync brings back the previous one).
+A power loss takes what the page cache held: journaled records that no snapshot has superseded yet
+(the write-behind delay, as for the directory's fsync) may be lost, torn records are skipped, and the
+snapshot before them loads. The `.meta` file beside it is a listing cache, written atomically and
+fsync-ed with the directory, later: a power loss before that may leave it unreadable, and listings skip
+it until the next write.
 
 Load: a snapshot that cannot be parsed or has an unknown schema is moved aside as
 `<name>.corrupt-<timestamp>` and the workspace starts fresh. Raw file bytes are never part of a
@@ -15,16 +24,18 @@ snapshot (the window's own JSON excludes them).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import hashlib
 import json
 import logging
 import os
+import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from live_memory.dir_sync import DirectorySyncer
 from live_memory.safe_files import (
@@ -42,6 +53,8 @@ logger = logging.getLogger(__name__)
 
 SNAPSHOT_DIR = "workspaces"
 META_MAX_BYTES = 64 * 1024
+JOURNAL_SUFFIX = ".journal"
+SUPERSEDES = "journal"  # the snapshot's field naming the journal token it supersedes
 
 
 class SnapshotNotSaved(OSError):
@@ -74,6 +87,9 @@ class SnapshotStore:
         self.syncer = syncer or DirectorySyncer()
         self._locks: dict[str, asyncio.Lock] = {}
         self._written: dict[str, int] = {}  # workspace id -> generation last written
+        self._staged: dict[str, int] = {}  # workspace id -> generation last journaled
+        self._journals: dict[str, str] = {}  # workspace id -> the token of the journal stages append to
+        self._appending: dict[str, Path] = {}  # workspace id -> the journal appended to last (directory checked)
         # workspace id -> why its latest state is not on disk (cleared by the next successful write)
         self.failures: dict[str, str] = {}
 
@@ -111,51 +127,145 @@ class SnapshotStore:
                     await asyncio.to_thread(also)
                 return False
             summary = meta() if meta is not None else None
+            journal = self._journals.get(workspace_id)
             try:
-                await asyncio.to_thread(self._write_then, also, workspace_id, payload, summary)
+                await asyncio.to_thread(self._write_then, also, workspace_id, payload, summary, journal)
             except OSError as exc:
-                reason = describe_write_error(exc, self.dir.parent)
-                if self.failures.get(workspace_id) != reason:  # once per cause, not once per question
-                    logger.error(
-                        "snapshot of workspace %s not saved: %s; kept in memory and retried on the next "
-                        "change and at shutdown",
-                        workspace_id,
-                        reason,
-                    )
-                self.failures[workspace_id] = reason
-                raise SnapshotNotSaved(reason) from None
-            if self.failures.pop(workspace_id, None) is not None:
-                logger.warning("snapshot of workspace %s saved again", workspace_id)
+                self._failed(workspace_id, exc)
+            self._saved(workspace_id)
             self._written[workspace_id] = generation
+            self._journals.pop(workspace_id, None)  # superseded: the next stage starts a new journal
             return True
+
+    async def stage(
+        self,
+        workspace_id: str,
+        snapshot: Callable[[], tuple[int, Mapping[str, Any]]],
+        still_wanted: Callable[[], bool] = lambda: True,
+        meta: Callable[[], SnapshotMeta] | None = None,
+        also: Callable[[], None] | None = None,
+    ) -> bool:
+        """Like `save`, but only append the document to the workspace's journal: it survives a kill of
+        the process from now on, and a later `save` writes the snapshot that supersedes it. The listing
+        metadata is written once, when the workspace has none. Raises SnapshotNotSaved like `save`."""
+        async with self._lock(workspace_id):
+            generation, payload = snapshot() if still_wanted() else (-1, {})
+            newest = max(self._written.get(workspace_id, -1), self._staged.get(workspace_id, -1))
+            if generation < 0 or newest >= generation:
+                if also is not None:
+                    await asyncio.to_thread(also)
+                return False
+            summary = meta() if meta is not None else None
+            journal = self._journals.setdefault(workspace_id, secrets.token_hex(6))
+            try:
+                await asyncio.to_thread(self._append_then, also, workspace_id, payload, summary, journal)
+            except OSError as exc:
+                self._failed(workspace_id, exc)
+            self._saved(workspace_id)
+            self._staged[workspace_id] = generation
+            return True
+
+    def _failed(self, workspace_id: str, exc: OSError) -> NoReturn:
+        reason = describe_write_error(exc, self.dir.parent)
+        if self.failures.get(workspace_id) != reason:  # once per cause, not once per question
+            logger.error(
+                "snapshot of workspace %s not saved: %s; kept in memory and retried on the next change and at shutdown",
+                workspace_id,
+                reason,
+            )
+        self.failures[workspace_id] = reason
+        raise SnapshotNotSaved(reason) from None
+
+    def _saved(self, workspace_id: str) -> None:
+        if self.failures.pop(workspace_id, None) is not None:
+            logger.warning("snapshot of workspace %s saved again", workspace_id)
 
     def meta_path_for(self, workspace_id: str) -> Path:
         return self.dir / f"{workspace_id}.meta"
 
+    def journal_paths(self, workspace_id: str) -> list[Path]:
+        return sorted(self.dir.glob(f"{workspace_id}.*{JOURNAL_SUFFIX}")) if self.dir.is_dir() else []
+
     def exists(self, workspace_id: str) -> bool:
-        return self.path_for(workspace_id).exists()
+        return self.path_for(workspace_id).exists() or bool(self.journal_paths(workspace_id))
 
     def _write_then(
-        self, also: Callable[[], None] | None, workspace_id: str, payload: Mapping[str, Any], meta: SnapshotMeta | None
+        self,
+        also: Callable[[], None] | None,
+        workspace_id: str,
+        payload: Mapping[str, Any],
+        meta: SnapshotMeta | None,
+        supersedes: str | None = None,
     ) -> None:
         try:
-            self.write_now(workspace_id, payload, meta)
+            self.write_now(workspace_id, payload, meta, supersedes=supersedes)
         finally:
             if also is not None:
                 also()
 
-    def write_now(self, workspace_id: str, payload: Mapping[str, Any], meta: SnapshotMeta | None = None) -> None:
-        """Blocking atomic write (worker threads only); the small metadata file follows the snapshot."""
+    def write_now(
+        self,
+        workspace_id: str,
+        payload: Mapping[str, Any],
+        meta: SnapshotMeta | None = None,
+        *,
+        supersedes: str | None = None,
+    ) -> None:
+        """Blocking atomic write (worker threads only); the small metadata file follows the snapshot. Every
+        journal of the workspace is removed after it: `supersedes` names the one whose records it holds."""
         ensure_private_dir(self.dir)
         saved_at = self.clock()
-        data = encode_document({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload})
+        head = {"schema": SCHEMA_VERSION, "saved_at": saved_at, SUPERSEDES: supersedes}
+        data = encode_document({**head, **payload})
         atomic_write(self.path_for(workspace_id), data.encode("utf-8"), mode=0o600, sync_dir=False)
+        for journal in self.journal_paths(workspace_id):
+            with contextlib.suppress(FileNotFoundError):
+                journal.unlink()
         if meta is None:
             self.syncer.request(self.dir)
             return
+        self._write_meta(workspace_id, meta, saved_at)
+
+    def _write_meta(self, workspace_id: str, meta: SnapshotMeta, saved_at: float) -> None:
         text = json.dumps({**meta.to_json(), "saved_at": saved_at})
         atomic_write(self.meta_path_for(workspace_id), text.encode("utf-8"), sync_file=False, sync_dir=False)
         self.syncer.request(self.dir, self.meta_path_for(workspace_id))
+
+    def journal_path(self, workspace_id: str, token: str) -> Path:
+        return self.dir / f"{workspace_id}.{token}{JOURNAL_SUFFIX}"
+
+    def _append_then(
+        self,
+        also: Callable[[], None] | None,
+        workspace_id: str,
+        payload: Mapping[str, Any],
+        meta: SnapshotMeta | None,
+        token: str,
+    ) -> None:
+        try:
+            self.append_now(workspace_id, payload, meta, token)
+        finally:
+            if also is not None:
+                also()
+
+    def append_now(self, workspace_id: str, payload: Mapping[str, Any], meta: SnapshotMeta | None, token: str) -> None:
+        """Blocking: append one record (a whole snapshot document) to the workspace's journal. Records are
+        fenced by newlines (compact JSON has none), so a record torn by a kill never spoils the next."""
+        saved_at = self.clock()
+        data = encode_document({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload})
+        path = self.journal_path(workspace_id, token)
+        record = ("\n" + data + "\n").encode("utf-8")
+        appended = False
+        if self._appending.get(workspace_id) == path:  # the directory was checked when this journal began
+            with contextlib.suppress(FileNotFoundError):  # unless it was removed meanwhile
+                append_record(path, record)
+                appended = True
+        if not appended:
+            ensure_private_dir(self.dir)
+            append_record(path, record)
+            self._appending[workspace_id] = path
+        if meta is not None and not self.meta_path_for(workspace_id).exists():
+            self._write_meta(workspace_id, meta, saved_at)  # a new name: no old file's rename to wait on
 
     def list_meta(self) -> list[SnapshotMeta]:
         """The metadata of every stored snapshot (blocking, but small files; unreadable ones skipped)."""
@@ -171,39 +281,58 @@ class SnapshotStore:
         """Remove the snapshot; under the lock, so a save already running finishes first."""
         async with self._lock(workspace_id):
             self._written.pop(workspace_id, None)
+            self._staged.pop(workspace_id, None)
+            self._journals.pop(workspace_id, None)
+            self._appending.pop(workspace_id, None)
             self.failures.pop(workspace_id, None)
             return await asyncio.to_thread(self._unlink, workspace_id)
 
     def _unlink(self, workspace_id: str) -> bool:
         self.meta_path_for(workspace_id).unlink(missing_ok=True)
+        journals = self.journal_paths(workspace_id)
+        for journal in journals:
+            journal.unlink(missing_ok=True)
         try:
             self.path_for(workspace_id).unlink()
         except FileNotFoundError:
-            return False
+            if not journals:
+                return False
         fsync_dir(self.dir)
         return True
 
     # --- loading -------------------------------------------------------------------------------
     def load(self, workspace_id: str) -> SnapshotIn | None:
-        """The stored snapshot, validated against the schema; None when absent or quarantined."""
+        """The stored state, validated against the schema: the last whole record of a journal no snapshot
+        supersedes, else the snapshot; None when absent or quarantined. Blocking. Stages append to the
+        journal that was read from then on (its records stay newer than the snapshot)."""
+        superseded, snapshot = self._load_snapshot(workspace_id)
+        for journal in sorted(self.journal_paths(workspace_id), key=_mtime, reverse=True):
+            token = journal.name.removeprefix(f"{workspace_id}.").removesuffix(JOURNAL_SUFFIX)
+            if token == superseded:
+                continue  # a kill came between the snapshot's write and this journal's removal
+            record = _last_record(journal)
+            if record is not None:
+                self._journals[workspace_id] = token
+                return record
+        return snapshot
+
+    def _load_snapshot(self, workspace_id: str) -> tuple[str | None, SnapshotIn | None]:
+        """(the journal token the snapshot supersedes, the snapshot)."""
         path = self.path_for(workspace_id)
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
-            return None
+            return None, None
         except OSError as exc:
             self._quarantine(path, f"unreadable: {exc}")
-            return None
+            return None, None
         try:
-            data = json.loads(raw.decode("utf-8"))
-            if not isinstance(data, dict) or not isinstance(data.get("schema"), int):
-                raise ValueError("not a Live Memory snapshot")
-            if data["schema"] > SCHEMA_VERSION:
-                raise ValueError(f"snapshot schema {data['schema']} is newer than this server understands")
-            return parse_snapshot(data)
+            data = _document(raw)
+            superseded = data.get(SUPERSEDES)
+            return (superseded if isinstance(superseded, str) else None), parse_snapshot(data)
         except ValueError as exc:
             self._quarantine(path, str(exc).splitlines()[0])
-            return None
+            return None, None
 
     def _quarantine(self, path: Path, why: str) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(self.clock()))
@@ -214,6 +343,55 @@ class SnapshotStore:
             logger.error("snapshot %s is corrupt (%s) and could not be moved aside: %s", path, why, exc)
             return
         logger.warning("snapshot %s is corrupt (%s); moved aside to %s, starting fresh", path, why, target.name)
+
+
+def _document(raw: bytes) -> dict[str, Any]:
+    """A snapshot document's JSON, checked to be one this server can read (ValueError otherwise)."""
+    data = json.loads(raw.decode("utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("schema"), int):
+        raise ValueError("not a Live Memory snapshot")
+    if data["schema"] > SCHEMA_VERSION:
+        raise ValueError(f"snapshot schema {data['schema']} is newer than this server understands")
+    return data
+
+
+def _last_record(journal: Path) -> SnapshotIn | None:
+    """The newest whole, valid record of a journal (a torn or unreadable tail is skipped)."""
+    try:
+        raw = journal.read_bytes()
+    except OSError as exc:
+        logger.warning("journal %s unreadable (%s); skipped", journal.name, exc)
+        return None
+    for line in reversed(raw.split(b"\n")):
+        if not line.strip():
+            continue
+        try:
+            return parse_snapshot(_document(line))
+        except ValueError:
+            continue
+    return None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def append_record(path: Path, data: bytes) -> None:
+    """Append `data` to `path` (created 0600; a link is not followed). Blocking."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,12 @@ Prompt caching (``cache_rules``; applies to the responses of both endpoints)
     With ``"openai"`` or ``"deepseek"`` rules the Anthropic endpoint reports the hit as
     ``cache_read_input_tokens`` (creation always 0).
 
+Cost per request
+    A conversation resends its whole prefix with every request. The fake remembers (bounded, see ``_Memo``)
+    each block's identity and token count, each step of the key chain and each tool's serialization, so a
+    request costs little more than parsing its JSON and handling its new blocks; the figures are those a
+    fake recomputing everything would give (``memo_limit=0`` does that).
+
 Recording
     Every model request (``/v1/messages`` and chat completions, including errors and drops) is appended to
     :attr:`FakeLLM.requests` before it is answered. ``usage`` is what the fake computed for a successful
@@ -81,6 +87,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import copy
 import hashlib
 import http
 import itertools
@@ -124,6 +131,8 @@ OPENAI_CACHE_STEP_TOKENS = 128
 DEEPSEEK_CACHE_STEP_TOKENS = 64
 DEFAULT_CONTEXT_LIMIT = {"anthropic": 200_000, "openai": 128_000}
 STALL_POLL_S = 0.01
+MEMO_LIMIT = 200_000  # blocks / chain steps the fake remembers (see _Memo)
+MEMO_LIMIT_CHARS = 64_000_000  # and the characters of those blocks
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 STOP_GRACE_S = 3.0  # in-flight responses get this long at a stop; stalled ones are then cut
@@ -316,17 +325,73 @@ class _Breakpoint:
     one_hour: bool
 
 
+class _Memo:
+    """What the fake would otherwise recompute for every block of a conversation's unchanged prefix on every
+    request: each block's identity and token count, and each step of the cache-key chain (sha256 of the
+    previous key and the block). Both are functions of content alone, so a hit gives exactly what the
+    computation would; a request then costs little more than its new blocks. Bounded: cleared when full."""
+
+    def __init__(self, limit: int = MEMO_LIMIT, limit_chars: int = MEMO_LIMIT_CHARS) -> None:
+        self.limit = limit
+        self.limit_chars = limit_chars
+        self.chars = 0
+        self.blocks: dict[tuple[str, str], _Block] = {}
+        self.chain: dict[tuple[bytes, str], bytes] = {}
+        self.tools: dict[tuple[str, int], tuple[object, str]] = {}  # (protocol, index) -> (tool, serialization)
+
+    def block(self, kind: str, serialized: str) -> _Block:
+        key = (kind, serialized)
+        block = self.blocks.get(key)
+        if block is None:
+            if len(self.blocks) >= self.limit or self.chars >= self.limit_chars:
+                self.blocks.clear()
+                self.chain.clear()
+                self.chars = 0
+            block = self.blocks[key] = _new_block(kind, serialized)
+            self.chars += len(serialized)
+        return block
+
+    def tool(self, protocol: str, index: int, tool: object, serialize: Callable[[object], str]) -> str:
+        """A tool definition's serialization, reused while the tool at that index stays equal (a comparison
+        is much cheaper than a sorted dump)."""
+        seen = self.tools.get((protocol, index))
+        if seen is not None and seen[0] == tool:
+            return seen[1]
+        serialized = serialize(tool)
+        self.tools[(protocol, index)] = (copy.deepcopy(tool), serialized)
+        return serialized
+
+    def step(self, digest: bytes, identity: str) -> bytes:
+        key = (digest, identity)
+        following = self.chain.get(key)
+        if following is None:
+            if len(self.chain) >= self.limit:
+                self.chain.clear()
+            following = self.chain[key] = _chain_step(digest, identity)
+        return following
+
+
+def _new_block(kind: str, serialized: str) -> _Block:
+    return _Block(identity=f"{kind}\x1f{serialized}", tokens=count_tokens(serialized))
+
+
+def _chain_step(digest: bytes, identity: str) -> bytes:
+    return hashlib.sha256(digest + identity.encode()).digest()
+
+
 @dataclass
 class _Prompt:
     blocks: list[_Block] = field(default_factory=list)
     breakpoints: list[_Breakpoint] = field(default_factory=list)
+    memo: _Memo | None = None  # optional: reuse the work done for blocks seen before
 
     @property
     def total(self) -> int:
         return sum(block.tokens for block in self.blocks)
 
     def add(self, kind: str, serialized: str, cache_control: object = None) -> None:
-        self.blocks.append(_Block(identity=f"{kind}\x1f{serialized}", tokens=count_tokens(serialized)))
+        memo = self.memo
+        self.blocks.append(_new_block(kind, serialized) if memo is None else memo.block(kind, serialized))
         if isinstance(cache_control, dict):
             one_hour = cache_control.get("ttl") == "1h"
             self.breakpoints.append(_Breakpoint(len(self.blocks) - 1, one_hour))
@@ -335,10 +400,11 @@ class _Prompt:
         return list(itertools.accumulate(block.tokens for block in self.blocks))
 
     def keys(self, model: str) -> list[bytes]:
+        step = _chain_step if self.memo is None else self.memo.step
         digest = hashlib.sha256(model.encode()).digest()
         keys: list[bytes] = []
         for block in self.blocks:
-            digest = hashlib.sha256(digest + block.identity.encode()).digest()
+            digest = step(digest, block.identity)
             keys.append(digest)
         return keys
 
@@ -379,12 +445,21 @@ def _anthropic_block(block: object) -> tuple[str, str]:
     return block_type, _dumps(_without_cache_control(block))
 
 
-def _anthropic_prompt(body: dict[str, Any]) -> tuple[_Prompt, int]:
+def _anthropic_tool(tool: object) -> str:
+    return _dumps(_without_cache_control(tool))
+
+
+def _tool_serialization(protocol: Protocol, index: int, tool: object, memo: _Memo | None) -> str:
+    serialize = _anthropic_tool if protocol == "anthropic" else _dumps
+    return serialize(tool) if memo is None else memo.tool(protocol, index, tool, serialize)
+
+
+def _anthropic_prompt(body: dict[str, Any], memo: _Memo | None = None) -> tuple[_Prompt, int]:
     """The prompt's blocks and breakpoints, and the number of cache_control breakpoints requested."""
-    prompt = _Prompt()
-    for tool in body.get("tools") or []:
+    prompt = _Prompt(memo=memo)
+    for index, tool in enumerate(body.get("tools") or []):
         cache_control = tool.get("cache_control") if isinstance(tool, dict) else None
-        prompt.add("tool", _dumps(_without_cache_control(tool)), cache_control)
+        prompt.add("tool", _tool_serialization("anthropic", index, tool, memo), cache_control)
     system = body.get("system")
     if isinstance(system, str):
         if system:
@@ -416,10 +491,10 @@ def _anthropic_prompt(body: dict[str, Any]) -> tuple[_Prompt, int]:
     return prompt, requested
 
 
-def _openai_prompt(body: dict[str, Any]) -> _Prompt:
-    prompt = _Prompt()
-    for tool in body.get("tools") or []:
-        prompt.add("tool", _dumps(tool))
+def _openai_prompt(body: dict[str, Any], memo: _Memo | None = None) -> _Prompt:
+    prompt = _Prompt(memo=memo)
+    for index, tool in enumerate(body.get("tools") or []):
+        prompt.add("tool", _tool_serialization("openai", index, tool, memo))
     for message in body.get("messages") or []:
         if not isinstance(message, dict):
             continue
@@ -463,11 +538,20 @@ class _CacheOutcome:
 class _AnthropicCache:
     def __init__(self) -> None:
         self.entries: dict[bytes, _Entry] = {}
+        self._earliest = math.inf  # no entry expires before this (a lower bound): sweep only once it passes
+
+    def _sweep(self, now: float) -> None:
+        """Forget the entries expired at `now` (skipped while none can be: each request would otherwise pay
+        for every entry of the run)."""
+        if now < self._earliest:
+            return
+        self.entries = {key: entry for key, entry in self.entries.items() if entry.expires_at > now}
+        self._earliest = min((entry.expires_at for entry in self.entries.values()), default=math.inf)
 
     def process(
         self, prompt: _Prompt, model: str, *, seq: int, now: float, min_tokens: int, ttl_s: float
     ) -> _CacheOutcome:
-        self.entries = {key: entry for key, entry in self.entries.items() if entry.expires_at > now}
+        self._sweep(now)
         if not prompt.breakpoints:
             return _CacheOutcome()
         keys = prompt.keys(model)
@@ -492,6 +576,7 @@ class _AnthropicCache:
             old = self.entries.get(keys[point.index])
             expires_at = max(now + ttl, old.expires_at if old else 0.0)
             self.entries[keys[point.index]] = _Entry(expires_at, max(ttl, old.ttl if old else 0.0), seq)
+            self._earliest = min(self._earliest, expires_at)
             if prefix > covered:
                 if point.one_hour:
                     creation_1h += prefix - covered
@@ -506,9 +591,12 @@ class _PrefixCache:
 
     def __init__(self) -> None:
         self.expiry: dict[bytes, float] = {}
+        self._earliest = math.inf  # as in _AnthropicCache
 
     def process(self, prompt: _Prompt, model: str, *, now: float, ttl_s: float) -> int:
-        self.expiry = {key: expires for key, expires in self.expiry.items() if expires > now}
+        if now >= self._earliest:
+            self.expiry = {key: expires for key, expires in self.expiry.items() if expires > now}
+            self._earliest = min(self.expiry.values(), default=math.inf)
         keys = prompt.keys(model)
         cumulative = prompt.cumulative()
         matched = 0
@@ -516,8 +604,11 @@ class _PrefixCache:
             if keys[position] in self.expiry:
                 matched = cumulative[position]
                 break
+        expires = now + ttl_s
         for key in keys:
-            self.expiry[key] = now + ttl_s
+            self.expiry[key] = expires
+        if keys:
+            self._earliest = min(self._earliest, expires)
         return matched
 
 
@@ -636,6 +727,7 @@ class FakeLLM:
         cache_ttl_s: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
         host: str = "127.0.0.1",
+        memo_limit: int = MEMO_LIMIT,
     ) -> None:
         if cache_rules not in ("anthropic", "openai", "deepseek", "none"):
             raise ValueError(f"unknown cache_rules {cache_rules!r}")
@@ -657,6 +749,8 @@ class FakeLLM:
         self._active_stalls = 0
         self._anthropic_cache = _AnthropicCache()
         self._prefix_cache = _PrefixCache()
+        # Content-determined work, kept across reset_cache; memo_limit=0 recomputes every block each time.
+        self._memo = _Memo(memo_limit) if memo_limit > 0 else None
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._server: QuickServer | None = None
@@ -845,7 +939,7 @@ class FakeLLM:
         body = await _json_body(request)
         if body is None:
             return _anthropic_error(400, None, "request body is not a JSON object")
-        prompt, _ = _anthropic_prompt(body)
+        prompt, _ = _anthropic_prompt(body, self._memo)
         return JSONResponse({"input_tokens": prompt.total})
 
     async def _anthropic_messages(self, request: Request) -> Response:
@@ -866,9 +960,9 @@ class FakeLLM:
             self._append(record)
             return _error_response(protocol, Reply.error(400, "request body is not a JSON object"))
         if protocol == "anthropic":
-            prompt, breakpoints = _anthropic_prompt(body)
+            prompt, breakpoints = _anthropic_prompt(body, self._memo)
         else:
-            prompt, breakpoints = _openai_prompt(body), 0
+            prompt, breakpoints = _openai_prompt(body, self._memo), 0
         record = RecordedRequest(
             protocol=protocol,
             path=request.url.path,

@@ -768,3 +768,85 @@ def test_module_runs_standalone_server_from_the_command_line() -> None:
 
     assert response.json()["choices"][0]["message"]["content"] == "fake answer: ping"
     assert "prompt_cache_hit_tokens" in response.json()["usage"]
+
+
+def _growing_conversation(protocol: str, turns: int) -> list[dict[str, Any]]:
+    """Request bodies of one conversation growing by a tool round and an exchange per request, with a long
+    stable prefix (tools, system), a moving breakpoint on the newest message and a 1-hour one on the system.
+    Every third question is kept in the history in other words than it was asked: the next request leaves
+    the path of the previous one there (as a rewritten turn does)."""
+    tool = {"name": "grep", "description": "d" * 300, "input_schema": {"type": "object", "properties": {}}}
+    bodies: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    for turn in range(turns):
+        question = f"question {turn}: " + "q" * 80
+        kept = question if turn % 3 else f"question {turn}, rephrased: " + "q" * 80
+        if protocol == "anthropic":
+            latest = {"role": "user", "content": [{"type": "text", "text": question, "cache_control": EPHEMERAL}]}
+            bodies.append(
+                {
+                    "model": HAIKU,
+                    "max_tokens": 16,
+                    "tools": [tool],
+                    "system": [
+                        {"type": "text", "text": "s" * 2000, "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+                    ],
+                    "messages": [*history, latest],
+                }
+            )
+            history += [
+                {"role": "user", "content": [{"type": "text", "text": kept}]},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": f"t{turn}", "name": "grep", "input": {"q": turn}}],
+                },
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{turn}", "content": "r" * 300}]},
+                {"role": "assistant", "content": [{"type": "text", "text": f"answer {turn} " + "a" * 200}]},
+            ]
+        else:
+            function = {"type": "function", "function": {"name": "grep", "description": "d" * 300, "parameters": {}}}
+            bodies.append(
+                {
+                    "model": "gpt-5-mini",
+                    "tools": [function],
+                    "messages": [
+                        {"role": "system", "content": "s" * 6000},
+                        *history,
+                        {"role": "user", "content": question},
+                    ],
+                }
+            )
+            call = {"id": f"c{turn}", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+            history += [
+                {"role": "user", "content": kept},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{turn}", "content": "r" * 300},
+                {"role": "assistant", "content": f"answer {turn} " + "a" * 200},
+            ]
+    return bodies
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+async def test_memo_reports_the_usage_a_fake_recomputing_every_block_reports(protocol: str) -> None:
+    clock = FakeClock()
+    rules: Literal["anthropic", "openai"] = "anthropic" if protocol == "anthropic" else "openai"
+    bodies = _growing_conversation(protocol, 14)
+    usages: list[list[dict[str, Any] | None]] = []
+    for memo_limit in (100_000, 0):  # the memo warm from every earlier request, then none at all
+        clock.now = 1000.0
+        with FakeLLM(cache_rules=rules, min_cacheable_tokens=64, clock=clock, memo_limit=memo_limit) as fake:
+            async with httpx2.AsyncClient(base_url=fake.base_url) as http:
+                path = "/v1/messages" if protocol == "anthropic" else "/v1/chat/completions"
+                for index, body in enumerate(bodies):
+                    clock.now += 400.0 if index == 9 else 1.0  # one gap past the 5-minute TTL: entries expire
+                    (await http.post(path, json=body)).raise_for_status()
+            usages.append([record.usage for record in fake.requests])
+
+    warm, cold = usages
+    assert warm == cold
+    assert all(usage is not None for usage in warm)
+    read = "cache_read_input_tokens" if protocol == "anthropic" else "prompt_tokens_details"
+    reads = [usage[read] if protocol == "anthropic" else usage[read]["cached_tokens"] for usage in warm if usage]
+    assert reads[1] > 500 and reads[8] > reads[1]  # a long prefix was read back, and it grew
+    assert reads[9] < reads[8]  # after the gap only what outlived it (Anthropic: the 1-hour system) is read
+    assert reads[-1] > reads[8]
