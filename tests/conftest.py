@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,12 @@ import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
 
 from tests.fakes.llm_server import FakeLLM
+
+# Bytecode caches are kept even where PYTHONDONTWRITEBYTECODE is set: without them every xdist worker rewrites
+# the asserts of every test module again (about 3 s of CPU per worker), and every `live-memory` subprocess
+# compiles the package again. (Caches go to __pycache__ beside the sources, ignored by git.)
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # Run whole by one worker under pytest-xdist: their tests share a module-scoped fixture (built once per worker
 # that runs any of them) or a one-time export into bench/.cache.
