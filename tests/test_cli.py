@@ -202,7 +202,7 @@ def test_foreign_port_holder_makes_serve_exit_1(tmp_path: Path) -> None:
             pass
 
     foreign = HTTPServer(("127.0.0.1", 0), Teapot)
-    thread = threading.Thread(target=foreign.serve_forever, daemon=True)
+    thread = threading.Thread(target=foreign.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         env = cli_env(tmp_path, foreign.server_address[1])
@@ -344,7 +344,7 @@ def foreign_port() -> Iterator[int]:
             pass
 
     foreign = HTTPServer(("127.0.0.1", 0), Page)
-    thread = threading.Thread(target=foreign.serve_forever, daemon=True)
+    thread = threading.Thread(target=foreign.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield foreign.server_address[1]

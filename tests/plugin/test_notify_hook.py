@@ -339,7 +339,7 @@ def test_session_start_against_a_server_without_credential_says_why_it_is_unavai
             return None
 
     server = HTTPServer(("127.0.0.1", 0), Degraded)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
