@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import os
 import signal
 import socket
@@ -29,6 +28,7 @@ from live_memory.config import load_settings
 from live_memory.constants import SHUTDOWN_GRACE_S
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.process_logging import restored_logging
 
 REPO = Path(__file__).resolve().parents[1]
 COMMAND = [sys.executable, "-m", "live_memory"]
@@ -151,21 +151,6 @@ def serve_in_process(env: dict[str, str]) -> tuple[int, str, str]:
     thread.join(30)
     assert result, f"serve did not return: {err.getvalue()}"
     return result[0], out.getvalue(), err.getvalue()
-
-
-@contextlib.contextmanager
-def restored_logging() -> Iterator[None]:
-    """`main()` configures the process's logging for the command; put the root logger back afterwards."""
-    root = logging.getLogger()
-    level, handlers = root.level, list(root.handlers)
-    try:
-        yield
-    finally:
-        for handler in root.handlers:
-            if handler not in handlers:
-                handler.close()
-        root.handlers[:] = handlers
-        root.setLevel(level)
 
 
 def use_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
