@@ -330,23 +330,31 @@ def run_subagent(repo: Repo, tasks: Sequence[Task]) -> ArmRun:
 
 
 def run_memory(
-    repo: Repo, loads: Sequence[Workload], mode: str, command: ServerCommand, options: dict[str, str], seed: int
-) -> dict[str, ArmRun]:
-    """Arm B for several workloads against one server process: each workload in its own copy of the
-    repository (so its own workspace memory), with its own virtual clock, scripted model and a cold cache."""
-    out: dict[str, ArmRun] = {}
+    repo: Repo,
+    loads: Sequence[Workload],
+    modes: Sequence[str],
+    command: ServerCommand,
+    options: dict[str, str],
+    seed: int,
+) -> dict[str, dict[str, ArmRun]]:
+    """Arm B, {workload name: {"B-<mode>": run}}, for each memory model over several workloads against one
+    server process: each (model, workload) in its own copy of the repository (so its own workspace memory),
+    with its own virtual clock, scripted model and a cold cache."""
+    out: dict[str, dict[str, ArmRun]] = {}
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f"bill-{repo.name}-{mode}-", dir=RUNS_DIR) as name:
+    with tempfile.TemporaryDirectory(prefix=f"bill-{repo.name}-", dir=RUNS_DIR) as name:
         tmp = Path(name).resolve()
         with (
             fake_provider(VirtualClock()) as fake,
             ServerProcess(command, fake.base_url, tmp, {**SERVER_OPTIONS, **options}) as server,
         ):
-            for load in loads:
-                tasks = build_tasks(repo, load, seed)
-                out[load.name] = _memory_workload(
-                    repo, tasks, mode, fake, server, copy_workspace(repo, tmp / load.name)
-                )
+            for mode in modes:
+                for load in loads:
+                    tasks = build_tasks(repo, load, seed)
+                    workspace = copy_workspace(repo, tmp / mode / load.name)
+                    out.setdefault(load.name, {})[f"B-{mode}"] = _memory_workload(
+                        repo, tasks, mode, fake, server, workspace
+                    )
     return out
 
 
@@ -460,7 +468,7 @@ def _memory_workload(
 @dataclass(frozen=True)
 class Job:
     """A piece of the run: the simulated arms A and C of one workload ("sim"), or arm B with one memory model
-    over several workloads (one server process)."""
+    ("strict") or several ("strict+trusting") over several workloads (one server process)."""
 
     repo: str
     loads: tuple[Workload, ...]
@@ -481,8 +489,8 @@ def run_job(job: Job) -> tuple[Job, dict[str, dict[str, Any]], float]:
             tasks = build_tasks(repo, load, job.seed)
             out[load.name] = {"A": run_no_memory(repo, tasks).figures(), "C": run_subagent(repo, tasks).figures()}
     else:
-        runs = run_memory(repo, job.loads, job.part, job.command, dict(job.options), job.seed)
-        out = {name: {f"B-{job.part}": arm.figures()} for name, arm in runs.items()}
+        runs = run_memory(repo, job.loads, job.part.split("+"), job.command, dict(job.options), job.seed)
+        out = {name: {arm_name: arm.figures() for arm_name, arm in arms.items()} for name, arms in runs.items()}
     return job, out, time.perf_counter() - started
 
 
@@ -573,7 +581,9 @@ def run(
         load_repo(name)  # fail early (and download once) before the workers start
     opts = tuple(sorted((options or {}).items()))
     todo = [Job(r, (w,), "sim", command, opts, seed) for r in repos for w in loads]
-    todo += [Job(r, tuple(loads), mode, command, opts, seed) for r in repos for mode in modes]
+    # In parallel, one server per memory model; in one process, the models share one (a server start-up less).
+    parts = list(modes) if jobs > 1 else ["+".join(modes)]
+    todo += [Job(r, tuple(loads), part, command, opts, seed) for r in repos for part in parts]
     todo.sort(key=lambda j: (j.part == "sim", j.repo != "django"))  # the long jobs first
     started = time.perf_counter()
     if jobs <= 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,12 @@ import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
 
 from tests.fakes.llm_server import FakeLLM
+
+# Bytecode caches are kept even where PYTHONDONTWRITEBYTECODE is set: without them every xdist worker rewrites
+# the asserts of every test module again (about 3 s of CPU per worker), and every `live-memory` subprocess
+# compiles the package again. (Caches go to __pycache__ beside the sources, ignored by git.)
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # Run whole by one worker under pytest-xdist: their tests share a module-scoped fixture (built once per worker
 # that runs any of them) or a one-time export into bench/.cache.
@@ -78,6 +85,15 @@ class _Scheduling:
                 return module if module in ONE_WORKER_MODULES else nodeid
 
         return ModuleOrTest(config, log)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker per CPU this process may use. Each worker costs seconds of CPU to start (it imports
+    and collects everything); on 2 CPUs a third worker cost more than its overlap with waiting tests saved.
+    (xdist itself would count physical cores when psutil is installed, one on a 2-vCPU machine.)"""
+    if hasattr(os, "sched_getaffinity"):  # Linux: the CPUs this process may run on
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def pytest_configure(config: pytest.Config) -> None:

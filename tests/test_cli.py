@@ -1,5 +1,7 @@
 """The `live-memory` command: idempotent serve and SIGTERM as a real subprocess; ask, config show, and
-configuration errors."""
+configuration errors. What only a process shows (signals, exit statuses, closed pipes, the singleton) runs
+`python -m live_memory`; the client commands' own behaviour runs `main()` in this process (a new interpreter
+costs about a second of CPU)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from live_memory.config import load_settings
 from live_memory.constants import SHUTDOWN_GRACE_S
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.process_logging import restored_logging
 
 REPO = Path(__file__).resolve().parents[1]
 COMMAND = [sys.executable, "-m", "live_memory"]
@@ -150,6 +153,30 @@ def serve_in_process(env: dict[str, str]) -> tuple[int, str, str]:
     return result[0], out.getvalue(), err.getvalue()
 
 
+def use_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    """Exactly `env` as this process's environment, for this test."""
+    for name in list(os.environ):
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
+def run_cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], env: dict[str, str], *argv: str
+) -> tuple[int, str, str]:
+    """`live-memory ARGV` run by `main()` in this process with exactly `env` as its environment: exit code
+    (argparse's usage exit included), stdout, stderr."""
+    use_env(monkeypatch, env)
+    capsys.readouterr()
+    with restored_logging():
+        try:
+            code = main(list(argv))
+        except SystemExit as exit:
+            code = int(exit.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
 def test_foreign_port_holder_makes_serve_exit_1(tmp_path: Path) -> None:
     class Teapot(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -160,7 +187,7 @@ def test_foreign_port_holder_makes_serve_exit_1(tmp_path: Path) -> None:
             pass
 
     foreign = HTTPServer(("127.0.0.1", 0), Teapot)
-    thread = threading.Thread(target=foreign.serve_forever, daemon=True)
+    thread = threading.Thread(target=foreign.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         env = cli_env(tmp_path, foreign.server_address[1])
@@ -189,24 +216,26 @@ def test_ask_prints_the_answer_and_trailer(tmp_path: Path) -> None:
     assert "files_read=1" in out
 
 
-def test_ask_without_a_server_says_how_to_start_one(tmp_path: Path) -> None:
+def test_ask_without_a_server_says_how_to_start_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     env = cli_env(tmp_path, free_port())
-    result = subprocess.run(
-        [*COMMAND, "ask", "q", "--cwd", str(tmp_path), "--wait", "0"], env=env, capture_output=True, text=True
-    )
-    assert result.returncode == 1
-    assert "live-memory serve" in result.stderr
+    code, _, err = run_cli(monkeypatch, capsys, env, "ask", "q", "--cwd", str(tmp_path), "--wait", "0")
+    assert code == 1
+    assert "live-memory serve" in err
 
 
-def test_config_show_lists_values_with_sources(tmp_path: Path) -> None:
-    env = cli_env(tmp_path, 7799, LIVE_MEMORY_API_KEY="sk-secret-value-1234")
-    result = subprocess.run([*COMMAND, "config", "show"], env=env, capture_output=True, text=True, timeout=30)
-    assert result.returncode == 0
-    lines = {line.split()[0]: line for line in result.stdout.splitlines()}
+def test_config_show_lists_values_with_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = cli_env(tmp_path, free_port(), LIVE_MEMORY_API_KEY="sk-secret-value-1234")
+    code, out, _ = run_cli(monkeypatch, capsys, env, "config", "show")
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines()}
     assert "[env LIVE_MEMORY_PORT]" in lines["port"]
     assert "[default]" in lines["default_timeout_s"]
     assert "****1234" in lines["api_key"]
-    assert "sk-secret-value" not in result.stdout
+    assert "sk-secret-value" not in out
 
 
 def test_invalid_configuration_fails_at_start_naming_the_key(tmp_path: Path) -> None:
@@ -229,45 +258,54 @@ def run_into_closed_pipe(argv: list[str], env: dict[str, str]) -> subprocess.Com
         os.close(write_end)
 
 
-def test_ask_waits_for_a_starting_server_and_reads_the_question_from_stdin(tmp_path: Path) -> None:
+class FirstWrite(io.StringIO):
+    """A captured stream that says when something was first written to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = threading.Event()
+
+    def write(self, text: str) -> int:
+        count = super().write(text)
+        self.written.set()
+        return count
+
+
+def test_ask_waits_for_a_starting_server_and_reads_the_question_from_stdin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     workspace = tmp_path / "repo"
     (workspace / ".git").mkdir(parents=True)
     (workspace / "main.py").write_text("print('hi')\n")
     with FakeLLM() as fake:
         fake.script(Reply.tool_call("Read", {"file_path": "main.py"}), Reply.text("main.py prints hi."))
         env = cli_env(tmp_path, free_port(), LIVE_MEMORY_BASE_URL=fake.base_url, LIVE_MEMORY_API_KEY="test")
-        asking = subprocess.Popen(
-            [*COMMAND, "ask", "-", "--cwd", str(workspace), "--wait", "120"],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert asking.stdin is not None and asking.stderr is not None
-        asking.stdin.write("What does main.py do?\n")
-        asking.stdin.close()
-        asking.stdin = None  # sent and closed: communicate() below only collects the output
-        first_line = asking.stderr.readline()  # printed once nothing answers yet; the server starts only now
-        assert "waiting for the server to start" in first_line
+        use_env(monkeypatch, env)
+        monkeypatch.setattr(sys, "stdin", io.StringIO("What does main.py do?\n"))
+        out, err = io.StringIO(), FirstWrite()
+        codes: list[int] = []
+
+        def ask() -> None:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), restored_logging():
+                codes.append(main(["ask", "-", "--cwd", str(workspace), "--wait", "120"]))
+
+        asking = threading.Thread(target=ask, daemon=True)
+        asking.start()
+        assert err.written.wait(30)  # said once nothing answers yet; the server starts only now
+        assert "waiting for the server to start" in err.getvalue().splitlines()[0]
         server = ServeProcess(env)
         try:
-            out, err = asking.communicate(timeout=120)
-            ledger = subprocess.run(
-                [*COMMAND, "ledger", "show", "--format", "json", "--cwd", str(workspace)],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
+            asking.join(120)
+            ledger = run_cli(monkeypatch, capsys, env, "ledger", "show", "--format", "json", "--cwd", str(workspace))
             piped = run_into_closed_pipe([*COMMAND, "stats"], env)
         finally:
             server.stop()
-    assert asking.returncode == 0, err
-    assert out.startswith("main.py prints hi.")
-    assert "waiting for the server to start" not in err  # said once, on the first line only
-    assert ledger.returncode == 0, ledger.stderr
-    assert json.loads(ledger.stdout) == []  # JSON, as asked, even when the ledger is empty
+    assert codes == [0], err.getvalue()
+    assert out.getvalue().startswith("main.py prints hi.")
+    assert err.getvalue().count("waiting for the server to start") == 1  # on the first line only
+    ledger_code, ledger_out, ledger_err = ledger
+    assert ledger_code == 0, ledger_err
+    assert json.loads(ledger_out) == []  # JSON, as asked, even when the ledger is empty
     assert b"Traceback" not in piped.stderr and b"BrokenPipe" not in piped.stderr
     assert piped.returncode == 128 + signal.SIGPIPE
 
@@ -291,7 +329,7 @@ def foreign_port() -> Iterator[int]:
             pass
 
     foreign = HTTPServer(("127.0.0.1", 0), Page)
-    thread = threading.Thread(target=foreign.serve_forever, daemon=True)
+    thread = threading.Thread(target=foreign.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield foreign.server_address[1]
@@ -304,13 +342,18 @@ def foreign_port() -> Iterator[int]:
     "command", [["stats"], ["ledger", "show"], ["ask", "q", "--wait", "0"]], ids=["stats", "ledger", "ask"]
 )
 def test_client_commands_say_another_program_holds_the_port(
-    tmp_path: Path, foreign_port: int, command: list[str]
+    tmp_path: Path,
+    foreign_port: int,
+    command: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     env = cli_env(tmp_path, foreign_port)
-    result = subprocess.run([*COMMAND, *command], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    assert result.returncode == 1
-    assert "not Live Memory" in result.stderr
-    assert "Traceback" not in result.stderr
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(monkeypatch, capsys, env, *command)
+    assert code == 1
+    assert "not Live Memory" in err
+    assert "Traceback" not in err
 
 
 def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
@@ -320,12 +363,12 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert result.returncode == 128 + signal.SIGPIPE
 
 
-def test_config_get_without_a_key_prints_usage(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [*COMMAND, "config", "get"], env=cli_env(tmp_path, 7799), capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 2
-    assert result.stderr.startswith("usage: live-memory config get KEY")
+def test_config_get_without_a_key_prints_usage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(monkeypatch, capsys, cli_env(tmp_path, free_port()), "config", "get")
+    assert code == 2
+    assert err.startswith("usage: live-memory config get KEY")
 
 
 def test_serve_port_flag_wins_and_the_data_dir_is_private_so_doctor_passes(
@@ -346,10 +389,7 @@ def test_serve_port_flag_wins_and_the_data_dir_is_private_so_doctor_passes(
         try:
             health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json()
             # `live-memory doctor` in this process, in the same environment (a new interpreter costs seconds)
-            for name in list(os.environ):
-                monkeypatch.delenv(name)
-            for name, value in env.items():
-                monkeypatch.setenv(name, value)
+            use_env(monkeypatch, env)
             doctor = io.StringIO()
             with contextlib.redirect_stdout(doctor):
                 doctor_code = main(["doctor", "--plugin-dir", str(REPO)])

@@ -14,6 +14,7 @@ from live_memory.config import load_settings
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.off_loop import off_loop
+from tests.fakes.process_logging import restored_logging
 
 
 def run_cli(
@@ -22,7 +23,8 @@ def run_cli(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     capsys.readouterr()
-    code = main(list(argv))
+    with restored_logging():
+        code = main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 

@@ -221,7 +221,10 @@ class DemoModel:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="demo-model", daemon=True)
+        # A short poll: shutdown() waits for the serving loop to look, half a second by default.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="demo-model", daemon=True
+        )
 
     @property
     def base_url(self) -> str:

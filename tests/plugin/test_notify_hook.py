@@ -1,7 +1,10 @@
-"""hooks/notify.py as Claude Code runs it: a subprocess fed the exact hook JSON, against the real server."""
+"""hooks/notify.py as Claude Code runs it: a subprocess fed the exact hook JSON, against the real server. The
+ignore filter's many cases call the script's `handle()` in this process: the subprocess cases prove the
+script's contract, and another interpreter per path would prove nothing more."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import socket
@@ -9,6 +12,7 @@ import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -16,6 +20,7 @@ from live_memory.app import create_app
 from tests.fakes.live_server import LiveServer, settings_for
 from tests.fakes.llm_server import FakeLLM
 from tests.plugin.conftest import (
+    HOOKS,
     TOOL_NAME,
     Recorder,
     Service,
@@ -137,6 +142,13 @@ def test_file_changed_posts_the_event_kind_without_content(service: Service, rep
     assert "content" not in event
 
 
+@pytest.fixture
+def notify_hook(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """hooks/notify.py imported into this process (as the script does, beside its `_client`)."""
+    monkeypatch.syspath_prepend(str(HOOKS))
+    return importlib.import_module("notify")
+
+
 @pytest.mark.parametrize(
     "relative",
     [
@@ -153,16 +165,17 @@ def test_file_changed_posts_the_event_kind_without_content(service: Service, rep
         "debug.log",  # ignored by the repository's .gitignore
     ],
 )
-def test_file_changed_drops_ignored_paths_before_any_network_call(service: Service, repo: Path, relative: str) -> None:
+def test_file_changed_drops_ignored_paths_before_any_network_call(
+    service: Service, repo: Path, relative: str, notify_hook: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if (relative.startswith("dist/") or relative.endswith(".log")) and shutil.which("git") is None:
         pytest.skip("git is needed for .gitignore checks")
+    for name, value in hook_env(service.url, repo).items():
+        monkeypatch.setenv(name, value)
     path = repo / relative
-    run = run_script("notify.py", file_changed_payload(repo, path, "change"), env=hook_env(service.url, repo))
-    assert (run.returncode, run.stdout) == (0, "")
+    assert notify_hook.handle(file_changed_payload(repo, path, "change")) is None  # nothing to print
     # A control event proves the hook does post, so the absence above is the filter, not a dead hook.
-    run_script(
-        "notify.py", file_changed_payload(repo, repo / "src" / "app.py", "change"), env=hook_env(service.url, repo)
-    )
+    notify_hook.handle(file_changed_payload(repo, repo / "src" / "app.py", "change"))
     calls = service.recorder.wait_for(lambda calls: any(c.path == "/notify" for c in calls))
     paths = [e["path"] for c in calls if c.path == "/notify" for e in c.json()["events"]]
     assert paths == [str(repo / "src" / "app.py")]
@@ -339,7 +352,7 @@ def test_session_start_against_a_server_without_credential_says_why_it_is_unavai
             return None
 
     server = HTTPServer(("127.0.0.1", 0), Degraded)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"

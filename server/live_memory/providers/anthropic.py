@@ -3,14 +3,16 @@
 Passes tool schemas through verbatim, turns parts marked `cache=True` into `cache_control`
 breakpoints, and normalises usage (total prompt = read + creation + uncached input).
 SDK retries are off: the question loop owns retries so they stay inside its soft deadline.
+The SDK is imported when the first request is sent, in a worker thread: importing it takes about two seconds
+of CPU, which a starting server (and every command that builds a provider without asking) need not wait for.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anthropic
 import httpx2
 
 from live_memory.constants import (
@@ -33,6 +35,9 @@ from live_memory.providers.base import (
 )
 from live_memory.providers.failures import from_status
 from live_memory.records import ToolCall, Usage
+
+if TYPE_CHECKING:
+    import anthropic
 
 _CACHE = {"type": "ephemeral"}
 _CACHE_HOUR = {"type": "ephemeral", "ttl": "1h"}  # written at 2x input instead of 1.25x, kept an hour
@@ -111,23 +116,42 @@ class AnthropicProvider:
             raise NoCredentialError("no Anthropic credential configured")
         self.info = info
         self._wire = WireCache()
-        timeout = anthropic.Timeout(PROVIDER_REQUEST_TIMEOUT_S, connect=PROVIDER_CONNECT_TIMEOUT_S)
-        headers = {"anthropic-version": ANTHROPIC_API_VERSION, **(extra_headers or {})}
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key or None,
-            auth_token=auth_token or None,
+        self._credential = (api_key or None, auth_token or None, credentials)
+        self._headers = {"anthropic-version": ANTHROPIC_API_VERSION, **(extra_headers or {})}
+        self._http_client = http_client
+        self._client: anthropic.AsyncAnthropic | None = None
+        self._building = asyncio.Lock()
+
+    def _build_client(self) -> anthropic.AsyncAnthropic:
+        import anthropic
+
+        api_key, auth_token, credentials = self._credential
+        return anthropic.AsyncAnthropic(
+            api_key=api_key,
+            auth_token=auth_token,
             credentials=credentials,
-            base_url=info.base_url,
+            base_url=self.info.base_url,
             max_retries=0,
-            timeout=timeout,
-            default_headers=headers,
-            http_client=http_client,
+            timeout=anthropic.Timeout(PROVIDER_REQUEST_TIMEOUT_S, connect=PROVIDER_CONNECT_TIMEOUT_S),
+            default_headers=self._headers,
+            http_client=self._http_client,
         )
+
+    async def _sdk_client(self) -> anthropic.AsyncAnthropic:
+        if self._client is not None:
+            return self._client
+        async with self._building:
+            if self._client is None:
+                self._client = await asyncio.to_thread(self._build_client)
+            return self._client
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         content = encode_request(request, self.info.model, self._wire)
+        client = await self._sdk_client()
+        import anthropic  # loaded by now: a lookup
+
         try:
-            response = await self._client.post(MESSAGES_PATH, cast_to=anthropic.types.Message, content=content)
+            response = await client.post(MESSAGES_PATH, cast_to=anthropic.types.Message, content=content)
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc) from None
         except anthropic.APITimeoutError:
@@ -166,4 +190,5 @@ class AnthropicProvider:
         )
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._client is not None:
+            await self._client.close()

@@ -11,6 +11,7 @@ from live_memory.constants import OAUTH_BETA_HEADER
 from live_memory.providers.anthropic import AnthropicProvider
 from live_memory.providers.base import ChatProvider, ProviderInfo
 from live_memory.providers.oauth import SubscriptionCredential
+from live_memory.providers.openai_compat import OpenAICompatProvider
 
 
 def provider_info(settings: Settings, *, subscription: bool = False) -> ProviderInfo:
@@ -48,9 +49,6 @@ def build_provider(settings: Settings) -> ChatProvider | None:
     if profile.protocol == "openai":
         if not settings.api_key and profile.needs_key:
             return None
-        # Imported only for this protocol: the OpenAI SDK adds about half a second to every server start.
-        from live_memory.providers.openai_compat import OpenAICompatProvider
-
         return OpenAICompatProvider(provider_info(settings), api_key=settings.api_key)
     if settings.api_key:
         if settings.api_key_source == "env ANTHROPIC_AUTH_TOKEN":  # a bearer token, not an x-api-key

@@ -16,10 +16,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from anthropic.lib.credentials import AccessToken
 
 from live_memory.constants import (
     OAUTH_CLIENT_ID,
@@ -29,6 +28,9 @@ from live_memory.constants import (
 )
 from live_memory.errors import AuthError
 from live_memory.safe_files import atomic_write, ensure_private_dir
+
+if TYPE_CHECKING:
+    from anthropic.lib.credentials import AccessToken
 
 OWN_COPY = "oauth-credential.json"
 
@@ -117,6 +119,8 @@ class SubscriptionCredential:
                 raise AuthError("the Claude subscription credential file disappeared; configure an API key")
             if not self._current.fresh(now) and self._refresh and self._current.refresh_token:
                 self._current = await self._refresh_token(self._current)
+            from anthropic.lib.credentials import AccessToken  # the SDK calling us has loaded it
+
             # expires_at=0: the SDK asks again before every request and we answer from memory.
             return AccessToken(token=self._current.access_token, expires_at=0)
 

@@ -4,18 +4,18 @@ Anthropic-native tool schemas become function tools here; the system parts are j
 system message in the same order, so the prompt prefix stays byte-stable for implicit caching.
 Cached tokens are read from `prompt_tokens_details.cached_tokens` (OpenAI, Gemini, gateways) or
 `prompt_cache_hit_tokens` (DeepSeek).
+Like the Anthropic adapter, it imports its SDK in a worker thread when the first request is sent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-import openai
-from openai.types.chat import ChatCompletion
 
 from live_memory.constants import PROVIDER_CONNECT_TIMEOUT_S, PROVIDER_REQUEST_TIMEOUT_S
 from live_memory.errors import ProviderError, ProviderTimeoutError
@@ -33,6 +33,9 @@ from live_memory.providers.base import (
 )
 from live_memory.providers.failures import from_status
 from live_memory.records import ToolCall, Usage
+
+if TYPE_CHECKING:
+    import openai
 
 SYSTEM_JOINER = "\n\n"
 COMPLETIONS_PATH = "/chat/completions"
@@ -140,19 +143,39 @@ class OpenAICompatProvider:
     ) -> None:
         self.info = info
         self._wire = WireCache()
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key or "not-needed",
-            base_url=info.base_url,
+        self._api_key = api_key or "not-needed"
+        self._http_client = http_client
+        self._client: openai.AsyncOpenAI | None = None
+        self._building = asyncio.Lock()
+
+    def _build_client(self) -> openai.AsyncOpenAI:
+        import openai
+
+        return openai.AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.info.base_url,
             max_retries=0,
             timeout=openai.Timeout(PROVIDER_REQUEST_TIMEOUT_S, connect=PROVIDER_CONNECT_TIMEOUT_S),
-            http_client=http_client,
+            http_client=self._http_client,
         )
+
+    async def _sdk_client(self) -> openai.AsyncOpenAI:
+        if self._client is not None:
+            return self._client
+        async with self._building:
+            if self._client is None:
+                self._client = await asyncio.to_thread(self._build_client)
+            return self._client
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         extra = {"prompt_cache_key": request.cache_key} if request.cache_key and self.info.routes_by_cache_key else {}
         content = encode_request(request, self.info.model, self._wire, extra)
+        client = await self._sdk_client()
+        import openai  # loaded by now: a lookup
+        from openai.types.chat import ChatCompletion
+
         try:
-            response = await self._client.post(
+            response = await client.post(
                 COMPLETIONS_PATH,
                 cast_to=ChatCompletion,
                 content=content,
@@ -204,4 +227,5 @@ class OpenAICompatProvider:
         )
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._client is not None:
+            await self._client.close()
