@@ -15,7 +15,7 @@ from live_memory import prompts
 from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
 from live_memory.constants import PROVIDER_MAX_RETRIES
 from live_memory.context_window import ContextWindow
-from live_memory.errors import AuthError, PromptTooLongError, ProviderError, RateLimitedError
+from live_memory.errors import AuthError, OverloadedError, PromptTooLongError, ProviderError, RateLimitedError
 from live_memory.providers.base import ChatRequest, ChatResponse, Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.records import ToolCall, Usage
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolOutcome
@@ -167,6 +167,19 @@ async def test_a_rate_limit_with_retry_after_is_retried_and_answered(root: Path)
     provider = ScriptedProvider(RateLimitedError("slow down", retry_after_s=0.0), text_response("fine"))
     out = await (await loop_for(root, provider)).answer(ContextWindow(budget_tokens=100_000), "q?")
     assert out.answer == "fine" and len(provider.requests) == 2
+
+
+async def test_an_overloaded_provider_is_retried_with_a_doubling_backoff_from_the_configured_base(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = ScriptedProvider(OverloadedError("busy"), OverloadedError("busy"), text_response("fine"))
+    caplog.set_level("INFO", logger="live_memory.agent_loop")
+    loop = await loop_for(root, provider, retry_base_s=0.01)
+    out = await loop.answer(ContextWindow(budget_tokens=100_000), "q?")
+    assert out.answer == "fine" and len(provider.requests) == 3
+    delays = [r.args[0] for r in caplog.records if r.getMessage().startswith("retrying provider call")]
+    assert len(delays) == 2
+    assert 0.005 <= delays[0] <= 0.015 and 0.01 <= delays[1] <= 0.03  # base x (0.5..1.5), doubled once
 
 
 async def test_retries_stop_after_the_limit_and_the_providers_error_reaches_the_caller(root: Path) -> None:

@@ -80,6 +80,7 @@ class LoopLimits:
     context_tokens: int
     force_explore_when_cold: bool
     reserve_s: float = C.FINAL_ANSWER_RESERVE_S  # kept back from the deadline for the wrap-up call
+    retry_base_s: float = C.RETRY_BASE_DELAY_S  # the first retry's backoff; it doubles per attempt
     long_cache: LongCache = "off"
 
 
@@ -301,7 +302,7 @@ class QuestionLoop:
         if not exc.retryable or attempt >= C.PROVIDER_MAX_RETRIES:
             return None
         hinted = getattr(exc, "retry_after_s", None)
-        backoff = min(C.RETRY_BASE_DELAY_S * (2**attempt), C.RETRY_MAX_DELAY_S)
+        backoff = min(self.limits.retry_base_s * (2**attempt), C.RETRY_MAX_DELAY_S)
         delay = float(hinted) if hinted is not None else backoff * (0.5 + random.random())
         if self.clock() + delay >= self.deadline - self.reserve:
             return None

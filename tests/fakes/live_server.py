@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import uvicorn
 from starlette.applications import Starlette
 
-from live_memory.app import create_app
+from live_memory.app import Timings, create_app
 from live_memory.config import Settings, load_settings
 from tests.fakes.off_loop import off_loop
 from tests.fakes.quick_server import QuickServer
@@ -23,6 +23,9 @@ T = TypeVar("T")
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 GRACEFUL_SHUTDOWN_S = 8.0
+# A provider retry in a test server backs off from this, not the production half second: tests see the same
+# retries (and the same doubling), without sitting idle.
+TEST_RETRY_BASE_S = 0.01
 
 
 def settings_for(fake_base_url: str, data_dir: Path, *, protocol: str = "anthropic", **options: Any) -> Settings:
@@ -83,8 +86,9 @@ class LiveServer:
 
 
 @contextlib.contextmanager
-def live_server(settings: Settings, **kwargs: Any) -> Iterator[LiveServer]:
-    with LiveServer(off_loop(create_app, settings, **kwargs)) as server:
+def live_server(settings: Settings, *, timings: Timings | None = None, **kwargs: Any) -> Iterator[LiveServer]:
+    timings = timings or Timings(retry_base_delay_s=TEST_RETRY_BASE_S)
+    with LiveServer(off_loop(create_app, settings, timings=timings, **kwargs)) as server:
         yield server
 
 
