@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import hashlib
 import json
 import logging
@@ -120,22 +121,7 @@ class SnapshotStore:
         Raises SnapshotNotSaved when the write fails: the state stays in memory, and the next save
         (or the flush at shutdown) tries again.
         """
-        async with self._lock(workspace_id):
-            generation, payload = snapshot() if still_wanted() else (-1, {})
-            if generation < 0 or self._written.get(workspace_id, -1) >= generation:
-                if also is not None:
-                    await asyncio.to_thread(also)
-                return False
-            summary = meta() if meta is not None else None
-            journal = self._journals.get(workspace_id)
-            try:
-                await asyncio.to_thread(self._write_then, also, workspace_id, payload, summary, journal)
-            except OSError as exc:
-                self._failed(workspace_id, exc)
-            self._saved(workspace_id)
-            self._written[workspace_id] = generation
-            self._journals.pop(workspace_id, None)  # superseded: the next stage starts a new journal
-            return True
+        return await self._store(workspace_id, snapshot, still_wanted, meta, also, journal=False)
 
     async def stage(
         self,
@@ -148,21 +134,44 @@ class SnapshotStore:
         """Like `save`, but only append the document to the workspace's journal: it survives a kill of
         the process from now on, and a later `save` writes the snapshot that supersedes it. The listing
         metadata is written once, when the workspace has none. Raises SnapshotNotSaved like `save`."""
+        return await self._store(workspace_id, snapshot, still_wanted, meta, also, journal=True)
+
+    async def _store(
+        self,
+        workspace_id: str,
+        snapshot: Callable[[], tuple[int, Mapping[str, Any]]],
+        still_wanted: Callable[[], bool],
+        meta: Callable[[], SnapshotMeta] | None,
+        also: Callable[[], None] | None,
+        *,
+        journal: bool,
+    ) -> bool:
         async with self._lock(workspace_id):
             generation, payload = snapshot() if still_wanted() else (-1, {})
-            newest = max(self._written.get(workspace_id, -1), self._staged.get(workspace_id, -1))
+            newest = self._written.get(workspace_id, -1)
+            if journal:
+                newest = max(newest, self._staged.get(workspace_id, -1))
             if generation < 0 or newest >= generation:
                 if also is not None:
                     await asyncio.to_thread(also)
                 return False
             summary = meta() if meta is not None else None
-            journal = self._journals.setdefault(workspace_id, secrets.token_hex(6))
+            if journal:
+                token = self._journals.setdefault(workspace_id, secrets.token_hex(6))
+                write = functools.partial(self._append_then, also, workspace_id, payload, summary, token)
+            else:
+                superseded = self._journals.get(workspace_id)
+                write = functools.partial(self._write_then, also, workspace_id, payload, summary, superseded)
             try:
-                await asyncio.to_thread(self._append_then, also, workspace_id, payload, summary, journal)
+                await asyncio.to_thread(write)
             except OSError as exc:
                 self._failed(workspace_id, exc)
             self._saved(workspace_id)
-            self._staged[workspace_id] = generation
+            if journal:
+                self._staged[workspace_id] = generation
+            else:
+                self._written[workspace_id] = generation
+                self._journals.pop(workspace_id, None)  # superseded: the next stage starts a new journal
             return True
 
     def _failed(self, workspace_id: str, exc: OSError) -> NoReturn:

@@ -3,13 +3,16 @@ cache of encoded history messages."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+import threading
 
 import pytest
 
 from live_memory.providers.base import (
     ChatResponse,
+    LazyClient,
     Message,
     TextPart,
     ToolResultPart,
@@ -110,3 +113,17 @@ def test_a_message_larger_than_the_cap_is_still_encoded_correctly_but_not_kept()
     assert cache.encoded(big, encode) == b"too big"
     assert cache.encoded(big, encode) == b"too big"
     assert encode.encoded == ["too big", "too big"]
+
+
+async def test_a_lazy_client_is_built_once_off_the_event_loop_however_many_ask_at_once() -> None:
+    threads: list[threading.Thread] = []
+
+    def build() -> object:
+        threads.append(threading.current_thread())
+        return object()
+
+    lazy = LazyClient(build)
+    assert lazy.built is None  # nothing built (nor its SDK imported) before the first request
+    clients = await asyncio.gather(*(lazy.get() for _ in range(5)))
+    assert len(threads) == 1 and threads[0] is not threading.current_thread()
+    assert all(c is clients[0] for c in clients) and lazy.built is clients[0]

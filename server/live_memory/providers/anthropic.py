@@ -9,7 +9,6 @@ of CPU, which a starting server (and every command that builds a provider withou
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from live_memory.errors import NoCredentialError, ProviderError, ProviderTimeout
 from live_memory.providers.base import (
     ChatRequest,
     ChatResponse,
+    LazyClient,
     Message,
     Part,
     ProviderInfo,
@@ -119,8 +119,7 @@ class AnthropicProvider:
         self._credential = (api_key or None, auth_token or None, credentials)
         self._headers = {"anthropic-version": ANTHROPIC_API_VERSION, **(extra_headers or {})}
         self._http_client = http_client
-        self._client: anthropic.AsyncAnthropic | None = None
-        self._building = asyncio.Lock()
+        self._client = LazyClient(self._build_client)
 
     def _build_client(self) -> anthropic.AsyncAnthropic:
         import anthropic
@@ -137,17 +136,9 @@ class AnthropicProvider:
             http_client=self._http_client,
         )
 
-    async def _sdk_client(self) -> anthropic.AsyncAnthropic:
-        if self._client is not None:
-            return self._client
-        async with self._building:
-            if self._client is None:
-                self._client = await asyncio.to_thread(self._build_client)
-            return self._client
-
     async def chat(self, request: ChatRequest) -> ChatResponse:
         content = encode_request(request, self.info.model, self._wire)
-        client = await self._sdk_client()
+        client = await self._client.get()
         import anthropic  # loaded by now: a lookup
 
         try:
@@ -190,5 +181,5 @@ class AnthropicProvider:
         )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
+        if self._client.built is not None:
+            await self._client.built.close()

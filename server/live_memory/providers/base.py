@@ -8,14 +8,35 @@ is harmless because the engine keeps the same byte order for every provider.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from live_memory.constants import WIRE_CACHE_MAX_BYTES
 from live_memory.records import ToolCall, Usage
+
+Client = TypeVar("Client")
+
+
+class LazyClient(Generic[Client]):
+    """An SDK client built on first use, in a worker thread: importing a provider SDK costs seconds of CPU,
+    which a server that has not been asked anything yet should not pay, nor its event loop wait on."""
+
+    def __init__(self, build: Callable[[], Client]) -> None:
+        self._build = build
+        self.built: Client | None = None
+        self._building = asyncio.Lock()
+
+    async def get(self) -> Client:
+        if self.built is not None:
+            return self.built
+        async with self._building:
+            if self.built is None:
+                self.built = await asyncio.to_thread(self._build)
+            return self.built
 
 
 @dataclass(frozen=True)

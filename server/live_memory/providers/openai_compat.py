@@ -9,7 +9,6 @@ Like the Anthropic adapter, it imports its SDK in a worker thread when the first
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ from live_memory.errors import ProviderError, ProviderTimeoutError
 from live_memory.providers.base import (
     ChatRequest,
     ChatResponse,
+    LazyClient,
     Message,
     ProviderInfo,
     TextPart,
@@ -145,8 +145,7 @@ class OpenAICompatProvider:
         self._wire = WireCache()
         self._api_key = api_key or "not-needed"
         self._http_client = http_client
-        self._client: openai.AsyncOpenAI | None = None
-        self._building = asyncio.Lock()
+        self._client = LazyClient(self._build_client)
 
     def _build_client(self) -> openai.AsyncOpenAI:
         import openai
@@ -159,18 +158,10 @@ class OpenAICompatProvider:
             http_client=self._http_client,
         )
 
-    async def _sdk_client(self) -> openai.AsyncOpenAI:
-        if self._client is not None:
-            return self._client
-        async with self._building:
-            if self._client is None:
-                self._client = await asyncio.to_thread(self._build_client)
-            return self._client
-
     async def chat(self, request: ChatRequest) -> ChatResponse:
         extra = {"prompt_cache_key": request.cache_key} if request.cache_key and self.info.routes_by_cache_key else {}
         content = encode_request(request, self.info.model, self._wire, extra)
-        client = await self._sdk_client()
+        client = await self._client.get()
         import openai  # loaded by now: a lookup
         from openai.types.chat import ChatCompletion
 
@@ -227,5 +218,5 @@ class OpenAICompatProvider:
         )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
+        if self._client.built is not None:
+            await self._client.built.close()
