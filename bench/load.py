@@ -34,6 +34,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 
+from live_memory.constants import RETRY_BASE_DELAY_S
+
 RESULTS = Path(__file__).parent / "results" / "load.json"
 
 
@@ -197,6 +199,7 @@ def run_load(
     events: int,
     seed: int = 7,
     concurrency: str = "parallel",
+    retry_base_s: float = RETRY_BASE_DELAY_S,
 ) -> dict[str, Any]:
     roots = []
     for index in range(workspaces):
@@ -219,6 +222,7 @@ def run_load(
             "LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD": "0",
             "LIVE_MEMORY_MAX_WAITING_QUERIES": "64",
             "LIVE_MEMORY_DEFAULT_TIMEOUT_S": "30",
+            "LIVE_MEMORY_PROVIDER_RETRY_BASE_S": str(retry_base_s),
             "LIVE_MEMORY_LOG_LEVEL": "warning",
             "LIVE_MEMORY_CONCURRENCY": concurrency,
         }

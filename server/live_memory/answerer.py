@@ -58,14 +58,12 @@ class Answerer:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         deadline_reserve_s: float = C.FINAL_ANSWER_RESERVE_S,
-        retry_base_delay_s: float = C.RETRY_BASE_DELAY_S,
     ) -> None:
         self.service = service
         self.tool_schemas = tuple(tool_schemas)
         self.clock = clock
         self.wall_clock = wall_clock
         self.deadline_reserve_s = deadline_reserve_s
-        self.retry_base_delay_s = retry_base_delay_s
         self._loops: set[QuestionLoop] = set()
         self._cut_to: float | None = None  # set at shutdown: every loop's deadline is at most this far off
 
@@ -166,7 +164,7 @@ class Answerer:
                 context_tokens=settings.model_context_tokens,
                 force_explore_when_cold=settings.force_explore_when_cold,
                 reserve_s=self.deadline_reserve_s,
-                retry_base_s=self.retry_base_delay_s,
+                retry_base_s=settings.provider_retry_base_s,
                 long_cache=settings.long_cache,
             ),
             workspace_root=workspace.root,

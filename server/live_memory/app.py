@@ -66,7 +66,6 @@ class Timings:
     stream_settle_s: float = C.STREAM_SETTLE_S
     keep_warm_check_s: float = C.KEEP_WARM_CHECK_S
     deadline_reserve_s: float = C.FINAL_ANSWER_RESERVE_S
-    retry_base_delay_s: float = C.RETRY_BASE_DELAY_S
     health_probe_s: float = C.HEALTH_WORKER_PROBE_S
     snapshot_write_behind_s: float = C.SNAPSHOT_WRITE_BEHIND_S
 
@@ -141,7 +140,6 @@ def create_app(
         clock=clock,
         wall_clock=wall_clock,
         deadline_reserve_s=timings.deadline_reserve_s,
-        retry_base_delay_s=timings.retry_base_delay_s,
     )
     jobs = JobRegistry(ttl_s=C.JOB_TTL_S, max_jobs=C.MAX_JOBS, clock=clock)
     keep_warm = KeepWarm(service, TOOL_SCHEMAS, clock=clock, check_interval_s=timings.keep_warm_check_s)

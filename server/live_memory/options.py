@@ -140,6 +140,13 @@ class Options:
     max_iterations: int = option(
         C.MAX_ITERATIONS, "Most model turns (tool-loop iterations) per question.", low=1, high=200
     )
+    provider_retry_base_s: float = option(
+        C.RETRY_BASE_DELAY_S,
+        "Seconds before retrying a busy, failed or dropped model call; doubled per attempt (with jitter), up to "
+        f"{C.RETRY_MAX_DELAY_S:g} s. A retry-after the provider sends wins.",
+        low=0.0,
+        high=C.RETRY_MAX_DELAY_S,
+    )
     max_answer_tokens: int = option(
         C.DEFAULT_MAX_ANSWER_TOKENS,
         "Default answer-length cap (tokens), disclosed to the model.",

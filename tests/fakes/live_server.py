@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import uvicorn
 from starlette.applications import Starlette
 
-from live_memory.app import Timings, create_app
+from live_memory.app import create_app
 from live_memory.config import Settings, load_settings
 from tests.fakes.off_loop import off_loop
 from tests.fakes.quick_server import QuickServer
@@ -25,7 +25,7 @@ STOP_TIMEOUT_S = 10.0
 GRACEFUL_SHUTDOWN_S = 8.0
 # A provider retry in a test server backs off from this, not the production half second: tests see the same
 # retries (and the same doubling), without sitting idle.
-TEST_RETRY_BASE_S = 0.01
+TEST_RETRY_BASE_S = "0.01"
 
 
 def settings_for(fake_base_url: str, data_dir: Path, *, protocol: str = "anthropic", **options: Any) -> Settings:
@@ -35,6 +35,7 @@ def settings_for(fake_base_url: str, data_dir: Path, *, protocol: str = "anthrop
         "LIVE_MEMORY_PROVIDER": "anthropic" if protocol == "anthropic" else "openai",
         "LIVE_MEMORY_BASE_URL": fake_base_url if protocol == "anthropic" else fake_base_url + "/v1",
         "LIVE_MEMORY_API_KEY": "test-key",
+        "LIVE_MEMORY_PROVIDER_RETRY_BASE_S": TEST_RETRY_BASE_S,
     }
     if protocol != "anthropic":  # the anthropic profile's default model is claude-haiku-4-5 already
         env["LIVE_MEMORY_MODEL"] = "gpt-5-mini"
@@ -86,9 +87,8 @@ class LiveServer:
 
 
 @contextlib.contextmanager
-def live_server(settings: Settings, *, timings: Timings | None = None, **kwargs: Any) -> Iterator[LiveServer]:
-    timings = timings or Timings(retry_base_delay_s=TEST_RETRY_BASE_S)
-    with LiveServer(off_loop(create_app, settings, timings=timings, **kwargs)) as server:
+def live_server(settings: Settings, **kwargs: Any) -> Iterator[LiveServer]:
+    with LiveServer(off_loop(create_app, settings, **kwargs)) as server:
         yield server
 
 
