@@ -36,8 +36,15 @@ from tests.plugin.conftest import (
 )
 
 CAP = 256 * 1024
-# The hooks promise "exits 0 within ~1 s"; 1.5 s leaves room for interpreter start-up on a busy machine.
-DOWN_BOUND_S = 1.5
+# The hooks promise "exits 0 within ~1 s" beyond the interpreter's own start-up, which a busy machine slows:
+# the bound is taken over a run of the same script that has nothing to do, measured just before.
+DOWN_BOUND_S = 1.0
+
+
+def down_bound_s() -> float:
+    idle = run_script("notify.py", {})  # no event in it: the script starts, finds nothing to do, exits
+    assert (idle.returncode, idle.stdout, idle.stderr) == (0, "", "")
+    return idle.seconds + DOWN_BOUND_S
 
 
 def only_event(service: Service) -> dict[str, object]:
@@ -205,9 +212,10 @@ def test_server_down_exits_zero_silently_and_fast(repo: Path) -> None:
         write_payload(repo, repo / "src" / "app.py", ""),
         file_changed_payload(repo, repo / "src" / "app.py", "change"),
     ):
+        bound = down_bound_s()
         run = run_script("notify.py", payload, env=hook_env(url, repo))
         assert (run.returncode, run.stdout, run.stderr) == (0, "", "")
-        assert run.seconds < DOWN_BOUND_S
+        assert run.seconds < bound
 
 
 def test_server_that_never_answers_cannot_hold_the_hook(repo: Path) -> None:
@@ -215,9 +223,10 @@ def test_server_that_never_answers_cannot_hold_the_hook(repo: Path) -> None:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        bound = down_bound_s()
         run = run_script("notify.py", read_payload(repo, repo / "src" / "app.py"), env=hook_env(url, repo))
     assert (run.returncode, run.stdout, run.stderr) == (0, "", "")
-    assert run.seconds < DOWN_BOUND_S
+    assert run.seconds < bound
 
 
 def test_session_start_watches_the_project_and_announces_live_memory(
@@ -238,8 +247,9 @@ def test_session_start_watches_the_project_and_announces_live_memory(
 
 
 def test_session_start_with_the_server_down_says_live_memory_is_unavailable_this_session(repo: Path) -> None:
+    bound = down_bound_s()
     run = run_script("notify.py", session_start_payload(repo), env=hook_env(f"http://127.0.0.1:{free_port()}", repo))
-    assert run.returncode == 0 and run.seconds < DOWN_BOUND_S
+    assert run.returncode == 0 and run.seconds < bound
     output = run.json()["hookSpecificOutput"]
     assert output["watchPaths"] == [str(repo)]  # outside edits still reach the memory once it is back
     line = output["additionalContext"]
