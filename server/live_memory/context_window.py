@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from live_memory.constants import CHARS_PER_TOKEN, COMPACTION_THRESHOLD, TRANSCRIPT_KEEP_SHARE
+from live_memory.history import EXCHANGE_KINDS, HistoryTally, Turn, message_text, tally
 from live_memory.ledger import Ledger
 from live_memory.prompts import (
     DIRECTORY_TREE_HEADING,
@@ -33,12 +34,10 @@ from live_memory.prompts import (
     PRELOADED_HEADING,
     SYSTEM_PROMPT,
 )
-from live_memory.providers.base import Message, TextPart, ToolResultPart
+from live_memory.providers.base import Message, TextPart
 from live_memory.records import estimate_tokens
 
 FileState = Literal["current", "changed", "deleted"]
-EXCHANGE_KINDS = ("question", "tool", "answer")  # what a re-freeze keeps (deltas fold into file contexts)
-TurnKind = Literal["question", "tool", "answer", "observation", "ack"]
 
 
 @dataclass(frozen=True)
@@ -60,14 +59,6 @@ class FileContext:
             "deleted": " — DELETED or moved/renamed; it no longer exists at this path",
         }[self.state]
         return f"- {self.path} ({self.size} bytes){note}"
-
-
-@dataclass(frozen=True)
-class Turn:
-    kind: TurnKind
-    message: Message
-    question: str = ""  # kind="question": the raw question (kept out of summaries of recent turns)
-    cites: tuple[str, ...] = ()  # kind="answer": files the answer was grounded in
 
 
 @dataclass
@@ -105,8 +96,7 @@ class ContextWindow:
         self.summarized_pairs = 0  # Q&A pairs folded into the ledger by compaction, ever (persisted)
         self.transcript_room = COMPACTION_THRESHOLD  # share of the budget a kept tool transcript may fill
         self.transcript_keep_share = transcript_keep_share
-        self._history_size: _HistorySize | None = None  # running token estimate of `history`
-        self._answer_cites: _AnswerCites | None = None  # running set of the paths answers cited
+        self._tally: HistoryTally | None = None  # running figures over `history` (see history.py)
 
     # --- copying (forks) -----------------------------------------------------------------------
     def clone(self) -> ContextWindow:
@@ -114,12 +104,9 @@ class ContextWindow:
         twin = ContextWindow.__new__(ContextWindow)
         twin.__dict__.update(self.__dict__)
         twin.history = list(self.history)
-        size = self._history_size
-        if size is not None and size.covers(self.history):  # the copy holds the same turns: same totals
-            twin._history_size = replace(size, history=twin.history)
-        cites = self._answer_cites
-        if cites is not None and cites.covers(self.history):
-            twin._answer_cites = replace(cites, history=twin.history)
+        counted = self._tally
+        if counted is not None and counted.covers(self.history, self.chars_per_token):  # same turns: same figures
+            twin._tally = replace(counted, history=twin.history)
         twin.files = dict(self.files)
         twin.ledger = self.ledger.copy()
         twin.pending = Delta(
@@ -146,18 +133,11 @@ class ContextWindow:
         """The size after a re-freeze: what compaction can shrink (deltas fold into file contexts)."""
         return self.tokens(self.stable_prefix) + self.tokens(self.render_volatile()) + self.exchange_tokens()
 
-    def _measure_history(self) -> _HistorySize:
-        """The history's uncalibrated size, as a running total: between compactions the history only
-        grows, so only the turns added since the last call are measured (asked several times per
-        question, this would otherwise be O(history) each time). A history replaced or rewritten is
-        measured again from scratch."""
-        history = self.history
-        size = self._history_size
-        if size is None or not size.covers(history):
-            size = _HistorySize(history)
-        size = size.extended(history, self.chars_per_token)
-        self._history_size = size
-        return size
+    def _measure_history(self) -> HistoryTally:
+        """The history's figures, as a running tally: asked several times per question and once per file
+        event, so only the turns added since the last call are read."""
+        self._tally = tally(self.history, self.chars_per_token, self._tally)
+        return self._tally
 
     def fill(self) -> float:
         return self.prompt_tokens() / self.budget_tokens if self.budget_tokens else 0.0
@@ -267,18 +247,7 @@ class ContextWindow:
         known = self.files.get(path)
         if known is not None and known.content is not None:
             return True
-        return self.ledger.cites(path) or path in self._cited_by_answers()
-
-    def _cited_by_answers(self) -> frozenset[str]:
-        """The paths the history's answers cite, as a running set (asked for each file event; between
-        compactions the history only grows, so only the turns added since the last call are read)."""
-        history = self.history
-        cites = self._answer_cites
-        if cites is None or not cites.covers(history):
-            cites = _AnswerCites(history)
-        cites = cites.extended(history)
-        self._answer_cites = cites
-        return cites.paths
+        return self.ledger.cites(path) or path in self._measure_history().cited
 
     def invalidate(self, path: str) -> bool:
         """A known file changed on disk: mark it stale (lazy re-read), demote facts, queue a notice."""
@@ -437,58 +406,6 @@ class ContextWindow:
         return {"dropped": dropped, "changed": changed, "demoted": demoted}
 
 
-@dataclass(frozen=True)
-class _HistorySize:
-    """Estimated tokens (before calibration) of the first `count` turns of the `history` list."""
-
-    history: list[Turn]
-    count: int = 0
-    last: Turn | None = None  # the last turn counted: an in-place rewrite shows as a different object
-    all: int = 0
-    exchanges: int = 0  # question, tool and answer turns only
-    questions: int = 0  # question turns (Q&A pairs)
-
-    def covers(self, history: list[Turn]) -> bool:
-        """Whether this still describes the start of `history` (same list, nothing before `count` replaced)."""
-        if history is not self.history or len(history) < self.count:
-            return False
-        return self.count == 0 or history[self.count - 1] is self.last
-
-    def extended(self, history: list[Turn], chars_per_token: float) -> _HistorySize:
-        if len(history) == self.count:
-            return self
-        total, exchanges, questions = self.all, self.exchanges, self.questions
-        for turn in history[self.count :]:
-            size = estimate_tokens(message_text(turn.message), chars_per_token)
-            total += size
-            if turn.kind in EXCHANGE_KINDS:
-                exchanges += size
-            questions += turn.kind == "question"
-        return _HistorySize(history, len(history), history[-1], total, exchanges, questions)
-
-
-@dataclass(frozen=True)
-class _AnswerCites:
-    """The paths cited by the answers among the first `count` turns of the `history` list."""
-
-    history: list[Turn]
-    count: int = 0
-    last: Turn | None = None  # the last turn read: an in-place rewrite shows as a different object
-    paths: frozenset[str] = frozenset()
-
-    def covers(self, history: list[Turn]) -> bool:
-        """Whether this still describes the start of `history` (same list, nothing before `count` replaced)."""
-        if history is not self.history or len(history) < self.count:
-            return False
-        return self.count == 0 or history[self.count - 1] is self.last
-
-    def extended(self, history: list[Turn]) -> _AnswerCites:
-        if len(history) == self.count:
-            return self
-        new = {p for t in history[self.count :] if t.kind == "answer" for p in t.cites}
-        return _AnswerCites(history, len(history), history[-1], self.paths | new if new else self.paths)
-
-
 def changed_lines(path: str, old: str, new: str) -> str | None:
     """A unified diff of `old` -> `new`, or None when a fresh copy would be as short."""
     diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}", n=2))
@@ -497,15 +414,3 @@ def changed_lines(path: str, old: str, new: str) -> str | None:
 
 def file_block(f: FileContext) -> str:
     return f"### {f.path}\n```\n{f.content}\n```"
-
-
-def message_text(message: Message) -> str:
-    chunks: list[str] = []
-    for part in message.parts:
-        if isinstance(part, TextPart):
-            chunks.append(part.text)
-        elif isinstance(part, ToolResultPart):
-            chunks.append(part.content)
-        else:
-            chunks.append(part.name + str(dict(part.input)))
-    return "".join(chunks)

@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from live_memory.context_window import ContextWindow, FileContext, Turn
+from live_memory.context_window import ContextWindow, FileContext
+from live_memory.history import Turn
 from live_memory.ledger import Ledger, LedgerFact
 from live_memory.providers.base import Message, Part, TextPart, ToolResultPart, ToolUsePart
 from live_memory.records import Usage

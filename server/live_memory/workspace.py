@@ -19,8 +19,9 @@ from typing import Any
 
 from live_memory.admission import Admission, AdmissionLimits, DistillGate
 from live_memory.constants import MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
-from live_memory.context_window import EXCHANGE_KINDS, ContextWindow, Turn
+from live_memory.context_window import ContextWindow
 from live_memory.errors import InputError
+from live_memory.history import EXCHANGE_KINDS, Turn
 from live_memory.records import Usage
 
 WindowChange = Callable[[ContextWindow], Any]
