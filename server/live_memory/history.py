@@ -51,7 +51,8 @@ class HistoryTally:
         history = self.history
         if len(history) == self.count:
             return self
-        total, exchanges, questions, cited = self.all, self.exchanges, self.questions, set(self.cited)
+        total, exchanges, questions = self.all, self.exchanges, self.questions
+        new: set[str] = set()
         for turn in history[self.count :]:
             size = estimate_tokens(message_text(turn.message), self.chars_per_token)
             total += size
@@ -59,10 +60,10 @@ class HistoryTally:
                 exchanges += size
             questions += turn.kind == "question"
             if turn.kind == "answer":
-                cited.update(turn.cites)
-        return HistoryTally(
-            history, self.chars_per_token, len(history), history[-1], total, exchanges, questions, frozenset(cited)
-        )
+                new.update(turn.cites)
+        cited = self.cited | new if new - self.cited else self.cited  # no copy unless a path is new
+        count, last = len(history), history[-1]
+        return HistoryTally(history, self.chars_per_token, count, last, total, exchanges, questions, cited)
 
 
 def tally(history: list[Turn], chars_per_token: float, previous: HistoryTally | None) -> HistoryTally:
