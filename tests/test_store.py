@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import signal
 from collections.abc import Coroutine, Iterator
@@ -11,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from live_memory.store import SnapshotStore
+from live_memory.snapshot import EncodedHistory, SnapshotIn
+from live_memory.store import SnapshotNotSaved, SnapshotStore
 from live_memory.workspace import workspace_id
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
@@ -214,3 +216,80 @@ def test_a_wipe_removes_the_journal_too(tmp_path: Path) -> None:
     assert not store.exists("ws") and list(store.dir.iterdir()) == []
     assert not run(store.stage("ws", lambda: (2, {"window": {}}), still_wanted=lambda: False))
     assert not store.exists("ws")
+
+
+def turns(*questions: str) -> tuple[str, ...]:
+    """Encoded question turns, as a workspace's HistoryEncoder gives them."""
+    return tuple(
+        json.dumps(
+            {"kind": "question", "message": {"role": "user", "parts": [{"type": "text", "text": q}]}, "question": q},
+            separators=(",", ":"),
+        )
+        for q in questions
+    )
+
+
+def with_history(items: tuple[str, ...], version: int) -> dict[str, Any]:
+    return {"window": {"version": version, "history": EncodedHistory(items)}}
+
+
+def questions_of(loaded: SnapshotIn | None) -> list[str]:
+    assert loaded is not None
+    return [turn.question for turn in loaded.window.history]
+
+
+def records_of(journal: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in journal.read_bytes().split(b"\n") if line.strip()]
+
+
+def test_a_journal_record_carries_only_the_turns_added_since_the_one_before(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    history = turns("q1", "q2", "q3", "q4")
+    assert run(store.stage("ws", lambda: (1, with_history(history[:2], 1))))
+    assert run(store.stage("ws", lambda: (2, with_history(history[:3], 2))))
+    assert run(store.stage("ws", lambda: (3, with_history(history, 3))))
+    [journal] = journal_of(store, "ws")
+    first, second, third = records_of(journal)
+    assert [t["question"] for t in first["window"]["history"]] == ["q1", "q2"]  # a journal starts whole
+    assert [t["question"] for t in second["window"]["history"]] == ["q3"]
+    assert [t["question"] for t in third["window"]["history"]] == ["q4"]
+    assert questions_of(SnapshotStore(tmp_path / "data").load("ws")) == ["q1", "q2", "q3", "q4"]
+
+
+def test_a_rewritten_history_is_journaled_whole_and_loads_as_rewritten(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    assert run(store.stage("ws", lambda: (1, with_history(turns("q1", "q2", "q3"), 1))))
+    compacted = turns("summary", "q4")  # a compaction replaced the turns
+    assert run(store.stage("ws", lambda: (2, with_history(compacted, 2))))
+    [journal] = journal_of(store, "ws")
+    assert "history_from" not in records_of(journal)[-1]["window"]
+    assert questions_of(SnapshotStore(tmp_path / "data").load("ws")) == ["summary", "q4"]
+
+
+def test_after_a_failed_append_the_next_record_is_whole(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    history = turns("q1", "q2", "q3")
+    assert run(store.stage("ws", lambda: (1, with_history(history[:1], 1))))
+    [journal] = journal_of(store, "ws")
+    journal.unlink()
+    journal.mkdir()  # the next append fails (as a full disk would, part-way through a record)
+    with pytest.raises(SnapshotNotSaved):
+        run(store.stage("ws", lambda: (2, with_history(history[:2], 2))))
+    journal.rmdir()
+    assert run(store.stage("ws", lambda: (3, with_history(history, 3))))
+    assert "history_from" not in records_of(journal)[-1]["window"]
+    assert questions_of(SnapshotStore(tmp_path / "data").load("ws")) == ["q1", "q2", "q3"]
+
+
+def test_deltas_after_an_unreadable_record_are_not_applied_to_an_older_base(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    assert run(store.stage("ws", lambda: (1, with_history(turns("q1", "q2", "q3"), 1))))
+    assert run(store.stage("ws", lambda: (2, with_history(turns("summary", "q4"), 2))))  # compacted: whole
+    assert run(store.stage("ws", lambda: (3, with_history(turns("summary", "q4", "q5"), 3))))  # delta from 2
+    [journal] = journal_of(store, "ws")
+    lines = journal.read_bytes().split(b"\n")
+    middle = next(i for i, line in enumerate(lines) if b'"version":2' in line)
+    lines[middle] = lines[middle][: len(lines[middle]) // 2]  # the compacted record is unreadable
+    journal.write_bytes(b"\n".join(lines))
+    # q5's delta belongs after the compacted turns, not after q1 q2: the last state that is sure loads
+    assert questions_of(SnapshotStore(tmp_path / "data").load("ws")) == ["q1", "q2", "q3"]

@@ -25,6 +25,7 @@ from live_memory.workspace import WorkspaceState, WorkspaceStats
 SCHEMA_VERSION = 1
 PERSISTED_KINDS = ("question", "answer")  # tool turns hold file contents: never persisted
 COMPACT = (",", ":")
+HISTORY_FROM = "history_from"  # a journal delta's first new turn (see `encode_document`)
 
 
 class _Model(BaseModel):
@@ -195,16 +196,40 @@ class HistoryEncoder:
         return EncodedHistory(self._items)
 
 
-def encode_document(document: Mapping[str, Any]) -> str:
-    """Compact JSON of a snapshot document; an `EncodedHistory` in its window is spliced in verbatim
-    (byte for byte what encoding the turns afresh would give)."""
+def encoded_history(document: Mapping[str, Any]) -> EncodedHistory | None:
+    """The already encoded turns of a document's window, if it carries them so."""
     window = document.get("window")
-    if not isinstance(window, Mapping) or not isinstance(window.get("history"), EncodedHistory):
+    history = window.get("history") if isinstance(window, Mapping) else None
+    return history if isinstance(history, EncodedHistory) else None
+
+
+def encode_document(document: Mapping[str, Any], history_from: int = 0) -> str:
+    """Compact JSON of a snapshot document; an `EncodedHistory` in its window is spliced in verbatim
+    (byte for byte what encoding the turns afresh would give). `history_from` > 0 writes a journal
+    delta: only the turns from that index, and the index as the window's HISTORY_FROM (the turns
+    before it are those of the journal's previous record; see `apply_history_delta`)."""
+    history = encoded_history(document)
+    if history is None:
         return json.dumps(document, separators=COMPACT)
-    history: EncodedHistory = window["history"]
+    window = document["window"]
     marker = f"\x00history-{secrets.token_hex(8)}\x00"  # cannot occur in the document otherwise
-    text = json.dumps({**document, "window": {**window, "history": marker}}, separators=COMPACT)
-    return text.replace(json.dumps(marker), "[" + ",".join(history.items) + "]", 1)
+    fields = {**window, "history": marker, **({HISTORY_FROM: history_from} if history_from else {})}
+    text = json.dumps({**document, "window": fields}, separators=COMPACT)
+    return text.replace(json.dumps(marker), "[" + ",".join(history.items[history_from:]) + "]", 1)
+
+
+def apply_history_delta(document: dict[str, Any], history: list[Any] | None) -> dict[str, Any] | None:
+    """A journal record as a whole document: a delta's turns appended to `history` (the turns of the
+    journal's previous record, None when unknown) from its HISTORY_FROM index. None when the delta
+    cannot apply (its base was lost)."""
+    window = document.get("window")
+    if not isinstance(window, dict) or HISTORY_FROM not in window:
+        return document
+    since, tail = window[HISTORY_FROM], window.get("history")
+    if history is None or not isinstance(since, int) or not 0 < since <= len(history) or not isinstance(tail, list):
+        return None
+    whole = {key: value for key, value in window.items() if key != HISTORY_FROM}
+    return {**document, "window": {**whole, "history": history[:since] + tail}}
 
 
 def snapshot_payload(

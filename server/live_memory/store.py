@@ -1,10 +1,12 @@
 """Durable per-workspace snapshots: versioned JSON written atomically, validated on load.
 
 Two ways to write, both in a worker thread:
-- `stage` (the answer path): the whole document is appended to the workspace's journal,
-  `<id>.<token>.journal` (0600; one `write`, no fsync, no rename: a page-cache copy). Once it returns,
-  a kill of the process at any moment keeps that state: the next load reads the journal's last whole
-  record. The snapshot itself follows from `save`, written behind by the service, coalesced.
+- `stage` (the answer path): the document is appended to the workspace's journal,
+  `<id>.<token>.journal` (0600; one `write`, no fsync, no rename: a page-cache copy). After a journal's
+  first record, a record's history holds only the turns added since the record before (an answer
+  appends its exchange, not the whole conversation). Once it returns, a kill of the process at any
+  moment keeps that state: the next load replays the journal to its last whole record. The snapshot
+  itself follows from `save`, written behind by the service, coalesced.
 - `save` (write-behind, unloads, shutdown): temp file in the same directory (0600) -> fsync ->
   os.replace; the directory's fsync follows later, coalesced (`dir_sync`). The snapshot names the
   journal it supersedes, which is then removed (a kill in between leaves a journal the loader knows
@@ -48,7 +50,16 @@ from live_memory.safe_files import (
     regular_file,
     sha256_fd,
 )
-from live_memory.snapshot import SCHEMA_VERSION, SnapshotIn, SnapshotMeta, encode_document, parse_meta, parse_snapshot
+from live_memory.snapshot import (
+    SCHEMA_VERSION,
+    SnapshotIn,
+    SnapshotMeta,
+    apply_history_delta,
+    encode_document,
+    encoded_history,
+    parse_meta,
+    parse_snapshot,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +102,8 @@ class SnapshotStore:
         self._staged: dict[str, int] = {}  # workspace id -> generation last journaled
         self._journals: dict[str, str] = {}  # workspace id -> the token of the journal stages append to
         self._appending: dict[str, Path] = {}  # workspace id -> the journal appended to last (directory checked)
+        # workspace id -> (its journal, the encoded turns of that journal's last record): the base of a delta
+        self._journaled: dict[str, tuple[Path, tuple[str, ...]]] = {}
         # workspace id -> why its latest state is not on disk (cleared by the next successful write)
         self.failures: dict[str, str] = {}
 
@@ -258,11 +271,22 @@ class SnapshotStore:
                 also()
 
     def append_now(self, workspace_id: str, payload: Mapping[str, Any], meta: SnapshotMeta | None, token: str) -> None:
-        """Blocking: append one record (a whole snapshot document) to the workspace's journal. Records are
-        fenced by newlines (compact JSON has none), so a record torn by a kill never spoils the next."""
+        """Blocking: append one record to the workspace's journal. Records are fenced by newlines (compact
+        JSON has none), so a record torn by a kill never spoils the next. A record is a whole snapshot
+        document, except that its history holds only the turns added since the journal's previous
+        record when that one's turns are still the start of it (the history only grows between
+        compactions): an answer appends its exchange, not the whole conversation again. A journal's
+        first record, and the one after a failed append, are whole."""
         saved_at = self.clock()
-        data = encode_document({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload})
         path = self.journal_path(workspace_id, token)
+        history = encoded_history(payload)
+        base = self._journaled.pop(workspace_id, None)  # restored only once this record is written
+        since = 0
+        if history is not None and base is not None and base[0] == path:
+            seen = base[1]
+            if len(history.items) >= len(seen) and history.items[: len(seen)] == seen:
+                since = len(seen)
+        data = encode_document({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload}, history_from=since)
         record = ("\n" + data + "\n").encode("utf-8")
         appended = False
         if self._appending.get(workspace_id) == path:  # the directory was checked when this journal began
@@ -273,6 +297,8 @@ class SnapshotStore:
             ensure_private_dir(self.dir)
             append_record(path, record)
             self._appending[workspace_id] = path
+        if history is not None:
+            self._journaled[workspace_id] = (path, history.items)
         if meta is not None and not self.meta_path_for(workspace_id).exists():
             self._write_meta(workspace_id, meta, saved_at)  # a new name: no old file's rename to wait on
 
@@ -293,6 +319,7 @@ class SnapshotStore:
             self._staged.pop(workspace_id, None)
             self._journals.pop(workspace_id, None)
             self._appending.pop(workspace_id, None)
+            self._journaled.pop(workspace_id, None)
             self.failures.pop(workspace_id, None)
             return await asyncio.to_thread(self._unlink, workspace_id)
 
@@ -365,17 +392,31 @@ def _document(raw: bytes) -> dict[str, Any]:
 
 
 def _last_record(journal: Path) -> SnapshotIn | None:
-    """The newest whole, valid record of a journal (a torn or unreadable tail is skipped)."""
+    """The state of a journal's newest whole, valid record (a torn or unreadable tail is skipped). Records
+    are read in order, each delta completed from the one before it; after a record that cannot be read,
+    deltas are skipped until the next whole record (their base is lost)."""
     try:
         raw = journal.read_bytes()
     except OSError as exc:
         logger.warning("journal %s unreadable (%s); skipped", journal.name, exc)
         return None
-    for line in reversed(raw.split(b"\n")):
+    documents: list[dict[str, Any]] = []
+    history: list[Any] | None = None
+    for line in raw.split(b"\n"):
         if not line.strip():
             continue
         try:
-            return parse_snapshot(_document(line))
+            document = apply_history_delta(_document(line), history)
+        except ValueError:
+            document = None
+        window = document.get("window") if document is not None else None
+        turns = window.get("history") if isinstance(window, dict) else None
+        history = turns if isinstance(turns, list) else None
+        if document is not None:
+            documents.append(document)
+    for document in reversed(documents):
+        try:
+            return parse_snapshot(document)
         except ValueError:
             continue
     return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from typing import Any
 
 import httpx2 as httpx
@@ -192,6 +193,18 @@ def test_encoded_bytes_are_the_request_body_and_stay_identical_when_messages_com
     assert json.loads(first) == request_body(chat_request, "claude-haiku-4-5")
     assert second == first
     assert "naïve".encode() in first  # UTF-8 on the wire, not \u escapes
+
+
+def test_a_new_system_prompt_or_tool_set_is_sent_as_it_is_not_as_the_cached_head() -> None:
+    cache = WireCache()
+    first = request()
+    encode_request(first, "claude-haiku-4-5", cache)
+    new_system = replace(first, system=(TextPart("a compacted prompt head", cache=True),))
+    new_tools = replace(first, tools=({"name": "Glob", "description": "d", "input_schema": {"type": "object"}},))
+    for changed in (new_system, new_tools):
+        assert json.loads(encode_request(changed, "claude-haiku-4-5", cache)) == request_body(
+            changed, "claude-haiku-4-5"
+        )
 
 
 async def test_a_reply_joins_its_text_blocks_and_keeps_every_tool_call() -> None:

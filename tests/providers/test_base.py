@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from live_memory.constants import WIRE_FRAGMENTS_KEPT
 from live_memory.providers.base import (
     ChatResponse,
     LazyClient,
@@ -70,9 +71,31 @@ def test_wire_json_is_compact_utf8_and_refuses_nan() -> None:
 
 
 def test_wire_body_appends_the_encoded_items_as_an_array_skipping_empty_ones() -> None:
-    body = wire_body({"model": "m", "max_tokens": 5}, "messages", [b'{"n":1}', b"", b'{"n":2}'])
+    body = wire_body(wire_json({"model": "m", "max_tokens": 5}), "messages", [b'{"n":1}', b"", b'{"n":2}'])
     assert json.loads(body) == {"model": "m", "max_tokens": 5, "messages": [{"n": 1}, {"n": 2}]}
-    assert json.loads(wire_body({}, "messages", [])) == {"messages": []}
+    assert json.loads(wire_body(b"{}", "messages", [])) == {"messages": []}
+
+
+def test_a_request_head_is_encoded_once_while_its_key_repeats_and_afresh_when_it_changes() -> None:
+    cache = WireCache()
+    built: list[str] = []
+
+    def head(system: str) -> dict[str, str]:
+        built.append(system)
+        return {"system": system}
+
+    assert cache.fragment(("m", "prompt A"), None, lambda: head("prompt A")) == b'{"system":"prompt A"}'
+    assert cache.fragment(("m", "prompt A"), None, lambda: head("prompt A")) == b'{"system":"prompt A"}'
+    assert cache.fragment(("m", "prompt B"), None, lambda: head("prompt B")) == b'{"system":"prompt B"}'
+    assert built == ["prompt A", "prompt B"]
+
+
+def test_only_a_handful_of_request_heads_are_kept() -> None:
+    cache = WireCache()
+    built: list[int] = []
+    for n in (*range(WIRE_FRAGMENTS_KEPT + 1), 0):  # one more than kept, then the first again
+        cache.fragment(n, None, lambda n=n: built.append(n) or {"n": n})  # type: ignore[func-returns-value]
+    assert built == [*range(WIRE_FRAGMENTS_KEPT + 1), 0]  # the oldest was dropped: encoded again
 
 
 def test_history_messages_are_encoded_once_across_requests() -> None:

@@ -7,6 +7,7 @@ cache simulation over loopback."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import httpx2 as httpx
@@ -199,6 +200,17 @@ def test_encoded_bytes_are_the_request_body_plus_extras_and_stable_across_calls(
     second = encode_request(chat_request, "m", cache, {"prompt_cache_key": "ws1"})
     assert json.loads(first) == {**request_body(chat_request, "m"), "prompt_cache_key": "ws1"}
     assert second == first
+
+
+def test_a_new_system_prompt_tool_set_or_cache_key_is_sent_as_it_is_not_as_the_cached_head() -> None:
+    cache = WireCache()
+    first = request()
+    encode_request(first, "m", cache, {"prompt_cache_key": "ws1"})
+    new_system = replace(first, system=(TextPart("a compacted prompt head", cache=True),))
+    new_tools = replace(first, tools=({"name": "Glob", "description": "d", "input_schema": {"type": "object"}},))
+    for changed, extra in ((new_system, "ws1"), (new_tools, "ws1"), (first, "ws2")):
+        body = json.loads(encode_request(changed, "m", cache, {"prompt_cache_key": extra}))
+        assert body == {**request_body(changed, "m"), "prompt_cache_key": extra}
 
 
 async def test_the_workspace_cache_key_is_sent_only_to_endpoints_that_route_by_it() -> None:

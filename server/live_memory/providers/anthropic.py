@@ -84,9 +84,10 @@ def _encode_message(message: Message) -> bytes:
 
 
 def encode_request(request: ChatRequest, model: str, cache: WireCache) -> bytes:
-    """`request_body` encoded, each message's bytes taken from `cache` when it was sent before."""
-    messages = cache.encode_all(request.messages, _encode_message)
-    return wire_body(_head(request, model), "messages", messages)
+    """`request_body` encoded, its head and each message's bytes taken from `cache` when sent before."""
+    key = (request.model or model, request.max_tokens, request.system, tuple(map(id, request.tools)))
+    head = cache.fragment(key, request.tools, lambda: _head(request, model))
+    return wire_body(head, "messages", cache.encode_all(request.messages, _encode_message))
 
 
 def _usage(raw: Any) -> Usage:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from live_memory.constants import WIRE_CACHE_MAX_BYTES
+from live_memory.constants import WIRE_CACHE_MAX_BYTES, WIRE_FRAGMENTS_KEPT
 from live_memory.records import ToolCall, Usage
 
 Client = TypeVar("Client")
@@ -146,13 +146,14 @@ def wire_json(body: Any) -> bytes:
     return _WIRE_JSON.encode(body).encode()
 
 
-def wire_body(head: Mapping[str, Any], key: str, items: Iterable[bytes]) -> bytes:
-    """`wire_json(head)` with `key` added: a JSON array of already encoded items (empty ones skipped)."""
+def wire_body(head: bytes, key: str, items: Iterable[bytes]) -> bytes:
+    """The encoded JSON object `head` with `key` added: a JSON array of already encoded items (empty ones
+    skipped)."""
     array = b"[" + b",".join(item for item in items if item) + b"]"
     member = json.dumps(key).encode() + b":" + array
-    if not head:
+    if head == b"{}":
         return b"{" + member + b"}"
-    return wire_json(head)[:-1] + b"," + member + b"}"
+    return head[:-1] + b"," + member + b"}"
 
 
 class WireCache:
@@ -170,10 +171,26 @@ class WireCache:
 
     def __init__(self, max_bytes: int = WIRE_CACHE_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
+        self._fragments: OrderedDict[Hashable, tuple[object, bytes]] = OrderedDict()
         self._entries: OrderedDict[int, tuple[Message, bytes]] = OrderedDict()
         self._bytes = 0
         self._runs: OrderedDict[int, tuple[tuple[Message, ...], bytes]] = OrderedDict()
         self._run_bytes = 0
+
+    def fragment(self, key: Hashable, held: object, build: Callable[[], Any]) -> bytes:
+        """`wire_json(build())`, encoded once while `key` repeats. The fields before the messages (system
+        prompt, tool schemas) change only with a workspace's prompt head, so most requests reuse their
+        ~6 KB of JSON. `key` may name objects by `id()`: `held` keeps them alive while the entry lives,
+        so no id is reused meanwhile. A handful of entries (one per workspace in use) are kept."""
+        entry = self._fragments.get(key)
+        if entry is not None:
+            self._fragments.move_to_end(key)
+            return entry[1]
+        data = wire_json(build())
+        self._fragments[key] = (held, data)
+        while len(self._fragments) > WIRE_FRAGMENTS_KEPT:
+            self._fragments.popitem(last=False)
+        return data
 
     def encode_all(self, messages: Sequence[Message], encode: Callable[[Message], bytes]) -> Iterator[bytes]:
         """Each message's bytes (a run of them may come joined with commas, as one item)."""

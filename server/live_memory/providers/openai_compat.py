@@ -108,9 +108,11 @@ def _encode_message(message: Message) -> bytes:
 
 def encode_request(request: ChatRequest, model: str, cache: WireCache, extra: Mapping[str, Any]) -> bytes:
     """`request_body` (plus `extra` fields) encoded, each message's bytes from `cache` when sent before."""
-    system = [wire_json(m) for m in _system_messages(request)]
+    fields = (request.model or model, request.max_tokens, tuple(extra.items()), tuple(map(id, request.tools)))
+    head = cache.fragment(fields, request.tools, lambda: {**_head(request, model), **extra})
+    system = cache.fragment(("system", request.system), None, lambda: _system_messages(request))[1:-1]
     messages = cache.encode_all(request.messages, _encode_message)
-    return wire_body({**_head(request, model), **extra}, "messages", itertools.chain(system, messages))
+    return wire_body(head, "messages", itertools.chain((system,), messages))
 
 
 def _usage(raw: Any) -> Usage:
