@@ -850,3 +850,134 @@ async def test_memo_reports_the_usage_a_fake_recomputing_every_block_reports(pro
     assert reads[1] > 500 and reads[8] > reads[1]  # a long prefix was read back, and it grew
     assert reads[9] < reads[8]  # after the gap only what outlived it (Anthropic: the 1-hour system) is read
     assert reads[-1] > reads[8]
+
+
+@pytest.mark.parametrize("path", ["/v1/messages", "/v1/chat/completions"])
+async def test_a_recorded_request_gives_back_the_json_that_was_sent(fake: FakeLLM, path: str) -> None:
+    body = {
+        "model": HAIKU,
+        "max_tokens": 16,
+        "temperature": 0.5,
+        "metadata": {"one": 1, "one_float": 1.0, "flag": True, "big": 10**20, "nothing": None},
+        "messages": [{"role": "user", "content": "é ✓ \u2028 naïve"}],
+    }
+    raw = json.dumps(body, ensure_ascii=False).encode()
+    seen: list[dict[str, Any]] = []
+
+    def responder(record: RecordedRequest) -> Reply:
+        seen.append(record.body)
+        return Reply.text("ok")
+
+    fake.responder = responder
+    async with httpx2.AsyncClient(base_url=fake.base_url) as http:
+        sent = await http.post(path, content=raw, headers={"content-type": "application/json"})
+        broken = await http.post(path, content=b"{not json")
+
+    assert sent.status_code == 200
+    assert broken.status_code == 400
+    record, bad = fake.requests
+    assert record.raw_body == raw
+    assert record.body == body
+    assert seen == [body]
+    metadata = record.body["metadata"]
+    assert [type(metadata[key]) for key in ("one", "one_float", "flag")] == [int, float, bool]
+    record.body["edited"] = True  # one dict for the record's life: a test's edits stay
+    assert record.body["edited"] is True
+    assert (bad.raw_body, bad.body, bad.usage) == (b"{not json", {}, None)
+
+
+def _flipped_conversation(protocol: str, where: str, value: object) -> dict[str, Any]:
+    """One request whose tool definition or resent tool call holds `value`; all else stays the same."""
+    if protocol == "anthropic":
+        return {
+            "model": HAIKU,
+            "max_tokens": 16,
+            "tools": [{"name": "grep", "input_schema": {"type": "object", "maximum": value if where == "tool" else 9}}],
+            "messages": [
+                {"role": "user", "content": "q" * 400},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "t1",
+                            "name": "grep",
+                            "input": {"limit": value if where == "message" else 9},
+                        }
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": "r" * 400, "cache_control": EPHEMERAL}
+                    ],
+                },
+            ],
+        }
+    call = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{}"}, "index": value}
+    return {
+        "model": "gpt-5-mini",
+        "messages": [
+            {"role": "system", "content": "s" * 6000},
+            {"role": "user", "content": "q" * 400},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "r" * 400},
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("protocol", "where"), [("anthropic", "message"), ("anthropic", "tool"), ("openai", "message")]
+)
+async def test_a_resent_prefix_changed_only_in_a_number_type_is_a_new_prefix(protocol: str, where: str) -> None:
+    # 1, 1.0 and true are equal in Python but not the same JSON: the fake's shortcuts must not mistake them.
+    clock = FakeClock()
+    rules: Literal["anthropic", "openai"] = "anthropic" if protocol == "anthropic" else "openai"
+    bodies = [_flipped_conversation(protocol, where, value) for value in (1, 1.0, True, 1)]
+    reads: list[list[int]] = []
+    for memo_limit in (100_000, 0):
+        with FakeLLM(cache_rules=rules, min_cacheable_tokens=64, clock=clock, memo_limit=memo_limit) as fake:
+            async with httpx2.AsyncClient(base_url=fake.base_url) as http:
+                for body in bodies:
+                    clock.now += 1.0
+                    path = "/v1/messages" if protocol == "anthropic" else "/v1/chat/completions"
+                    (await http.post(path, json=body)).raise_for_status()
+            usages = [record.usage or {} for record in fake.requests]
+            if protocol == "anthropic":
+                reads.append([usage["cache_read_input_tokens"] for usage in usages])
+            else:
+                reads.append([usage["prompt_tokens_details"]["cached_tokens"] for usage in usages])
+            totals = [record.prompt_tokens for record in fake.requests]
+
+    warm, cold = reads
+    assert warm == cold
+    if protocol == "anthropic":
+        assert warm == [0, 0, 0, totals[3]]  # only the last request resends the first one's prefix
+    else:
+        assert 0 < warm[1] == warm[2] < warm[3]  # the system and question are read back, the call only at the end
+
+
+async def test_memo_reports_the_same_usage_when_conversations_interleave() -> None:
+    clock = FakeClock()
+    first = _growing_conversation("anthropic", 8)
+    second = [json.loads(json.dumps(body).replace("question", "another question")) for body in first]
+    usages: list[list[dict[str, Any] | None]] = []
+    counted: list[list[int]] = []
+    for memo_limit in (100_000, 0):
+        clock.now = 1000.0
+        with FakeLLM(min_cacheable_tokens=64, clock=clock, memo_limit=memo_limit) as fake:
+            async with httpx2.AsyncClient(base_url=fake.base_url) as http:
+                counts = []
+                for mine, theirs in zip(first, second, strict=True):
+                    for body in (mine, theirs):
+                        clock.now += 1.0
+                        (await http.post("/v1/messages", json=body)).raise_for_status()
+                    counted_tokens = await http.post("/v1/messages/count_tokens", json=mine)
+                    counts.append(counted_tokens.json()["input_tokens"])
+            usages.append([record.usage for record in fake.requests])
+            counted.append(counts)
+
+    assert usages[0] == usages[1]
+    assert counted[0] == counted[1]
+    reads = [usage["cache_read_input_tokens"] for usage in usages[0] if usage]
+    assert all(read > 500 for read in reads[2:])  # each conversation reads its own prefix back
