@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import statistics
 import sys
@@ -82,12 +83,20 @@ def _serve_fake(spec: dict[str, Any], conn: Any, stop: Any) -> None:
 def _with_last_request(fake: Any, app: Any) -> Any:
     """`app`, plus GET LAST_REQUEST_PATH: the body of the latest model request that carried tools (the
     server's; the direct calls send none), as JSON."""
-    from starlette.responses import JSONResponse, Response
+    from starlette.responses import Response
+
+    def latest() -> bytes | None:
+        # Parsed from the bytes, newest first, keeping nothing: `record.body` would keep every parsed body for
+        # the rest of the run, and the fake's garbage collections would walk them all.
+        for record in reversed(fake.requests):
+            if json.loads(record.raw_body).get("tools"):
+                return bytes(record.raw_body)
+        return None
 
     async def serve(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] == LAST_REQUEST_PATH:
-            bodies = [r.body for r in reversed(fake.requests) if r.body.get("tools")]
-            response = JSONResponse(bodies[0]) if bodies else Response(status_code=404)
+            body = latest()
+            response = Response(body, media_type="application/json") if body is not None else Response(status_code=404)
             await response(scope, receive, send)
             return
         await app(scope, receive, send)

@@ -15,7 +15,7 @@ Method (in-process, engine classes only)
       plain write, no fsync;
     - `SnapshotStore.load` (read + json.loads + schema check) + `ContextWindow.load_json`;
       baseline: read + json.loads;
-    - re-validation after a restart: `store.disk_hashes` over `paths_to_validate()` (real files, page
+    - re-validation after a restart: `safe_files.disk_hashes` over `paths_to_validate()` (real files, page
       cache warm) + `ContextWindow.revalidate`; baseline: reading the same files without hashing;
     - also `ContextWindow.prompt_tokens()`, which the question loop calls before every provider call.
 
@@ -48,8 +48,9 @@ from live_memory.context_window import ContextWindow
 from live_memory.directory_tree import build_directory_tree
 from live_memory.prompts import question_block
 from live_memory.providers.base import Message, TextPart
+from live_memory.safe_files import disk_hashes
 from live_memory.snapshot import SCHEMA_VERSION, parse_snapshot, restore_window, snapshot_payload
-from live_memory.store import SnapshotStore, disk_hashes
+from live_memory.store import SnapshotStore
 from live_memory.workspace import WorkspaceStats
 
 NAME = "snapshot_io"

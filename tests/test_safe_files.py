@@ -22,6 +22,7 @@ from live_memory.safe_files import (
     NotRegularFileError,
     atomic_write,
     clean_stale_temp_files,
+    disk_hashes,
     ensure_private_dir,
     open_beneath,
     read_prefix,
@@ -30,7 +31,6 @@ from live_memory.safe_files import (
     sha256_fd,
     sha256_file,
 )
-from live_memory.store import disk_hashes
 from tests.tools.blocking import call_within
 
 
@@ -150,7 +150,7 @@ _RSS_PROBE = textwrap.dedent(
     """
     import asyncio, json, os, sys
     from pathlib import Path
-    from live_memory.store import disk_hashes
+    from live_memory.safe_files import disk_hashes
     from live_memory.tools import Toolbox
 
     def peak_kib():

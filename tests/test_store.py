@@ -293,3 +293,22 @@ def test_deltas_after_an_unreadable_record_are_not_applied_to_an_older_base(tmp_
     journal.write_bytes(b"\n".join(lines))
     # q5's delta belongs after the compacted turns, not after q1 q2: the last state that is sure loads
     assert questions_of(SnapshotStore(tmp_path / "data").load("ws")) == ["q1", "q2", "q3"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors through /proc")
+def test_a_journal_held_open_between_answers_is_closed_once_a_snapshot_supersedes_it(tmp_path: Path) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    history = turns(*(f"q{n}" for n in range(40)))
+
+    def open_descriptors() -> int:
+        return len(list(Path("/proc/self/fd").iterdir()))
+
+    before = open_descriptors()
+    for n in range(1, 40, 2):  # an answer journaled, then its snapshot written behind: many times over
+        assert run(store.stage("ws", lambda n=n: (n, with_history(history[:n], n))))  # type: ignore[misc]
+        assert run(store.save("ws", lambda n=n: (n + 1, with_history(history[: n + 1], n + 1))))  # type: ignore[misc]
+    assert open_descriptors() <= before + 1  # not one per journal
+    assert run(store.stage("ws", lambda: (99, with_history(history, 99))))
+    store.close()
+    assert open_descriptors() <= before
+    assert questions_of(SnapshotStore(tmp_path / "data").load("ws")) == [f"q{n}" for n in range(40)]

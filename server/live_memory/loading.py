@@ -16,8 +16,9 @@ from live_memory import constants as C
 from live_memory.config import Settings
 from live_memory.directory_tree import build_directory_tree
 from live_memory.preload import load_preload
+from live_memory.safe_files import read_for_revalidation
 from live_memory.snapshot import restore_stats, restore_window
-from live_memory.store import SnapshotStore, read_for_revalidation
+from live_memory.store import SnapshotStore
 from live_memory.workspace import WorkspaceState
 
 logger = logging.getLogger(__name__)

@@ -8,7 +8,8 @@ component at a time, each opened with O_NOFOLLOW relative to its parent's descri
 link anywhere in the path is followed (a path swapped for a link after a check is refused, not read).
 
 Hashing streams the file in chunks from the descriptor (memory stays flat for any size). Reading a
-prefix (`read_prefix`, `read_text_bounded`) never reads past its bound.
+prefix (`read_prefix`, `read_text_bounded`) never reads past its bound. `read_for_revalidation` hashes
+(and reads, when small) the files a restored snapshot names, to tell which changed while it was stopped.
 
 Writing: `atomic_write` (temp file 0600 in the same directory, fsync, rename, fsync of the directory;
 either fsync may be left to `dir_sync.DirectorySyncer`), `fsync_file`/`fsync_dir`,
@@ -28,7 +29,8 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -404,3 +406,47 @@ def clean_stale_temp_files(
             continue  # removed meanwhile
         removed.append(Path(entry.path))
     return removed
+
+
+# --- re-validation ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DiskFile:
+    sha256: str | None  # None: missing, unreadable, or not a regular file
+    text: str | None = None  # the content, for files asked to be read that are small UTF-8 text
+
+
+def read_for_revalidation(
+    root: Path, paths: Iterable[str], read_text: Iterable[str] = (), max_text_bytes: int = 0
+) -> dict[str, DiskFile]:
+    """Current SHA-256 of each workspace-relative path (streamed, regular files only: a FIFO or device
+    is never opened for reading), and the text of those in `read_text` that fit `max_text_bytes`.
+    Blocking (worker threads only)."""
+    wanted = set(read_text)
+    found: dict[str, DiskFile] = {}
+    for rel in paths:
+        try:
+            with regular_file(os.path.realpath(root / rel)) as fd:
+                size = os.fstat(fd).st_size
+                if rel in wanted and size <= max_text_bytes:
+                    data = read_prefix(fd, size + 1)
+                    found[rel] = DiskFile(hashlib.sha256(data).hexdigest(), _text(data))
+                    continue
+                digest = sha256_fd(fd)
+        except OSError:
+            digest = None
+        found[rel] = DiskFile(digest.sha256 if digest is not None else None)
+    return found
+
+
+def _text(data: bytes) -> str | None:
+    if b"\x00" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def disk_hashes(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
+    """Current SHA-256 of each workspace-relative path (None: missing, unreadable, not regular). Blocking."""
+    return {rel: disk.sha256 for rel, disk in read_for_revalidation(root, paths).items()}

@@ -376,6 +376,7 @@ class WorkspaceService:
             await self.persist(state)  # a failure is logged by the store
         # Every rename made so far survives a power loss (bounded: a hung disk must not hold the exit).
         await asyncio.to_thread(self.syncer.flush, C.SHUTDOWN_FLUSH_DEADLINE_S)
+        await asyncio.to_thread(self.store.close)  # a journal a failed snapshot left stays on disk, for the next start
 
     async def aclose(self) -> None:
         for provider in [*self._retired, self.runtime.provider]:

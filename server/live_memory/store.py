@@ -29,13 +29,12 @@ import asyncio
 import contextlib
 import errno
 import functools
-import hashlib
 import json
 import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -45,10 +44,7 @@ from live_memory.safe_files import (
     atomic_write,
     ensure_private_dir,
     fsync_dir,
-    read_prefix,
     read_text_bounded,
-    regular_file,
-    sha256_fd,
 )
 from live_memory.snapshot import (
     SCHEMA_VERSION,
@@ -101,9 +97,8 @@ class SnapshotStore:
         self._written: dict[str, int] = {}  # workspace id -> generation last written
         self._staged: dict[str, int] = {}  # workspace id -> generation last journaled
         self._journals: dict[str, str] = {}  # workspace id -> the token of the journal stages append to
-        self._appending: dict[str, Path] = {}  # workspace id -> the journal appended to last (directory checked)
-        # workspace id -> (its journal, the encoded turns of that journal's last record): the base of a delta
-        self._journaled: dict[str, tuple[Path, tuple[str, ...]]] = {}
+        self._open: dict[str, _OpenJournal] = {}  # workspace id -> the journal appended to last, held open
+        self._has_meta: set[str] = set()  # workspaces whose listing metadata is on disk
         # workspace id -> why its latest state is not on disk (cleared by the next successful write)
         self.failures: dict[str, str] = {}
 
@@ -168,7 +163,8 @@ class SnapshotStore:
                 if also is not None:
                     await asyncio.to_thread(also)
                 return False
-            summary = meta() if meta is not None else None
+            # A journal record brings the listing metadata only while the workspace may have none on disk.
+            summary = meta() if meta is not None and (not journal or workspace_id not in self._has_meta) else None
             if journal:
                 token = self._journals.setdefault(workspace_id, secrets.token_hex(6))
                 write = functools.partial(self._append_then, also, workspace_id, payload, summary, token)
@@ -240,6 +236,7 @@ class SnapshotStore:
         head = {"schema": SCHEMA_VERSION, "saved_at": saved_at, SUPERSEDES: supersedes}
         data = encode_document({**head, **payload})
         atomic_write(self.path_for(workspace_id), data.encode("utf-8"), mode=0o600, sync_dir=False)
+        self._close_journal(workspace_id)
         for journal in self.journal_paths(workspace_id):
             with contextlib.suppress(FileNotFoundError):
                 journal.unlink()
@@ -247,6 +244,11 @@ class SnapshotStore:
             self.syncer.request(self.dir)
             return
         self._write_meta(workspace_id, meta, saved_at)
+
+    def _close_journal(self, workspace_id: str) -> None:
+        journal = self._open.pop(workspace_id, None)
+        if journal is not None:
+            os.close(journal.fd)
 
     def _write_meta(self, workspace_id: str, meta: SnapshotMeta, saved_at: float) -> None:
         text = json.dumps({**meta.to_json(), "saved_at": saved_at})
@@ -276,31 +278,41 @@ class SnapshotStore:
         document, except that its history holds only the turns added since the journal's previous
         record when that one's turns are still the start of it (the history only grows between
         compactions): an answer appends its exchange, not the whole conversation again. A journal's
-        first record, and the one after a failed append, are whole."""
+        first record, and the one after a failed append, are whole. The journal stays open between
+        records (one `write` each), and is opened again if it was removed meanwhile."""
         saved_at = self.clock()
         path = self.journal_path(workspace_id, token)
+        journal = self._open.pop(workspace_id, None)  # put back only once this record is written
+        if journal is not None and (journal.path != path or _removed(journal.fd)):
+            os.close(journal.fd)
+            journal = None
+        if journal is None:
+            ensure_private_dir(self.dir)
+            journal = _OpenJournal(path, open_for_append(path))
         history = encoded_history(payload)
-        base = self._journaled.pop(workspace_id, None)  # restored only once this record is written
         since = 0
-        if history is not None and base is not None and base[0] == path:
-            seen = base[1]
+        if history is not None and journal.history is not None:
+            seen = journal.history
             if len(history.items) >= len(seen) and history.items[: len(seen)] == seen:
                 since = len(seen)
         data = encode_document({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload}, history_from=since)
-        record = ("\n" + data + "\n").encode("utf-8")
-        appended = False
-        if self._appending.get(workspace_id) == path:  # the directory was checked when this journal began
-            with contextlib.suppress(FileNotFoundError):  # unless it was removed meanwhile
-                append_record(path, record)
-                appended = True
-        if not appended:
-            ensure_private_dir(self.dir)
-            append_record(path, record)
-            self._appending[workspace_id] = path
-        if history is not None:
-            self._journaled[workspace_id] = (path, history.items)
-        if meta is not None and not self.meta_path_for(workspace_id).exists():
-            self._write_meta(workspace_id, meta, saved_at)  # a new name: no old file's rename to wait on
+        try:
+            write_all(journal.fd, ("\n" + data + "\n").encode("utf-8"))
+        except OSError:
+            os.close(journal.fd)
+            raise
+        journal.history = history.items if history is not None else None
+        self._open[workspace_id] = journal
+        if meta is not None and workspace_id not in self._has_meta:
+            if not self.meta_path_for(workspace_id).exists():
+                self._write_meta(workspace_id, meta, saved_at)  # a new name: no old file's rename to wait on
+            self._has_meta.add(workspace_id)
+
+    def close(self) -> None:
+        """Close the journals held open (their records are on disk already)."""
+        for journal in self._open.values():
+            os.close(journal.fd)
+        self._open.clear()
 
     def list_meta(self) -> list[SnapshotMeta]:
         """The metadata of every stored snapshot (blocking, but small files; unreadable ones skipped)."""
@@ -318,12 +330,12 @@ class SnapshotStore:
             self._written.pop(workspace_id, None)
             self._staged.pop(workspace_id, None)
             self._journals.pop(workspace_id, None)
-            self._appending.pop(workspace_id, None)
-            self._journaled.pop(workspace_id, None)
+            self._has_meta.discard(workspace_id)
             self.failures.pop(workspace_id, None)
             return await asyncio.to_thread(self._unlink, workspace_id)
 
     def _unlink(self, workspace_id: str) -> bool:
+        self._close_journal(workspace_id)
         self.meta_path_for(workspace_id).unlink(missing_ok=True)
         journals = self.journal_paths(workspace_id)
         for journal in journals:
@@ -429,59 +441,28 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-def append_record(path: Path, data: bytes) -> None:
-    """Append `data` to `path` (created 0600; a link is not followed). Blocking."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
+@dataclass
+class _OpenJournal:
+    path: Path
+    fd: int
+    history: tuple[str, ...] | None = None  # the encoded turns of its last record: the base of the next delta
+
+
+def open_for_append(path: Path) -> int:
+    """A descriptor appending to `path` (created 0600; a link is not followed). Blocking."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _removed(fd: int) -> bool:
+    """The open file was unlinked (e.g. its directory was cleared): writing on would reach nothing."""
+    return os.fstat(fd).st_nlink == 0
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-@dataclass(frozen=True)
-class DiskFile:
-    sha256: str | None  # None: missing, unreadable, or not a regular file
-    text: str | None = None  # the content, for files asked to be read that are small UTF-8 text
-
-
-def read_for_revalidation(
-    root: Path, paths: Iterable[str], read_text: Iterable[str] = (), max_text_bytes: int = 0
-) -> dict[str, DiskFile]:
-    """Current SHA-256 of each workspace-relative path (streamed, regular files only: a FIFO or device
-    is never opened for reading), and the text of those in `read_text` that fit `max_text_bytes`.
-    Blocking (worker threads only)."""
-    wanted = set(read_text)
-    found: dict[str, DiskFile] = {}
-    for rel in paths:
-        try:
-            with regular_file(os.path.realpath(root / rel)) as fd:
-                size = os.fstat(fd).st_size
-                if rel in wanted and size <= max_text_bytes:
-                    data = read_prefix(fd, size + 1)
-                    found[rel] = DiskFile(hashlib.sha256(data).hexdigest(), _text(data))
-                    continue
-                digest = sha256_fd(fd)
-        except OSError:
-            digest = None
-        found[rel] = DiskFile(digest.sha256 if digest is not None else None)
-    return found
-
-
-def _text(data: bytes) -> str | None:
-    if b"\x00" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def disk_hashes(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
-    """Current SHA-256 of each workspace-relative path (None: missing, unreadable, not regular). Blocking."""
-    return {rel: disk.sha256 for rel, disk in read_for_revalidation(root, paths).items()}
