@@ -254,6 +254,7 @@ class SnapshotStore:
         text = json.dumps({**meta.to_json(), "saved_at": saved_at})
         atomic_write(self.meta_path_for(workspace_id), text.encode("utf-8"), sync_file=False, sync_dir=False)
         self.syncer.request(self.dir, self.meta_path_for(workspace_id))
+        self._has_meta.add(workspace_id)
 
     def journal_path(self, workspace_id: str, token: str) -> Path:
         return self.dir / f"{workspace_id}.{token}{JOURNAL_SUFFIX}"
@@ -304,9 +305,10 @@ class SnapshotStore:
         journal.history = history.items if history is not None else None
         self._open[workspace_id] = journal
         if meta is not None and workspace_id not in self._has_meta:
-            if not self.meta_path_for(workspace_id).exists():
+            if self.meta_path_for(workspace_id).exists():
+                self._has_meta.add(workspace_id)
+            else:
                 self._write_meta(workspace_id, meta, saved_at)  # a new name: no old file's rename to wait on
-            self._has_meta.add(workspace_id)
 
     def close(self) -> None:
         """Close the journals held open (their records are on disk already)."""
