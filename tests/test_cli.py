@@ -371,10 +371,12 @@ def test_config_get_without_a_key_prints_usage(
     assert err.startswith("usage: live-memory config get KEY")
 
 
-def test_serve_port_flag_wins_and_the_data_dir_is_private_so_doctor_passes(
+def test_serve_port_flag_wins_doctor_passes_and_an_open_client_stream_does_not_hold_shutdown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The README setup: `live-memory serve` with a credential; then `live-memory doctor` finds nothing to fix."""
+    """The README setup: `live-memory serve` with a credential; `live-memory doctor` then finds nothing to fix
+    (the data dir is private). A Claude Code session keeps a `GET /mcp` event stream open; SIGTERM with no
+    question running ends it and the process exits 0 at once (not at uvicorn's graceful-shutdown timeout)."""
     data_dir = tmp_path / "state" / "live-memory"
     port = free_port()
     with FakeLLM() as fake:
@@ -393,31 +395,25 @@ def test_serve_port_flag_wins_and_the_data_dir_is_private_so_doctor_passes(
             doctor = io.StringIO()
             with contextlib.redirect_stdout(doctor):
                 doctor_code = main(["doctor", "--plugin-dir", str(REPO)])
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as stream:
+                stream.sendall(
+                    b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+                    b"mcp-protocol-version: 2025-06-18\r\n\r\n"
+                )
+                assert stream.recv(4096).startswith(b"HTTP/1.1 200")  # the idle stream is open
+                started = time.monotonic()
+                code = server.stop()
+                elapsed = time.monotonic() - started
+                rest = b""
+                while chunk := stream.recv(4096):  # the server ended the stream: EOF, not a reset
+                    rest += chunk
         finally:
-            server.stop()
+            if server.proc.poll() is None:
+                server.proc.kill()
+                server.close()
     assert health["service"] == "live-memory"
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
     assert doctor_code == 0, doctor.getvalue()
     assert "[ok  ] data dir" in doctor.getvalue()
-
-
-def test_a_connected_client_does_not_hold_shutdown_open(tmp_path: Path) -> None:
-    """A Claude Code session keeps a `GET /mcp` event stream open; SIGTERM with no question running ends
-    it and the process exits 0 at once (not at uvicorn's graceful-shutdown timeout)."""
-    env = cli_env(tmp_path, free_port())
-    server = ServeProcess(env)
-    port = int(env["LIVE_MEMORY_PORT"])
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as stream:
-        stream.sendall(
-            b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
-            b"mcp-protocol-version: 2025-06-18\r\n\r\n"
-        )
-        assert stream.recv(4096).startswith(b"HTTP/1.1 200")  # the idle stream is open
-        started = time.monotonic()
-        code = server.stop()
-        elapsed = time.monotonic() - started
-        rest = b""
-        while chunk := stream.recv(4096):  # the server ended the stream: EOF, not a reset
-            rest += chunk
     assert code == 0
     assert elapsed < SHUTDOWN_GRACE_S, elapsed  # well before any grace period or timeout ran out
