@@ -31,7 +31,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
-# At exit, the collector's last passes over the whole heap (a second of CPU per worker) find nothing that
+# At exit, the collector's last passes over the whole heap (most of a second of CPU per worker) find nothing that
 # needs finalizing: skip them.
 atexit.register(gc.freeze)
 
