@@ -2,10 +2,10 @@
 and the fake provider injects 429s, 529s, stalls and dropped connections.
 
 The server runs as a real `live-memory serve` subprocess (so its RSS can be sampled from
-/proc); the fake provider and all clients run in this process. Reports p50/p99 question
-latency, errors by kind, the server's answered count vs what its memory holds (retained + summarized
-into the ledger must equal answered in both modes: a raced commit is rebased, never dropped), HTTP 5xx
-counts, and RSS over time.
+/proc; `run_load(serve=...)` can start it otherwise); the fake provider and all clients run in this
+process. Reports p50/p99 question latency, errors by kind, the server's answered count vs what its
+memory holds (retained + summarized into the ledger must equal answered in both modes: a raced commit
+is rebased, never dropped), HTTP 5xx counts, and RSS over time.
 
 Run: `python -m bench.load` (full: 16 sessions x 50 questions over 4 workspaces, 8 notify
 clients x 20k events). `tests/test_load.py` runs a reduced form in CI.
@@ -14,6 +14,7 @@ clients x 20k events). `tests/test_load.py` runs a reduced form in CI.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -24,6 +25,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,6 +192,28 @@ async def _drive(
     return report
 
 
+# Starts the server with this environment (LIVE_MEMORY_* settings, HOME) and yields (base URL, pid to sample).
+Serve = Callable[[dict[str, str]], AbstractContextManager[tuple[str, int]]]
+
+
+@contextlib.contextmanager
+def serve_subprocess(env: dict[str, str]) -> Iterator[tuple[str, int]]:
+    """`live-memory serve` as its own process, stopped with SIGTERM."""
+    command = [sys.executable, "-m", "live_memory", "serve"]
+    server = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        for line in server.stderr:
+            if "serving http://" in line:
+                break
+        yield f"http://127.0.0.1:{env['LIVE_MEMORY_PORT']}", server.pid
+    finally:
+        server.terminate()
+        server.wait(30)
+        if server.stderr is not None:
+            server.stderr.close()
+
+
 def run_load(
     tmp: Path,
     *,
@@ -200,6 +225,7 @@ def run_load(
     seed: int = 7,
     concurrency: str = "parallel",
     retry_base_s: float = RETRY_BASE_DELAY_S,
+    serve: Serve = serve_subprocess,
 ) -> dict[str, Any]:
     roots = []
     for index in range(workspaces):
@@ -226,25 +252,10 @@ def run_load(
             "LIVE_MEMORY_LOG_LEVEL": "warning",
             "LIVE_MEMORY_CONCURRENCY": concurrency,
         }
-        server = subprocess.Popen(
-            [sys.executable, "-m", "live_memory", "serve"], env=env, stderr=subprocess.PIPE, text=True
-        )
-        try:
-            assert server.stderr is not None
-            for line in server.stderr:
-                if "serving http://" in line:
-                    break
-            base = f"http://127.0.0.1:{port}"
+        with serve(env) as (base, pid):
             report = asyncio.run(
-                _drive(
-                    base, server.pid, roots, sessions=sessions, questions=questions, notifiers=notifiers, events=events
-                )
+                _drive(base, pid, roots, sessions=sessions, questions=questions, notifiers=notifiers, events=events)
             )
-        finally:
-            server.terminate()
-            server.wait(30)
-            if server.stderr is not None:
-                server.stderr.close()
     return {"concurrency": concurrency, **report.summary()}
 
 

@@ -3,6 +3,8 @@ and nothing may talk to a host that is not loopback."""
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import socket
 import sys
@@ -21,9 +23,27 @@ from tests.fakes.llm_server import FakeLLM
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-# Run whole by one worker under pytest-xdist: their tests share a module-scoped fixture (built once per worker
-# that runs any of them) or a one-time export into bench/.cache.
-ONE_WORKER_MODULES = frozenset({"tests/test_bench_session_bill.py"})
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported (the provider SDKs, the MCP SDK, every test module: some 350,000 objects)
+    stays for the whole run: out of the collector's sight, every full collection a test triggers skips it."""
+    gc.collect()
+    gc.freeze()
+
+
+# At exit, the collector's last passes over the whole heap (most of a second of CPU per worker) find nothing that
+# needs finalizing: skip them.
+atexit.register(gc.freeze)
+
+# Modules run whole by one worker under pytest-xdist, by group: their tests share a module-scoped fixture (built
+# once per worker that runs any of them) or a one-time export into bench/.cache; the property-based ones share
+# Hypothesis's first-use scan of the project's sources for constants (two seconds of CPU per process when the
+# checkout is fresh, cached in .hypothesis/ after).
+ONE_WORKER_MODULES = {
+    "tests/test_bench_session_bill.py": "session-bill",
+    "tests/test_security.py": "hypothesis",
+    "tests/test_workspace.py": "hypothesis",
+}
 
 _SEALED_PREFIXES = ("LIVE_MEMORY_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "DEEPSEEK_", "OPENROUTER_")
 _LOOPBACK = ("127.", "::1", "localhost")
@@ -69,7 +89,7 @@ _share_the_default_tls_context()
 
 
 class _Scheduling:
-    """xdist's `load` distribution, except that each module in ONE_WORKER_MODULES goes to one worker whole.
+    """xdist's `load` distribution, except that each group of ONE_WORKER_MODULES goes to one worker whole.
     (Its own `loadgroup` mode cannot do this with pytest 9: it renames items through an attribute pytest 9
     no longer reads.)"""
 
@@ -81,8 +101,18 @@ class _Scheduling:
 
         class ModuleOrTest(LoadScopeScheduling):
             def _split_scope(self, nodeid: str) -> str:
-                module = nodeid.split("::", 1)[0]
-                return module if module in ONE_WORKER_MODULES else nodeid
+                return ONE_WORKER_MODULES.get(nodeid.split("::", 1)[0], nodeid)
+
+            def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+                """As xdist's, but a finished unit is forgotten: xdist counts a node's pending tests over
+                every unit it was ever given, on every report (quadratic in the number of tests)."""
+                nodeid = self.registered_collections[node][item_index]
+                held = self.assigned_work[node]
+                unit = held[self._split_scope(nodeid)]
+                unit[nodeid] = True
+                if all(unit.values()):
+                    del held[self._split_scope(nodeid)]
+                self._reschedule(node)
 
         return ModuleOrTest(config, log)
 

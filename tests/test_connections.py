@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 from live_memory import constants as C
 from live_memory.connections import BoundedH11Protocol, bounded_protocol, connection_cap
+from tests.fakes.quick_server import QuickServer
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 SLOW_REQUEST = b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -49,23 +50,29 @@ def serving(max_connections: int, request_timeout_s: float, gate: Gate | None = 
     config = uvicorn.Config(
         app, http=bounded_protocol(max_connections, request_timeout_s), limit_concurrency=8, log_level="warning"
     )
-    server = uvicorn.Server(config)
+    ready = threading.Event()
+    server = QuickServer(config, ready.set, grace_s=5.0)  # uvicorn without its 0.1 s ticks at start and stop
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    loop = asyncio.new_event_loop()
+
+    def run() -> None:
+        try:
+            loop.run_until_complete(server.serve(sockets=[sock]))
+        finally:
+            ready.set()  # a server that failed to start wakes the test at once
+
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    for _ in range(500):
-        if server.started:
-            break
-        thread.join(0.01)
-    assert server.started, "the test server did not start"
+    assert ready.wait(10) and server.started, "the test server did not start"
     try:
         yield int(sock.getsockname()[1])
     finally:
         if gate is not None:
             gate.release.set()
-        server.should_exit = True
+        loop.call_soon_threadsafe(server.exit_event.set)
         thread.join(10)
+        loop.close()
         sock.close()
 
 

@@ -3,27 +3,36 @@
 from __future__ import annotations
 
 import ast
-import os
 import re
 import socket
-import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
+from live_memory.cli import main
 from live_memory.demo import DEMO_FILE, PrefixCache, prompt_blocks
+from tests.fakes.process_logging import restored_logging
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_MODULE = REPO / "server" / "live_memory" / "demo.py"
 
 
-def test_demo_answers_first_by_reading_a_file_then_from_memory_and_stops_everything(tmp_path: Path) -> None:
+def test_demo_answers_first_by_reading_a_file_then_from_memory_and_stops_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`live-memory demo` by `main()` in this process: its server is a real `live-memory serve` process, its
+    questions the `ask` command's code (a new interpreter for the command itself would only add start-up)."""
     # The caller's own settings must not leak into the demo's server.
-    env = {**os.environ, "LIVE_MEMORY_PORT": "1", "LIVE_MEMORY_API_KEY": "not-for-the-demo", "TMPDIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-m", "live_memory", "demo"], env=env, capture_output=True, text=True, timeout=180
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    out = done.stdout
+    monkeypatch.setenv("LIVE_MEMORY_PORT", "1")
+    monkeypatch.setenv("LIVE_MEMORY_API_KEY", "not-for-the-demo")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the demo makes its scratch dir
+    with restored_logging():
+        code = main(["demo"])
+    done = capsys.readouterr()
+    assert code == 0, done.out + done.err
+    out = done.out
     first, second = re.findall(r"^\$ live-memory ask .*?(?=^\$ |^demo: the first)", out, flags=re.S | re.M)
     assert "tool_calls=1" in first and "files_read=1" in first
     assert re.search(rf"`DEFAULT_PORT = 7711` \({re.escape(DEMO_FILE)}:\d+\)", first)  # cites the file and line
@@ -31,7 +40,7 @@ def test_demo_answers_first_by_reading_a_file_then_from_memory_and_stops_everyth
     cached = re.search(r"cached=(\d+)%", second)
     assert cached and int(cached.group(1)) > 0
     assert '"127.0.0.1"' in second
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in done.err
     # Everything stopped and cleaned up: the server's port is closed, the scratch dir is gone.
     port = int(re.search(r"live-memory serve at http://127\.0\.0\.1:(\d+)", out).group(1))  # type: ignore[union-attr]
     with socket.socket() as probe:

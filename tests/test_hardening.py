@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import socket
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -63,24 +65,49 @@ async def test_health_reports_a_wedged_worker_pool_as_degraded(fake: FakeLLM, tm
         pool.shutdown(wait=True)
 
 
+def hold_fifo_open_for_writing(fifo: Path, within_s: float) -> int:
+    """Open `fifo` for writing: that returns once a reader has opened it (bounded: past `within_s` a reader of
+    our own releases the open, and the test fails). Kept open and never written, the reader's read never ends."""
+    opened: list[int] = []
+    opener = threading.Thread(target=lambda: opened.append(os.open(fifo, os.O_WRONLY)), daemon=True)
+    opener.start()
+    opener.join(within_s)
+    if not opened:
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # lets the open return; a reader never came
+        opener.join(within_s)
+        for fd in opened:
+            os.close(fd)
+        raise AssertionError(f"nothing opened {fifo} for reading within {within_s} s")
+    return opened[0]
+
+
 def test_a_stopped_server_exits_even_when_a_worker_thread_is_stuck(tmp_path: Path) -> None:
-    env = cli_env(tmp_path, free_port(), LIVE_MEMORY_SHUTDOWN_GRACE_S="0.5")
+    # No grace: the stuck request holds the stop for uvicorn's shortest drain (1 s), and the stuck thread
+    # gets no wait of its own.
+    env = cli_env(tmp_path, free_port(), LIVE_MEMORY_SHUTDOWN_GRACE_S="0")
     server = ServeProcess(env)
+    writer = -1
     try:
-        url = f"http://127.0.0.1:{env['LIVE_MEMORY_PORT']}"
-        # A config file that is a FIFO with no writer: the reload's worker thread blocks on it for good.
-        os.mkfifo(tmp_path / "data" / "config.json")
-        with pytest.raises(httpx.TimeoutException):
-            httpx.post(f"{url}/reload", json={}, timeout=0.5)
-        started = time.monotonic()
-        code = server.stop()
-        elapsed = time.monotonic() - started
+        # A config file that is a FIFO: the reload's worker thread opens it and blocks reading it for good.
+        fifo = tmp_path / "data" / "config.json"
+        os.mkfifo(fifo)
+        with socket.create_connection(("127.0.0.1", int(env["LIVE_MEMORY_PORT"])), timeout=10) as reload:
+            reload.sendall(
+                b"POST /reload HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                b"content-length: 2\r\n\r\n{}"
+            )
+            writer = hold_fifo_open_for_writing(fifo, within_s=10)
+            started = time.monotonic()
+            code = server.stop()
+            elapsed = time.monotonic() - started
     finally:
         if server.proc.poll() is None:
             server.proc.kill()
             server.close()
+        if writer >= 0:
+            os.close(writer)
     assert code == 0, "".join(server.stderr)
-    assert elapsed < 6, f"took {elapsed:.1f} s"  # grace 0.5 s: a margin of 1 s, a thread wait of 0.5 s
+    assert elapsed < 5, f"took {elapsed:.1f} s"  # the 1 s drain, and no wait for the stuck thread
     assert "worker threads still busy" in "".join(server.stderr)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from live_memory.app import Timings
 from live_memory.config import load_settings
+from live_memory.constants import MIN_TIMEOUT_S
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
 
@@ -90,7 +91,8 @@ async def test_tool_error_goes_back_to_the_model_as_an_error_result(
 async def test_soft_deadline_returns_a_best_effort_answer(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
     release = threading.Event()
     fake.script(Reply.tool_call("Grep", {"pattern": "RETRIES"}), Reply.stall(release, seconds=60))
-    settings = settings_for(fake.base_url, tmp_path / "data", default_timeout_s=2)
+    # The shortest deadline allowed: however far the model got, no answer comes (the wrap-up stalls too).
+    settings = settings_for(fake.base_url, tmp_path / "data", default_timeout_s=MIN_TIMEOUT_S)
     try:
         with live_server(settings) as server:
             text, is_error = await ask_via_mcp(server.mcp_url, {"question": "Retries?", "cwd": str(workspace)})

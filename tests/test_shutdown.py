@@ -47,6 +47,30 @@ async def test_answers_delivered_waits_for_every_call_in_flight() -> None:
             await delivered.wait()
 
 
+async def test_the_last_answer_gets_the_settle_time_and_a_stop_after_it_waits_for_nothing() -> None:
+    now = [100.0]
+    stop = StopSignal(settle_s=60.0, clock=lambda: now[0])
+    stop.begin()
+    with anyio.fail_after(5):
+        await stop.answers_delivered()  # no answer yet: nothing to settle
+    with stop.call():
+        pass  # an answer handed over at 100 s
+    settled = anyio.Event()
+
+    async def watch() -> None:
+        await stop.answers_delivered()
+        settled.set()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch)
+            await anyio.wait_all_tasks_blocked()
+            assert not settled.is_set()  # its frames still get their time to reach the socket
+            tasks.cancel_scope.cancel()
+        now[0] += 60.0
+        await stop.answers_delivered()  # a stop once that time has passed waits for nothing
+
+
 @pytest.mark.parametrize("begun", [False, True])
 def test_an_idle_event_stream_ends_when_the_stop_begins(begun: bool) -> None:
     stop = StopSignal()

@@ -18,7 +18,7 @@ from live_memory.workspace import workspace_id
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
 from tests.fakes.repo_builder import one_file_repo
-from tests.test_cli import ServeProcess, cli_env, free_port
+from tests.test_cli import ServeProcess, cli_env, free_port, openai_env
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ async def test_garbage_snapshot_is_quarantined_and_the_workspace_still_answers(
 
 
 def test_answers_returned_before_a_sigkill_are_all_remembered(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
-    env = cli_env(tmp_path, free_port(), LIVE_MEMORY_BASE_URL=fake.base_url, LIVE_MEMORY_API_KEY="test")
+    env = cli_env(tmp_path, free_port(), **openai_env(fake))
     env["LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD"] = "0"
     env["LIVE_MEMORY_CONCURRENCY"] = "serial"  # parallel mode drops the Q&A of forks that lose a race
     env["LIVE_MEMORY_DATA_DIR"] = str(tmp_path / "data")
@@ -134,7 +134,7 @@ def test_answers_returned_before_a_sigkill_are_all_remembered(fake: FakeLLM, wor
     finally:
         server.close()
     assert len(answered) >= 5
-    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+    settings = settings_for(fake.base_url, tmp_path / "data", protocol="openai", force_explore_when_cold=0)
 
     async def after_restart() -> None:
         with live_server(settings) as restarted:

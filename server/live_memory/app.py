@@ -12,6 +12,7 @@ tasks, flushes every snapshot under a deadline and closes the providers.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import socket
@@ -143,7 +144,7 @@ def create_app(
     )
     jobs = JobRegistry(ttl_s=C.JOB_TTL_S, max_jobs=C.MAX_JOBS, clock=clock)
     keep_warm = KeepWarm(service, TOOL_SCHEMAS, clock=clock, check_interval_s=timings.keep_warm_check_s)
-    stop = StopSignal(settle_s=timings.stream_settle_s)
+    stop = StopSignal(settle_s=timings.stream_settle_s, clock=clock)
     mcp = build_mcp_server(
         answerer,
         jobs,
@@ -225,6 +226,9 @@ def serve_until_stopped(server: Server, sockets: list[socket.socket], *, thread_
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(status)
+    # Only the interpreter's teardown is left: its collections over the whole heap (the SDKs' classes, every
+    # module) would find nothing that needs finalizing, and cost a stop about half a second.
+    gc.freeze()
     return status
 
 

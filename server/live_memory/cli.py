@@ -154,6 +154,7 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
         print("live-memory: the question is empty (`ask -` reads it from standard input)", file=sys.stderr)
         return 2
     import httpx2
+    import mcp.client.streamable_http  # noqa: F401 - for `_ask`: an import reads files, so before the event loop runs
 
     cwd = os.path.abspath(args.cwd)
     url = args.url or f"{base_url(settings)}{MCP_PATH}"

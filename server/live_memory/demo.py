@@ -2,17 +2,19 @@
 
 Starts a scripted model (`DemoModel`: a loopback HTTP server speaking enough of the Anthropic Messages API
 for the official SDK the service uses), a throwaway `live-memory serve` pointed at it (temporary data dir,
-the checkout as its only allowed root), asks two questions with `live-memory ask`, prints the answers and
-stops everything. The model is honest about what it is given: the first answer asks for a `Read` of
-`server/live_memory/constants.py` and quotes the line it finds there; the second answers from what the
-service already put in its prompt (no tool call), and the simulated prompt cache reports that prompt's
-unchanged prefix as `cache_read_input_tokens`.
+the checkout as its only allowed root), asks two questions with `live-memory ask` (its code, in this
+process), prints the answers and stops everything. The model is honest about what it is given: the first
+answer asks for a `Read` of `server/live_memory/constants.py` and quotes the line it finds there; the
+second answers from what the service already put in its prompt (no tool call), and the simulated prompt
+cache reports that prompt's unchanged prefix as `cache_read_input_tokens`.
 
 Standard library only on the model's side, so the demo runs from a fresh clone with `pip install .`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
@@ -40,7 +42,6 @@ QUESTIONS = (
 CHARS_PER_TOKEN = 4
 SERVER_START_TIMEOUT_S = 30.0
 SERVER_POLL_S = 0.05
-ASK_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 # The caller's own configuration must not leak into the throwaway server (a real key, another port, ...).
 _FOREIGN_ENV_PREFIXES = ("LIVE_MEMORY_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "DEEPSEEK_", "OPENROUTER_", "OLLAMA_")
@@ -311,17 +312,19 @@ class Asked:
 
 
 def ask(question: str, repo: Path, env: dict[str, str]) -> Asked:
-    done = subprocess.run(
-        [sys.executable, "-m", "live_memory", "ask", question, "--cwd", str(repo)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=ASK_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
-    text = (done.stdout or done.stderr).strip()
+    """`live-memory ask QUESTION --cwd REPO` against the demo's server: the command's own code, run in this
+    process (a new interpreter per question would add a second of start-up)."""
+    from live_memory.cli import build_parser, cmd_ask
+    from live_memory.config import load_settings
+
+    settings = load_settings(env=env, data_dir=Path(env["LIVE_MEMORY_DATA_DIR"]))
+    args = build_parser().parse_args(["ask", question, "--cwd", str(repo)])
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        returncode = cmd_ask(settings, args)
+    text = (out.getvalue() or err.getvalue()).strip()
     trailer = _TRAILER.search(text)
-    return Asked(question, done.returncode, text, trailer.group(0) if trailer else "")
+    return Asked(question, returncode, text, trailer.group(0) if trailer else "")
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

@@ -19,6 +19,7 @@ import functools
 import logging
 import signal
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from types import FrameType
 
@@ -45,13 +46,15 @@ class StopSignal:
     the MCP calls being answered, so idle streams end only once no answer is still on its way (a client
     whose event stream ends reconnects at once, and would fail against a server that stopped listening)."""
 
-    def __init__(self, settle_s: float = 0.0) -> None:
+    def __init__(self, settle_s: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.event = asyncio.Event()
         self.settle_s = settle_s  # after the last answer, time for its frames to reach the socket
+        self.clock = clock
         self._callbacks: list[Callable[[], None]] = []
         self._calls = 0
         self._quiet = asyncio.Event()
         self._quiet.set()
+        self._last_answered_at: float | None = None  # when the last call ended (None: no call yet)
 
     @contextlib.contextmanager
     def call(self) -> Iterator[None]:
@@ -63,15 +66,19 @@ class StopSignal:
         finally:
             self._calls -= 1
             if self._calls == 0:
+                self._last_answered_at = self.clock()
                 self._quiet.set()
 
     async def answers_delivered(self) -> None:
-        """Returns once a stop has begun and no call is still being answered."""
+        """Returns once a stop has begun, no call is still being answered, and the last answer has had
+        `settle_s` to reach its socket (a stop long after it, or with no answer at all, waits for nothing)."""
         await self.event.wait()
         while self._calls:
             await self._quiet.wait()
-        if self.settle_s:
-            await anyio.sleep(self.settle_s)
+        if self._last_answered_at is not None:
+            settling = self._last_answered_at + self.settle_s - self.clock()
+            if settling > 0:
+                await anyio.sleep(settling)
 
     @property
     def begun(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,41 @@ async def test_cancellation_kills_the_child_and_its_helpers_then_propagates(tmp_
         await task
     assert not _alive(pids[0])
     async with asyncio.timeout(10):  # killed with the group (its reaping is init's job)
+        await helper_exit
+
+
+def _read_pids_blocking(fifo: Path, within_s: float = 20.0) -> list[int]:
+    """Read the child's pids on this thread, the event loop's (bounded): nothing else runs on the loop meanwhile."""
+    text: list[str] = []
+    reader = threading.Thread(target=lambda: text.append(fifo.read_text()), daemon=True)
+    reader.start()
+    reader.join(within_s)
+    if not text:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # release the blocked reader thread
+        raise AssertionError(f"the child wrote no pids within {within_s} s")
+    return [int(p) for p in text[0].split()]
+
+
+async def test_a_cancel_while_the_child_starts_kills_it_and_its_helpers_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    script = (
+        "import os, subprocess, sys, time\n"
+        "helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(fifo)!r}, 'w').write(f'{{os.getpid()}} {{helper.pid}}')\n"
+        "time.sleep(60)"
+    )
+    task = asyncio.create_task(run_bounded([sys.executable, "-c", script], cwd=tmp_path, timeout_s=60, max_bytes=1000))
+    # Two steps of the loop: the child is started, its pipes not yet connected (that takes more steps).
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    pids = _read_pids_blocking(fifo)  # the helper runs (holding the child's pipes); the start is not complete
+    helper_exit = _exit_event(pids[1])
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=10)  # not once the helper's minute is up
+    assert task in done and task.cancelled()
+    assert not _alive(pids[0])
+    async with asyncio.timeout(10):
         await helper_exit
 
 

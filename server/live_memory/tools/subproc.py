@@ -86,6 +86,16 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
             proc.kill()
 
 
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    """Kill the child's group if it is alive, then drain the pipes (asyncio only reports the exit once both
+    reach EOF) and collect the exit status, bounded."""
+    _kill_group(proc)
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(_DRAIN_TIMEOUT_S):
+            await asyncio.gather(_drain(proc.stdout), _drain(proc.stderr))
+            await proc.wait()
+
+
 async def _drain(stream: asyncio.StreamReader | None) -> None:
     if stream is None:
         return
@@ -150,16 +160,27 @@ async def _run_bounded(
     if cwd_fd is not None and pinned_cwd_supported():
         # The child chdirs before it closes inherited descriptors; pass_fds keeps this one open anyway.
         start_dir, pass_fds = f"/proc/self/fd/{cwd_fd}", (cwd_fd,)
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=start_dir,
-        pass_fds=pass_fds,
-        env=dict(env) if env is not None else child_env(),
-        stdin=stdin_fd if stdin_fd is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *argv,
+            cwd=start_dir,
+            pass_fds=pass_fds,
+            env=dict(env) if env is not None else child_env(),
+            stdin=stdin_fd if stdin_fd is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
     )
+    try:
+        proc = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        # Cancelled while the child starts: it runs already, maybe with helpers of its own that hold its pipes
+        # (asyncio's own cleanup kills the child alone, then waits for those pipes). Once it is ours, its group
+        # goes like on any other way out; then the cancellation goes on.
+        with contextlib.suppress(OSError):  # it could not be started: nothing to clean up
+            await _reap(await spawn)
+        raise
     out = bytearray()
     err = bytearray()
     truncated = False
@@ -192,13 +213,7 @@ async def _run_bounded(
         except TimeoutError:
             timed_out = True
     finally:
-        # Every path (done, cap, timeout, cancellation) ends here: kill if alive, then drain the pipes,
-        # because asyncio only reports the exit once both pipes reach EOF.
-        _kill_group(proc)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_DRAIN_TIMEOUT_S):
-                await asyncio.gather(_drain(proc.stdout), _drain(proc.stderr))
-                await proc.wait()
+        await _reap(proc)  # every path (done, cap, timeout, cancellation) ends here
     killed = truncated or timed_out
     return ProcessResult(
         returncode=None if killed else proc.returncode,
