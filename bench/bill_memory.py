@@ -24,7 +24,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from typing import Any
 
 import httpx
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from tests.fakes.ports import free_port
 
 from bench.bill_agents import PROJECT_ROOT, MainAgent, tool_result, tool_use, worth_exploring
 from bench.bill_workload import Repo, Task, symbols_in
@@ -56,12 +56,6 @@ _PATHISH = re.compile(r"[\w.-]+(?:/[\w.-]+)+|[\w-]+\.(?:py|md)\b")
 
 
 # -- the server process ------------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass(frozen=True)
 class ServerCommand:
     """How to start the service under test: an interpreter and the source directory of its package."""

@@ -28,16 +28,11 @@ from live_memory.config import load_settings
 from live_memory.constants import SHUTDOWN_GRACE_S
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.ports import free_port
 from tests.fakes.process_logging import restored_logging
 
 REPO = Path(__file__).resolve().parents[1]
 COMMAND = [sys.executable, "-m", "live_memory"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def cli_env(tmp_path: Path, port: int, **extra: str) -> dict[str, str]:

@@ -5,7 +5,6 @@ for a server that is still starting."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from live_memory.client import (
 )
 from live_memory.config import Settings, load_settings
 from live_memory.constants import SERVER_NAME
+from tests.fakes.ports import free_port
 
 
 @dataclass
@@ -38,12 +38,6 @@ class Peer:
     body: Any = field(default_factory=lambda: {"service": SERVER_NAME, "status": "ok"})
     received: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

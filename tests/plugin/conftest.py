@@ -148,14 +148,6 @@ def repo(sealed_environment: Path) -> Path:
     return root
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class ScriptRun:
     returncode: int
