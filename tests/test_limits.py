@@ -15,7 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.test_cli import cli_env, free_port
+from tests.fakes.ports import free_port
+from tests.test_cli import cli_env
 
 FD_LIMIT = 256
 IDLE_CONNECTIONS = 300

@@ -17,8 +17,9 @@ from live_memory.store import SnapshotNotSaved, SnapshotStore
 from live_memory.workspace import workspace_id
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.ports import free_port
 from tests.fakes.repo_builder import one_file_repo
-from tests.test_cli import ServeProcess, cli_env, free_port, openai_env
+from tests.test_cli import ServeProcess, cli_env, openai_env
 
 
 @pytest.fixture

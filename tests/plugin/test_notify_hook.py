@@ -19,6 +19,7 @@ import pytest
 from live_memory.app import create_app
 from tests.fakes.live_server import LiveServer, settings_for
 from tests.fakes.llm_server import FakeLLM
+from tests.fakes.ports import free_port
 from tests.plugin.conftest import (
     HOOKS,
     TOOL_NAME,
@@ -26,7 +27,6 @@ from tests.plugin.conftest import (
     Service,
     edit_payload,
     file_changed_payload,
-    free_port,
     hook_env,
     read_payload,
     run_script,

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from tests.fakes.live_server import ask_via_mcp
-from tests.plugin.conftest import HOOKS, Service, expansion_payload, free_port, hook_env, run_script
+from tests.fakes.ports import free_port
+from tests.plugin.conftest import HOOKS, Service, expansion_payload, hook_env, run_script
 
 
 def load_hook_module(name: str) -> ModuleType:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.live_server import ask_via_mcp
-from tests.plugin.conftest import HOOKS, Service, free_port, run_script
+from tests.fakes.ports import free_port
+from tests.plugin.conftest import HOOKS, Service, run_script
 
 
 def status_input(project: Path) -> dict[str, Any]:
