@@ -296,11 +296,11 @@ class SnapshotStore:
             seen = journal.history
             if len(history.items) >= len(seen) and history.items[: len(seen)] == seen:
                 since = len(seen)
-        data = encode_document({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload}, history_from=since)
         try:
+            data = encode_document({"schema": SCHEMA_VERSION, "saved_at": saved_at, **payload}, history_from=since)
             write_all(journal.fd, ("\n" + data + "\n").encode("utf-8"))
-        except OSError:
-            os.close(journal.fd)
+        except BaseException:
+            os.close(journal.fd)  # the next record starts whole, in a journal opened afresh
             raise
         journal.history = history.items if history is not None else None
         self._open[workspace_id] = journal
