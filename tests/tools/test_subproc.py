@@ -74,15 +74,20 @@ async def test_timeout_kills_a_silent_child(tmp_path: Path) -> None:
     assert not _alive(pid)
 
 
-async def test_cancellation_kills_the_child_and_its_helpers_then_propagates(tmp_path: Path) -> None:
-    fifo = tmp_path / "ready"
-    os.mkfifo(fifo)
-    script = (
+def child_with_a_helper(fifo: Path) -> str:
+    """A child that starts a helper of its own (same group), writes both pids to `fifo`, then waits."""
+    return (
         "import os, subprocess, sys, time\n"
         "helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
         f"open({str(fifo)!r}, 'w').write(f'{{os.getpid()}} {{helper.pid}}')\n"
         "time.sleep(60)"
     )
+
+
+async def test_cancellation_kills_the_child_and_its_helpers_then_propagates(tmp_path: Path) -> None:
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    script = child_with_a_helper(fifo)
     task = asyncio.create_task(run_bounded([sys.executable, "-c", script], cwd=tmp_path, timeout_s=60, max_bytes=1000))
     pids = await _read_pids(fifo)
     helper_exit = _exit_event(pids[1])
@@ -109,12 +114,7 @@ def _read_pids_blocking(fifo: Path, within_s: float = 20.0) -> list[int]:
 async def test_a_cancel_while_the_child_starts_kills_it_and_its_helpers_at_once(tmp_path: Path) -> None:
     fifo = tmp_path / "ready"
     os.mkfifo(fifo)
-    script = (
-        "import os, subprocess, sys, time\n"
-        "helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-        f"open({str(fifo)!r}, 'w').write(f'{{os.getpid()}} {{helper.pid}}')\n"
-        "time.sleep(60)"
-    )
+    script = child_with_a_helper(fifo)
     task = asyncio.create_task(run_bounded([sys.executable, "-c", script], cwd=tmp_path, timeout_s=60, max_bytes=1000))
     # Two steps of the loop: the child is started, its pipes not yet connected (that takes more steps).
     await asyncio.sleep(0)
