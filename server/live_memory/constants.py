@@ -75,7 +75,7 @@ DEFAULT_PROVIDER = "anthropic"
 PROVIDER_REQUEST_TIMEOUT_S = 120.0
 # Encoded history messages each provider keeps (the history repeats in every request); LRU beyond this.
 WIRE_CACHE_MAX_BYTES = 32 * 1024 * 1024
-# Encoded request heads (system prompt, tool schemas) each provider keeps: one per workspace in use.
+# Encoded request heads (system prompt, tool schemas) each provider keeps: one or two per workspace in use.
 WIRE_FRAGMENTS_KEPT = 16
 PROVIDER_CONNECT_TIMEOUT_S = 10.0
 # Retries inside the soft deadline for 429/529/5xx/connection errors (issue: security & faults).

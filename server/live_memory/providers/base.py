@@ -181,7 +181,7 @@ class WireCache:
         """`wire_json(build())`, encoded once while `key` repeats. The fields before the messages (system
         prompt, tool schemas) change only with a workspace's prompt head, so most requests reuse their
         ~6 KB of JSON. `key` may name objects by `id()`: `held` keeps them alive while the entry lives,
-        so no id is reused meanwhile. A handful of entries (one per workspace in use) are kept."""
+        so no id is reused meanwhile. A handful of entries are kept (`WIRE_FRAGMENTS_KEPT`)."""
         entry = self._fragments.get(key)
         if entry is not None:
             self._fragments.move_to_end(key)
