@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from live_memory.snapshot import EncodedHistory, SnapshotIn
+from live_memory.snapshot import SCHEMA_VERSION, EncodedHistory, SnapshotIn
 from live_memory.store import SnapshotNotSaved, SnapshotStore
 from live_memory.workspace import workspace_id
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
@@ -313,3 +313,19 @@ def test_a_journal_held_open_between_answers_is_closed_once_a_snapshot_supersede
     store.close()
     assert open_descriptors() <= before
     assert questions_of(SnapshotStore(tmp_path / "data").load("ws")) == [f"q{n}" for n in range(40)]
+
+
+def test_a_delta_record_names_a_schema_an_older_server_refuses_so_it_loads_the_last_whole_record(
+    tmp_path: Path,
+) -> None:
+    store = SnapshotStore(tmp_path / "data")
+    history = turns("q1", "q2", "q3")
+    for n in (1, 2, 3):
+        assert run(store.stage("ws", lambda n=n: (n, with_history(history[:n], n))))  # type: ignore[misc]
+    [journal] = journal_of(store, "ws")
+    whole, *deltas = records_of(journal)
+    assert whole["schema"] == SCHEMA_VERSION
+    # A server without deltas reads the newest record whose schema it knows: the whole one, never a delta's
+    # few turns taken for the whole history.
+    assert deltas and all(record["schema"] > SCHEMA_VERSION for record in deltas)
+    assert questions_of(SnapshotStore(tmp_path / "data").load("ws")) == ["q1", "q2", "q3"]

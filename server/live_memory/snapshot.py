@@ -26,6 +26,9 @@ SCHEMA_VERSION = 1
 PERSISTED_KINDS = ("question", "answer")  # tool turns hold file contents: never persisted
 COMPACT = (",", ":")
 HISTORY_FROM = "history_from"  # a journal delta's first new turn (see `encode_document`)
+# A journal delta's schema: one a server that cannot complete deltas refuses, so it loads the journal's last
+# whole record instead of taking a delta's few turns for the whole history.
+DELTA_SCHEMA_VERSION = SCHEMA_VERSION + 1
 
 
 class _Model(BaseModel):
@@ -213,8 +216,9 @@ def encode_document(document: Mapping[str, Any], history_from: int = 0) -> str:
         return json.dumps(document, separators=COMPACT)
     window = document["window"]
     marker = f"\x00history-{secrets.token_hex(8)}\x00"  # cannot occur in the document otherwise
+    delta = {"schema": DELTA_SCHEMA_VERSION} if history_from else {}
     fields = {**window, "history": marker, **({HISTORY_FROM: history_from} if history_from else {})}
-    text = json.dumps({**document, "window": fields}, separators=COMPACT)
+    text = json.dumps({**document, **delta, "window": fields}, separators=COMPACT)
     return text.replace(json.dumps(marker), "[" + ",".join(history.items[history_from:]) + "]", 1)
 
 
@@ -224,12 +228,12 @@ def apply_history_delta(document: dict[str, Any], history: list[Any] | None) -> 
     cannot apply (its base was lost)."""
     window = document.get("window")
     if not isinstance(window, dict) or HISTORY_FROM not in window:
-        return document
+        return document if document.get("schema", SCHEMA_VERSION) <= SCHEMA_VERSION else None
     since, tail = window[HISTORY_FROM], window.get("history")
     if history is None or not isinstance(since, int) or not 0 < since <= len(history) or not isinstance(tail, list):
         return None
     whole = {key: value for key, value in window.items() if key != HISTORY_FROM}
-    return {**document, "window": {**whole, "history": history[:since] + tail}}
+    return {**document, "schema": SCHEMA_VERSION, "window": {**whole, "history": history[:since] + tail}}
 
 
 def snapshot_payload(

@@ -4,7 +4,8 @@ Two ways to write, both in a worker thread:
 - `stage` (the answer path): the document is appended to the workspace's journal,
   `<id>.<token>.journal` (0600; one `write`, no fsync, no rename: a page-cache copy). After a journal's
   first record, a record's history holds only the turns added since the record before (an answer
-  appends its exchange, not the whole conversation). Once it returns, a kill of the process at any
+  appends its exchange, not the whole conversation; such a delta names a schema a server without deltas
+  refuses, so an older version loads the last whole record). Once it returns, a kill of the process at any
   moment keeps that state: the next load replays the journal to its last whole record. The snapshot
   itself follows from `save`, written behind by the service, coalesced.
 - `save` (write-behind, unloads, shutdown): temp file in the same directory (0600) -> fsync ->
@@ -47,6 +48,7 @@ from live_memory.safe_files import (
     read_text_bounded,
 )
 from live_memory.snapshot import (
+    DELTA_SCHEMA_VERSION,
     SCHEMA_VERSION,
     SnapshotIn,
     SnapshotMeta,
@@ -395,12 +397,13 @@ class SnapshotStore:
         logger.warning("snapshot %s is corrupt (%s); moved aside to %s, starting fresh", path, why, target.name)
 
 
-def _document(raw: bytes) -> dict[str, Any]:
-    """A snapshot document's JSON, checked to be one this server can read (ValueError otherwise)."""
+def _document(raw: bytes, newest: int = SCHEMA_VERSION) -> dict[str, Any]:
+    """A snapshot document's JSON, checked to be one this server can read (ValueError otherwise); `newest`:
+    the newest schema accepted (a journal's deltas have their own)."""
     data = json.loads(raw.decode("utf-8"))
     if not isinstance(data, dict) or not isinstance(data.get("schema"), int):
         raise ValueError("not a Live Memory snapshot")
-    if data["schema"] > SCHEMA_VERSION:
+    if data["schema"] > newest:
         raise ValueError(f"snapshot schema {data['schema']} is newer than this server understands")
     return data
 
@@ -420,7 +423,7 @@ def _last_record(journal: Path) -> SnapshotIn | None:
         if not line.strip():
             continue
         try:
-            document = apply_history_delta(_document(line), history)
+            document = apply_history_delta(_document(line, DELTA_SCHEMA_VERSION), history)
         except ValueError:
             document = None
         window = document.get("window") if document is not None else None
