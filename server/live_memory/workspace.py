@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -128,9 +128,10 @@ class WorkspaceStats:
     rebased_commits: int = 0  # answers committed after a concurrent one, replayed onto it (never dropped)
 
     def to_json(self) -> dict[str, Any]:
-        data = dict(vars(self))  # flat values; asdict() would deep-copy each one, once per snapshot
-        data["usage"] = asdict(self.usage)
-        data["background_usage"] = asdict(self.background_usage)
+        # Flat values (asdict() would walk and deep-copy each one, once per answer): Usage holds only ints.
+        data = dict(vars(self))
+        data["usage"] = dict(vars(self.usage))
+        data["background_usage"] = dict(vars(self.background_usage))
         return data
 
 

@@ -149,11 +149,11 @@ def wire_json(body: Any) -> bytes:
 def wire_body(head: bytes, key: str, items: Iterable[bytes]) -> bytes:
     """The encoded JSON object `head` with `key` added: a JSON array of already encoded items (empty ones
     skipped)."""
-    array = b"[" + b",".join(item for item in items if item) + b"]"
-    member = json.dumps(key).encode() + b":" + array
+    array = b",".join(item for item in items if item)  # the conversation: copied once more below, not thrice
+    member = json.dumps(key).encode() + b":["
     if head == b"{}":
-        return b"{" + member + b"}"
-    return head[:-1] + b"," + member + b"}"
+        return b"".join((b"{", member, array, b"]}"))
+    return b"".join((head[:-1], b",", member, array, b"]}"))
 
 
 class WireCache:
