@@ -284,14 +284,13 @@ class SnapshotStore:
         first record, and the one after a failed append, are whole. The journal stays open between
         records (one `write` each), and is opened again if it was removed meanwhile."""
         saved_at = self.clock()
-        path = self.journal_path(workspace_id, token)
         journal = self._open.pop(workspace_id, None)  # put back only once this record is written
-        if journal is not None and (journal.path != path or _removed(journal.fd)):
+        if journal is not None and (journal.token != token or _removed(journal.fd)):
             os.close(journal.fd)
             journal = None
         if journal is None:
             ensure_private_dir(self.dir)
-            journal = _OpenJournal(path, open_for_append(path))
+            journal = _OpenJournal(token, open_for_append(self.journal_path(workspace_id, token)))
         history = encoded_history(payload)
         since = 0
         if history is not None and journal.history is not None:
@@ -448,7 +447,7 @@ def _mtime(path: Path) -> float:
 
 @dataclass
 class _OpenJournal:
-    path: Path
+    token: str  # which of the workspace's journals it is
     fd: int
     history: tuple[str, ...] | None = None  # the encoded turns of its last record: the base of the next delta
 
