@@ -12,8 +12,9 @@ Method
     (c') replay: a direct call with the same SDK client sending the request the server sent for its
         latest question (the whole conversation: system, tools, history), fetched from the fake provider
         between timed calls. It goes through the client's plain `post` (the body as it is, the response
-        parsed into the SDK's type), as the server's does: `chat.completions.create` would first walk
-        every message of a long conversation in Python, which no forwarding server has to do.
+        parsed into the SDK's type): `chat.completions.create` would first walk every message of a long
+        conversation in Python, which no forwarding server has to do. The server itself sends the body
+        without even that (see `live_memory.providers.direct`), so its ratio to this floor may be below 1.
     The floor is p50(b) + p50(c): what any MCP server that forwards one model call must spend. The
     ratio is p50(a) / floor. Beside it, p50(b) + p50(c') is the floor of a server forwarding the same
     request Live Memory sends; p50(a) over it is what the server adds beyond the request's size. Calls

@@ -3,6 +3,8 @@
 Passes tool schemas through verbatim, turns parts marked `cache=True` into `cache_control`
 breakpoints, and normalises usage (total prompt = read + creation + uncached input).
 SDK retries are off: the question loop owns retries so they stay inside its soft deadline.
+The SDK builds the client; calls go through it as plain POSTs (`direct.Endpoint`), except while the
+credential is one the SDK renews per request (the subscription's), whose calls the SDK sends itself.
 The SDK is imported when the first request is sent, in a worker thread: importing it takes about two seconds
 of CPU, which a starting server (and every command that builds a provider without asking) need not wait for.
 """
@@ -10,15 +12,12 @@ of CPU, which a starting server (and every command that builds a provider withou
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx2
 
-from live_memory.constants import (
-    ANTHROPIC_API_VERSION,
-    PROVIDER_CONNECT_TIMEOUT_S,
-    PROVIDER_REQUEST_TIMEOUT_S,
-)
+from live_memory.constants import ANTHROPIC_API_VERSION
 from live_memory.errors import NoCredentialError, ProviderError, ProviderTimeoutError
 from live_memory.providers.base import (
     ChatRequest,
@@ -33,7 +32,15 @@ from live_memory.providers.base import (
     wire_body,
     wire_json,
 )
-from live_memory.providers.failures import from_status
+from live_memory.providers.direct import (
+    TIMEOUT,
+    Endpoint,
+    answer_json,
+    endpoint_url,
+    sdk_headers,
+    status_error,
+    token_count,
+)
 from live_memory.records import ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -90,14 +97,53 @@ def encode_request(request: ChatRequest, model: str, cache: WireCache) -> bytes:
     return wire_body(head, "messages", cache.encode_all(request.messages, _encode_message))
 
 
-def _usage(raw: Any) -> Usage:
+def _usage(raw: object) -> Usage:
+    usage = raw if isinstance(raw, dict) else {}
+    creation = usage.get("cache_creation")
+    creation = creation if isinstance(creation, dict) else {}
     return Usage(
-        input_tokens=int(getattr(raw, "input_tokens", 0) or 0),
-        output_tokens=int(getattr(raw, "output_tokens", 0) or 0),
-        cache_read_tokens=int(getattr(raw, "cache_read_input_tokens", 0) or 0),
-        cache_write_tokens=int(getattr(raw, "cache_creation_input_tokens", 0) or 0),
-        cache_write_1h_tokens=int(getattr(getattr(raw, "cache_creation", None), "ephemeral_1h_input_tokens", 0) or 0),
+        input_tokens=token_count(usage.get("input_tokens")),
+        output_tokens=token_count(usage.get("output_tokens")),
+        cache_read_tokens=token_count(usage.get("cache_read_input_tokens")),
+        cache_write_tokens=token_count(usage.get("cache_creation_input_tokens")),
+        cache_write_1h_tokens=token_count(
+            creation.get("ephemeral_1h_input_tokens") if isinstance(creation, dict) else 0
+        ),
     )
+
+
+def reply_from(data: Mapping[str, Any], fallback_model: str) -> ChatResponse:
+    """A Messages API answer (its JSON) as a `ChatResponse`: text blocks joined, every tool call kept."""
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    content = data.get("content")
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            texts.append(str(block.get("text") or ""))
+        elif block.get("type") == "tool_use":
+            arguments = block.get("input")
+            calls.append(
+                ToolCall(
+                    str(block.get("id") or ""),
+                    str(block.get("name") or ""),
+                    arguments if isinstance(arguments, dict) else {},
+                )
+            )
+    return ChatResponse(
+        text="".join(texts),
+        tool_calls=tuple(calls),
+        stop_reason=str(data.get("stop_reason") or ""),
+        usage=_usage(data.get("usage")),
+        model=str(data.get("model") or fallback_model),
+    )
+
+
+@dataclass(frozen=True)
+class _Clients:
+    sdk: anthropic.AsyncAnthropic
+    direct: Endpoint | None  # None while the credential refreshes per request: the SDK sends those calls
 
 
 class AnthropicProvider:
@@ -120,67 +166,50 @@ class AnthropicProvider:
         self._credential = (api_key or None, auth_token or None, credentials)
         self._headers = {"anthropic-version": ANTHROPIC_API_VERSION, **(extra_headers or {})}
         self._http_client = http_client
-        self._client = LazyClient(self._build_client)
+        self._clients = LazyClient(self._build_clients)
 
-    def _build_client(self) -> anthropic.AsyncAnthropic:
+    def _build_clients(self) -> _Clients:
         import anthropic
 
         api_key, auth_token, credentials = self._credential
-        return anthropic.AsyncAnthropic(
+        http = self._http_client or anthropic.DefaultAsyncHttpxClient(timeout=TIMEOUT)
+        sdk = anthropic.AsyncAnthropic(
             api_key=api_key,
             auth_token=auth_token,
             credentials=credentials,
             base_url=self.info.base_url,
             max_retries=0,
-            timeout=anthropic.Timeout(PROVIDER_REQUEST_TIMEOUT_S, connect=PROVIDER_CONNECT_TIMEOUT_S),
+            timeout=TIMEOUT,
             default_headers=self._headers,
-            http_client=self._http_client,
+            http_client=http,
         )
+        if sdk.custom_auth is not None:  # a token that may be renewed before any call, and retried once on a 401
+            return _Clients(sdk, None)
+        url = endpoint_url(sdk.base_url, MESSAGES_PATH)
+        headers = sdk_headers(sdk.default_headers)
+        return _Clients(sdk, Endpoint(self.info.name, http, url, headers, subscription=self.info.subscription))
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         content = encode_request(request, self.info.model, self._wire)
-        client = await self._client.get()
+        clients = await self._clients.get()
+        data = await (clients.direct.post(content) if clients.direct else self._sdk_post(clients.sdk, content))
+        return reply_from(data, request.model or self.info.model)
+
+    async def _sdk_post(self, client: anthropic.AsyncAnthropic, content: bytes) -> dict[str, Any]:
         import anthropic  # loaded by now: a lookup
 
         try:
-            response = await client.post(MESSAGES_PATH, cast_to=anthropic.types.Message, content=content)
+            response = await client.post(MESSAGES_PATH, cast_to=httpx2.Response, content=content)
         except anthropic.APIStatusError as exc:
-            raise self._status_error(exc) from None
+            raise status_error(self.info.name, exc.response, subscription=self.info.subscription) from None
         except anthropic.APITimeoutError:
             raise ProviderTimeoutError(f"{self.info.name}: request timed out") from None
         except anthropic.APIConnectionError as exc:
             raise ProviderTimeoutError(f"{self.info.name}: connection failed ({exc})") from None
         except anthropic.AnthropicError as exc:
             raise ProviderError(f"{self.info.name}: {exc}") from None
-        texts: list[str] = []
-        calls: list[ToolCall] = []
-        for block in response.content:
-            if block.type == "text":
-                texts.append(block.text)
-            elif block.type == "tool_use":
-                arguments = block.input if isinstance(block.input, dict) else {}
-                calls.append(ToolCall(block.id, block.name, arguments))
-        return ChatResponse(
-            text="".join(texts),
-            tool_calls=tuple(calls),
-            stop_reason=str(response.stop_reason or ""),
-            usage=_usage(response.usage),
-            model=response.model or request.model or self.info.model,
-        )
-
-    def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:
-        message = exc.message
-        body = exc.body
-        if isinstance(body, dict) and isinstance(body.get("error"), dict):
-            message = str(body["error"].get("message") or message)
-        return from_status(
-            provider=self.info.name,
-            status=exc.status_code,
-            message=message,
-            headers={k.lower(): v for k, v in exc.response.headers.items()},
-            subscription=self.info.subscription,
-        )
+        return answer_json(self.info.name, response.content)
 
     async def aclose(self) -> None:
-        if self._client.built is not None:
-            await self._client.built.close()
+        if self._clients.built is not None:
+            await self._clients.built.sdk.close()

@@ -4,7 +4,8 @@ Anthropic-native tool schemas become function tools here; the system parts are j
 system message in the same order, so the prompt prefix stays byte-stable for implicit caching.
 Cached tokens are read from `prompt_tokens_details.cached_tokens` (OpenAI, Gemini, gateways) or
 `prompt_cache_hit_tokens` (DeepSeek).
-Like the Anthropic adapter, it imports its SDK in a worker thread when the first request is sent.
+Like the Anthropic adapter, it imports its SDK in a worker thread when the first request is sent, and
+sends its calls as plain POSTs through the client the SDK built (`direct.Endpoint`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
-from live_memory.constants import PROVIDER_CONNECT_TIMEOUT_S, PROVIDER_REQUEST_TIMEOUT_S
-from live_memory.errors import ProviderError, ProviderTimeoutError
+from live_memory.errors import ProviderError
 from live_memory.providers.base import (
     ChatRequest,
     ChatResponse,
@@ -31,7 +31,7 @@ from live_memory.providers.base import (
     wire_body,
     wire_json,
 )
-from live_memory.providers.failures import from_status
+from live_memory.providers.direct import TIMEOUT, Endpoint, endpoint_url, sdk_headers, token_count
 from live_memory.records import ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -115,22 +115,54 @@ def encode_request(request: ChatRequest, model: str, cache: WireCache, extra: Ma
     return wire_body(head, "messages", itertools.chain((system,), messages))
 
 
-def _usage(raw: Any) -> Usage:
-    if raw is None:
+def _usage(raw: object) -> Usage:
+    if not isinstance(raw, dict):
         return Usage()
-    prompt = int(getattr(raw, "prompt_tokens", 0) or 0)
-    output = int(getattr(raw, "completion_tokens", 0) or 0)
-    details = getattr(raw, "prompt_tokens_details", None)
-    extra = getattr(raw, "model_extra", None) or {}
-    cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
-    if not cached:
-        cached = int(extra.get("prompt_cache_hit_tokens") or 0)
-    written = 0
-    if details is not None:
-        written = int(getattr(details, "cache_write_tokens", 0) or 0)
-        written = written or int((getattr(details, "model_extra", None) or {}).get("cache_write_tokens") or 0)
-    uncached = max(prompt - cached - written, 0)
-    return Usage(input_tokens=uncached, output_tokens=output, cache_read_tokens=cached, cache_write_tokens=written)
+    prompt = token_count(raw.get("prompt_tokens"))
+    details = raw.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    cached = token_count(details.get("cached_tokens")) or token_count(raw.get("prompt_cache_hit_tokens"))
+    written = token_count(details.get("cache_write_tokens"))
+    return Usage(
+        input_tokens=max(prompt - cached - written, 0),
+        output_tokens=token_count(raw.get("completion_tokens")),
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+    )
+
+
+def _tool_call(call: object) -> ToolCall | None:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(call, dict) or not isinstance(function, dict):
+        return None
+    raw = function.get("arguments")
+    arguments: object = raw
+    if not isinstance(raw, dict):
+        try:
+            arguments = json.loads(raw or "{}")
+        except (TypeError, ValueError):
+            arguments = {"_unparsed_arguments": raw}
+    name = str(function.get("name") or "")
+    return ToolCall(str(call.get("id") or ""), name, arguments if isinstance(arguments, dict) else {})
+
+
+def reply_from(data: Mapping[str, Any], fallback_model: str, provider: str) -> ChatResponse:
+    """A Chat Completions answer (its JSON) as a `ChatResponse`: the first choice's text and tool calls."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise ProviderError(f"{provider}: the endpoint returned no choices")
+    choice = choices[0] if isinstance(choices[0], dict) else {}
+    message = choice.get("message")
+    message = message if isinstance(message, dict) else {}
+    calls = [call for call in map(_tool_call, message.get("tool_calls") or ()) if call is not None]
+    text = message.get("content")
+    return ChatResponse(
+        text=text if isinstance(text, str) else "",
+        tool_calls=tuple(calls),
+        stop_reason=str(choice.get("finish_reason") or ""),
+        usage=_usage(data.get("usage")),
+        model=str(data.get("model") or fallback_model),
+    )
 
 
 class OpenAICompatProvider:
@@ -147,78 +179,26 @@ class OpenAICompatProvider:
         self._wire = WireCache()
         self._api_key = api_key or "not-needed"
         self._http_client = http_client
-        self._client = LazyClient(self._build_client)
+        self._clients = LazyClient(self._build_clients)
 
-    def _build_client(self) -> openai.AsyncOpenAI:
+    def _build_clients(self) -> tuple[openai.AsyncOpenAI, Endpoint]:
         import openai
 
-        return openai.AsyncOpenAI(
-            api_key=self._api_key,
-            base_url=self.info.base_url,
-            max_retries=0,
-            timeout=openai.Timeout(PROVIDER_REQUEST_TIMEOUT_S, connect=PROVIDER_CONNECT_TIMEOUT_S),
-            http_client=self._http_client,
+        http = self._http_client or openai.DefaultAsyncHttpxClient(timeout=TIMEOUT)
+        sdk = openai.AsyncOpenAI(
+            api_key=self._api_key, base_url=self.info.base_url, max_retries=0, timeout=TIMEOUT, http_client=http
         )
+        # The SDK adds the bearer credential per request (what `chat.completions.create` asks for), not by default.
+        headers = {**sdk_headers(sdk.default_headers), "Authorization": f"Bearer {self._api_key}"}
+        return sdk, Endpoint(self.info.name, http, endpoint_url(sdk.base_url, COMPLETIONS_PATH), headers)
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         extra = {"prompt_cache_key": request.cache_key} if request.cache_key and self.info.routes_by_cache_key else {}
         content = encode_request(request, self.info.model, self._wire, extra)
-        client = await self._client.get()
-        import openai  # loaded by now: a lookup
-        from openai.types.chat import ChatCompletion
-
-        try:
-            response = await client.post(
-                COMPLETIONS_PATH,
-                cast_to=ChatCompletion,
-                content=content,
-                options={"security": {"bearer_auth": True}},  # what `chat.completions.create` asks for
-            )
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc) from None
-        except openai.APITimeoutError:
-            raise ProviderTimeoutError(f"{self.info.name}: request timed out") from None
-        except openai.APIConnectionError as exc:
-            raise ProviderTimeoutError(f"{self.info.name}: connection failed ({exc})") from None
-        except openai.OpenAIError as exc:
-            raise ProviderError(f"{self.info.name}: {exc}") from None
-        if not response.choices:
-            raise ProviderError(f"{self.info.name}: the endpoint returned no choices")
-        choice = response.choices[0]
-        calls: list[ToolCall] = []
-        for call in choice.message.tool_calls or ():
-            function = getattr(call, "function", None)
-            if function is None:
-                continue
-            try:
-                arguments = json.loads(function.arguments or "{}")
-            except ValueError:
-                arguments = {"_unparsed_arguments": function.arguments}
-            calls.append(ToolCall(call.id, function.name, arguments if isinstance(arguments, dict) else {}))
-        return ChatResponse(
-            text=choice.message.content or "",
-            tool_calls=tuple(calls),
-            stop_reason=str(choice.finish_reason or ""),
-            usage=_usage(response.usage),
-            model=response.model or request.model or self.info.model,
-        )
-
-    def _status_error(self, exc: openai.APIStatusError) -> ProviderError:
-        message, code = exc.message, None
-        body = exc.body
-        if isinstance(body, dict):
-            error = body.get("error", body)
-            if isinstance(error, dict):
-                message = str(error.get("message") or message)
-                code = error.get("code") if isinstance(error.get("code"), str) else None
-        return from_status(
-            provider=self.info.name,
-            status=exc.status_code,
-            message=message,
-            headers={k.lower(): v for k, v in exc.response.headers.items()},
-            code=code,
-        )
+        _, endpoint = await self._clients.get()
+        data = await endpoint.post(content)
+        return reply_from(data, request.model or self.info.model, self.info.name)
 
     async def aclose(self) -> None:
-        if self._client.built is not None:
-            await self._client.built.close()
+        if self._clients.built is not None:
+            await self._clients.built[0].close()
