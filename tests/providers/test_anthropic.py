@@ -78,7 +78,7 @@ class Wire(BaseWire):
         info = ProviderInfo(
             "anthropic", "anthropic", "claude-haiku-4-5", "https://api.test", True, subscription=subscription
         )
-        if not {"api_key", "auth_token"} & credential.keys():
+        if not {"api_key", "auth_token", "credentials"} & credential.keys():
             credential["api_key"] = "sk-test"
         return AnthropicProvider(info, http_client=self.client(), **credential)
 
@@ -298,6 +298,33 @@ async def test_a_refused_connection_is_a_retryable_timeout_naming_the_provider()
     with pytest.raises(ProviderTimeoutError, match=r"^anthropic: connection failed") as caught:
         await ask(Wire(refuse))
     assert caught.value.retryable
+
+
+async def oauth_token() -> Any:
+    from anthropic.lib.credentials import AccessToken
+
+    return AccessToken(token="oat-1", expires_at=0)
+
+
+async def test_a_renewable_credential_goes_through_the_sdk_and_fails_like_a_static_one() -> None:
+    wire = replying()
+    answer = await ask(wire, credentials=oauth_token)
+    assert answer.text == "ok"
+    assert wire.requests[0].headers["authorization"] == "Bearer oat-1"  # the SDK's token flow sent it
+
+    def time_out(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("no answer", request=request)
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    with pytest.raises(ProviderTimeoutError, match=r"^anthropic: request timed out$"):
+        await ask(Wire(time_out), credentials=oauth_token)
+    with pytest.raises(ProviderTimeoutError, match=r"^anthropic: connection failed"):
+        await ask(Wire(refuse), credentials=oauth_token)
+    refused = replying(400, type="error", error={"type": "invalid_request_error", "message": "bad field"})
+    with pytest.raises(ProviderError, match="bad field"):
+        await ask(refused, credentials=oauth_token)
 
 
 PAUSE_S = 600.0  # a ten-minute pause between questions: past the 5-minute lifetime, within the hour
