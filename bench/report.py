@@ -493,7 +493,9 @@ def render_overhead(data: Mapping[str, Any], charts: Charts) -> list[str]:
         "p50(b) + p50(c); the ratio is p50(a) over it (`python -m bench.overhead`). (a) includes what makes the "
         "answer survive a kill (one journal append in a worker thread; the snapshot is written behind, off the "
         "answer path); (c) sends a one-line prompt, while (a) sends the whole conversation (system, tools, "
-        "history): (c') sends that same request, so p50(b) + p50(c') is the floor of a server forwarding it. "
+        "history): (c') sends that same request through the SDK client's `post`, so p50(b) + p50(c') is the "
+        "floor of a server forwarding it with the SDK; the server sends it without the SDK's per-call request "
+        "and response handling (`providers/direct.py`), so its ratio to that floor can be below 1. "
         "`--profile DIR` writes cProfile stats of the server and the fake provider.",
         "",
         table(["path", "p50 ms", "p95 ms", "p99 ms"], rows),

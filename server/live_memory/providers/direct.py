@@ -1,6 +1,6 @@
 """A model call as one plain POST of an encoded body, answered with the parsed JSON.
 
-The SDKs' own `post` spends about 0.9 ms of CPU around each HTTP exchange (request options, merged
+The SDKs' own `post` spends about 0.8 ms of CPU around each HTTP exchange (request options, merged
 headers, an idempotency key; the response model built field by field), more than the rest of the
 server adds to a question (`bench/overhead.py`). The SDK still makes the client, and this sends
 through what it made: its connection pool and socket options, base URL, credential and headers.
