@@ -301,31 +301,58 @@ def server_process(
         yield ChildServer(url, pid)
 
 
-# The fake summarizer both scripted sessions use.
+# The fake summarizers (the scripted sessions' and the session bill's) and their answers' form.
 LEDGER_CAP_CHARS = 6000
+PATHISH = re.compile(r"[\w.-]+(?:/[\w.-]+)+|[\w-]+\.(?:py|md)\b")
+_LEDGER_LINE = re.compile(r"^(\d+)\. (\(possibly stale\) )?(.*)$")
+_MATERIAL = "## Material being retired from memory"
+
+
+def ledger_changes(request_text: str, found: Sequence[str]) -> str:
+    """What a summarizer following the prompt answers (see `Ledger.apply_summary`): each fact `found` in the
+    material that the ledger lacks is added; a possibly-stale fact is confirmed when the material names its
+    first path, else dropped; the oldest facts go while the ledger would pass LEDGER_CAP_CHARS."""
+    current, _, material = request_text.partition(_MATERIAL)
+    changes: list[str] = []
+    kept: list[tuple[str, str]] = []
+    for line in current.splitlines():
+        match = _LEDGER_LINE.match(line.strip())
+        if match is None:
+            continue
+        number, stale, text = match.groups()
+        paths = PATHISH.findall(text)
+        if stale and not (paths and paths[0] in material):
+            changes.append(f"- {number}")
+            continue
+        if stale:
+            changes.append(f"= {number}")
+        kept.append((number, text))
+    known = {text for _, text in kept}
+    added = [fact for fact in dict.fromkeys(found) if fact not in known]
+    size = sum(len(text) + 3 for _, text in kept) + sum(len(fact) + 3 for fact in added)
+    for number, text in kept:  # the oldest go first
+        if size <= LEDGER_CAP_CHARS:
+            break
+        changes.append(f"- {number}")
+        size -= len(text) + 3
+    changes += [f"+ {fact}" for fact in added]
+    return "\n".join(changes) or "(no change)"
 
 
 def scripted_ledger(request_text: str) -> str:
-    """The fake summarizer: the current ledger merged with one fact per retired file or Q&A, capped."""
-    current, _, material = request_text.partition("## Material being retired from memory")
-    facts: list[str] = []
-    for line in current.removeprefix("## Current ledger").splitlines():
-        fact = line.strip().removeprefix("- ").removeprefix("(possibly stale) ").strip()
-        if fact and fact != "(empty)":
-            facts.append(fact)
+    """The fake summarizer: one fact per retired file or Q&A that the ledger lacks (`ledger_changes`)."""
+    material = request_text.partition(_MATERIAL)[2]
+    found: list[str] = []
     for match in re.finditer(r"^### (\S+)\n```\n(.*?)\n```", material, re.S | re.M):
         path, body = match.group(1), match.group(2)
         names = re.findall(r"^(?:class|def) (\w+)", body, re.M)[:4]
-        facts.append(f"{path} defines {', '.join(names) or 'module-level code'} ({body.count(chr(10)) + 1} lines)")
+        found.append(f"{path} defines {', '.join(names) or 'module-level code'} ({body.count(chr(10)) + 1} lines)")
     for match in re.finditer(r"^Q: (.*?)\nA: (.*?)(?=\n\nQ: |\Z)", material, re.S | re.M):
         question, answer = match.group(1), match.group(2)
         paths = list(dict.fromkeys(re.findall(r"django/[\w/]+\.py", answer)))[:3]
         if paths:
-            facts.append(f"{', '.join(paths)}: {question.strip()[:90]}")
-    merged = list(dict.fromkeys(facts))
-    while merged and sum(len(f) + 3 for f in merged) > LEDGER_CAP_CHARS:
-        merged.pop(0)  # the oldest facts go first
-    return "\n".join(f"- {f}" for f in merged) or "- (nothing durable yet)"
+            found.append(f"{', '.join(paths)}: {question.strip()[:90]}")
+    return ledger_changes(request_text, found)
 
 
 # -- request anatomy (both protocols) ------------------------------------------------------------------------

@@ -36,6 +36,7 @@ import httpx
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.ports import free_port
 
+from bench._common import PATHISH, ledger_changes
 from bench.bill_agents import PROJECT_ROOT, MainAgent, tool_result, tool_use, worth_exploring
 from bench.bill_workload import Repo, Task, symbols_in
 
@@ -44,7 +45,6 @@ DEFAULT_SERVER_SRC = HERE.parent / "server"
 MEMORY_STEP_S = 3.0  # virtual seconds per memory-model request
 SERVER_START_TIMEOUT_S = 60.0
 SERVER_STOP_TIMEOUT_S = 20.0
-LEDGER_CAP_CHARS = 6000
 MAX_TOOL_CALLS = 24  # per question: a safety stop, far above what the script ever asks for
 
 _FENCE = re.compile(r"^### (\S+)\n```\n.*?\n```", re.S | re.M)
@@ -52,7 +52,6 @@ _NUMBERED = re.compile(r"^\s*\d+\t(.*)$", re.M)
 _NOTICE = re.compile(r"CHANGED|DELETED|out of date|Modified by|re-read before|no longer exists", re.I)
 _NOTICE_SECTION = re.compile(r"out of date|stale|changed|deleted", re.I)
 _FILES_SECTION = re.compile(r"seen|re-read|current content|reference", re.I)
-_PATHISH = re.compile(r"[\w.-]+(?:/[\w.-]+)+|[\w-]+\.(?:py|md)\b")
 
 
 # -- the server process ------------------------------------------------------------------------------------
@@ -337,24 +336,15 @@ class MemoryModel:
         return False
 
     def ledger(self, segs: Sequence[Seg]) -> str:
-        """The fake summarizer: the current ledger merged with one fact per file the material names."""
+        """The fake summarizer: one fact per file the material names that the ledger lacks (`ledger_changes`)."""
         text = "\n".join(s.text for s in segs if s.where == "user" and s.kind == "text")
-        current, found, material = text.partition("Material")
-        if not found:
-            current, material = "", text
-        facts = [
-            line.strip().removeprefix("- ").removeprefix("(possibly stale) ")
-            for line in current.splitlines()
-            if line.strip().startswith("- ") and "(empty" not in line
+        material = text.partition("## Material being retired from memory")[2]
+        found = [
+            f"{path} defines {', '.join(symbols_in(path, self.repo.files[path])[:4]) or 'module-level code'}"
+            for path in dict.fromkeys(m.group(0) for m in PATHISH.finditer(material))
+            if path in self.repo.files
         ]
-        for path in dict.fromkeys(m.group(0) for m in _PATHISH.finditer(material)):
-            if path in self.repo.files:
-                names = symbols_in(path, self.repo.files[path])[:4]
-                facts.append(f"{path} defines {', '.join(names) or 'module-level code'}")
-        merged = list(dict.fromkeys(facts))
-        while merged and sum(len(f) + 3 for f in merged) > LEDGER_CAP_CHARS:
-            merged.pop(0)
-        return "\n".join(f"- {f}" for f in merged) or "- (nothing durable yet)"
+        return ledger_changes(text, found)
 
 
 # -- classification of the server's prompts ----------------------------------------------------------------

@@ -14,8 +14,8 @@ Method
       event is posted (every other time the agent also re-reads it, i.e. a tee of the new bytes);
     - the scripted model: every 5th question runs Grep then Read (150 lines) before answering, every
       5th+2 a Read; the rest answer from memory; answers are 1.1-1.7k characters naming file paths;
-      summarizer calls (recognised by `NEUTRAL_SUMMARY_SYSTEM_PROMPT`) return a merged ledger, one fact
-      per line naming file paths, capped at ~6k characters (~1.5k tokens);
+      summarizer calls (recognised by `NEUTRAL_SUMMARY_SYSTEM_PROMPT`) answer with the ledger's changes,
+      one new fact per line naming file paths, the ledger capped at ~6k characters (~1.5k tokens);
     - `max_context_tokens` = 100k so that compaction (0.85 -> 0.60) runs several times;
       `distill_min_interval_s` = 0 (a real session spreads 200 questions over hours, far beyond the
       60 s cooldown); the OS watcher is off so that no event timing can differ between runs.

@@ -26,8 +26,8 @@ Method
     content is not already in the prompt (a held observation block `### path`, an observation delta, or
     an earlier Read in the same request; a later CHANGED/DELETED notice for the file voids it), then
     answers with a deterministic ~150-300-token text naming the topic's paths: the same answer in both
-    arms. Summarizer requests (recognised by `NEUTRAL_SUMMARY_SYSTEM_PROMPT`) get a merged ledger, one fact
-    per line naming paths. So the savings come from the mechanics only: what is re-sent, what is held,
+    arms. Summarizer requests (recognised by `NEUTRAL_SUMMARY_SYSTEM_PROMPT`) get the ledger's changes, one
+    new fact per line naming paths. So the savings come from the mechanics only: what is re-sent, what is held,
     what is cached.
 
     Two pricing/caching setups: Anthropic Haiku 4.5 (`claude-haiku-4-5`, fake "anthropic" rules: explicit

@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 from bench import report, session_bill
+from bench._common import ledger_changes
 from bench.bill_workload import build_tasks, load_repo, workload
+
+from live_memory.ledger import Ledger, LedgerFact
+from live_memory.prompts import summary_request_text
 
 LOAD = workload("medium", "natural", (5, 5))
 
@@ -142,3 +146,25 @@ def test_the_trend_is_the_mean_over_every_120_task_sequence_and_variants_are_oth
     assert [t.question for t in build_tasks(repo, base, 1)] != [t.question for t in build_tasks(repo, variant, 1)]
     with pytest.raises(SystemExit, match="optionally -vN"):
         session_bill.parse_workload("medium-natural-120-x2")
+
+
+def test_the_fake_summarizer_answers_in_the_form_the_ledger_applies() -> None:
+    ledger = Ledger(
+        [
+            LedgerFact("a/x.py defines X"),
+            LedgerFact("b/y.py defines Y", {"b/y.py": "h"}, stale=True),  # named by the material: confirmed
+            LedgerFact("c/z.py defines Z", {"c/z.py": "h"}, stale=True),  # not named: dropped
+        ]
+    )
+    material = "### b/y.py\n```\nclass Y: ...\n```"
+    request = summary_request_text(ledger.text_for_summary(), material)
+    answer = ledger_changes(request, ["a/x.py defines X", "b/y.py defines Y", "d/w.py defines W"])
+    assert answer.splitlines() == ["= 2", "- 3", "+ d/w.py defines W"]
+    ledger.apply_summary(answer, {"b/y.py": "h2"}, 2048)
+    assert [(f.text, f.stale) for f in ledger.facts] == [
+        ("a/x.py defines X", False),
+        ("b/y.py defines Y", False),
+        ("d/w.py defines W", False),
+    ]
+    assert ledger_changes(request, ["a/x.py defines X"]).splitlines() == ["= 2", "- 3"]
+    assert ledger_changes(summary_request_text("", "Q: q\nA: a"), []) == "(no change)"

@@ -15,6 +15,7 @@ from live_memory.compaction import CompactionReport, Compactor
 from live_memory.constants import SUMMARY_MAX_TOKENS
 from live_memory.context_window import ContextWindow
 from live_memory.errors import OverloadedError
+from live_memory.ledger import LedgerFact
 from live_memory.providers.base import ChatRequest, ChatResponse, Message, TextPart
 from live_memory.summarizer import Summarizer
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
@@ -38,11 +39,11 @@ def sha(text: str) -> str:
 
 
 def summary_of(request: ChatRequest) -> ChatResponse:
-    """A summarizer stand-in: one ledger line per file or question it was given."""
+    """A summarizer stand-in: one new fact per file or question it was given (the ledger's changes)."""
     material = request.messages[0].text
-    lines = [f"- fact about {line[4:].strip()}" for line in material.splitlines() if line.startswith("### ")]
-    lines += [f"- fact from {line[3:].strip()}" for line in material.splitlines() if line.startswith("Q: ")]
-    return text_response("\n".join(lines) or "- nothing durable")
+    lines = [f"+ fact about {line[4:].strip()}" for line in material.splitlines() if line.startswith("### ")]
+    lines += [f"+ fact from {line[3:].strip()}" for line in material.splitlines() if line.startswith("Q: ")]
+    return text_response("\n".join(lines) or "(no change)")
 
 
 def add_exchange(window: ContextWindow, index: int, size: int = 400) -> None:
@@ -101,9 +102,13 @@ async def test_qa_is_summarized_never_dropped_and_recent_questions_stay_out() ->
     window.freeze()
     for index in range(12):
         add_exchange(window, index, size=900)
+    window.ledger.facts = [LedgerFact("Uses Postgres", {"db.py": "h"}, stale=True)]
     provider = ScriptedProvider(responder=summary_of)
     report = await compactor(provider, Clock())(window)
     assert report is not None and report.summarized_pairs > 0
+    assert "1. (possibly stale) Uses Postgres" in provider.requests[-1].messages[0].text
+    # the summary's changes add to the ledger: the fact it did not name stays, as it was
+    assert window.ledger.facts[0] == LedgerFact("Uses Postgres", {"db.py": "h"}, stale=True)
     summarized = provider.requests[-1].messages[0].text
     kept = [t.question for t in window.history if t.kind == "question"]
     assert kept[-2:] == ["question number 10", "question number 11"]

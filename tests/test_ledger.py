@@ -86,8 +86,55 @@ def test_a_new_summary_replaces_the_facts_and_clears_their_flags() -> None:
 
 def test_the_summarizer_sees_stale_facts_marked_for_re_checking() -> None:
     ledger = Ledger([LedgerFact("a.py defines A", {"a.py": "h"}, stale=True), LedgerFact("Uses Postgres")])
-    assert ledger.text_for_summary() == "- (possibly stale) a.py defines A\n- Uses Postgres"
+    assert ledger.text_for_summary() == "1. (possibly stale) a.py defines A\n2. Uses Postgres"  # changes name numbers
     assert Ledger(legacy_text="  Auth lives in src/auth.  \n").text_for_summary() == "Auth lives in src/auth."
+
+
+def test_the_summarizers_changes_add_drop_and_confirm_facts_and_leave_the_others_as_they_were() -> None:
+    manifest = {"a.py": "a2", "b.py": "b1", "c.py": "c1"}
+    ledger = Ledger(
+        [
+            LedgerFact("a.py defines A", {"a.py": "a1"}, stale=True),  # 1: confirmed below
+            LedgerFact("b.py defines B", {"b.py": "b0"}, stale=True),  # 2: dropped below
+            LedgerFact("Uses Postgres"),  # 3: not named, so kept as it was
+            LedgerFact("c.py holds the CLI", {"c.py": "c0"}),  # 4: reworded below
+        ]
+    )
+    ledger.apply_summary("= 1\n- 2\n- 4\n+ c.py holds the CLI and its flags\n+ d/ holds docs", manifest, 2048)
+    assert ledger.facts == [
+        LedgerFact("a.py defines A", {"a.py": "a2"}),  # fresh again, attributed to the current file
+        LedgerFact("Uses Postgres"),
+        LedgerFact("c.py holds the CLI and its flags", {"c.py": "c1"}),
+        LedgerFact("d/ holds docs"),
+    ]
+
+
+def test_an_addition_already_in_the_ledger_is_not_repeated_but_confirms_a_stale_one() -> None:
+    ledger = Ledger([LedgerFact("a.py defines A", {"a.py": "a1"}, stale=True), LedgerFact("Uses Postgres")])
+    ledger.apply_summary("+ A.PY  defines A\n+ uses postgres\n- 9\n= 0", {"a.py": "a2"}, 2048)
+    assert ledger.facts == [LedgerFact("a.py defines A", {"a.py": "a2"}), LedgerFact("Uses Postgres")]
+
+
+def test_an_answer_with_no_change_lines_is_a_whole_ledger_and_no_change_keeps_every_fact() -> None:
+    ledger = Ledger([LedgerFact("old", {"a.py": "h"}, stale=True)])
+    for unchanged in ("(no change)", "", "  \n"):
+        ledger.apply_summary(unchanged, {}, 2048)
+        assert ledger.facts == [LedgerFact("old", {"a.py": "h"}, stale=True)]
+    ledger.apply_summary("- a.py defines A\n- Uses Postgres", {"a.py": "new"}, 2048)  # bullets: a whole ledger
+    assert ledger.facts == [LedgerFact("a.py defines A", {"a.py": "new"}), LedgerFact("Uses Postgres")]
+
+
+def test_a_legacy_ledger_becomes_facts_that_the_changes_add_to() -> None:
+    ledger = Ledger(legacy_text="Auth lives in src/auth.\nUses Postgres")
+    ledger.apply_summary("+ Redis caches sessions", {}, 2048)
+    assert [f.text for f in ledger.facts] == ["Auth lives in src/auth.", "Uses Postgres", "Redis caches sessions"]
+    assert ledger.legacy_text == ""
+
+
+def test_past_its_cap_the_ledger_drops_its_oldest_facts_stale_ones_first() -> None:
+    ledger = Ledger([LedgerFact("f" * 40), LedgerFact("s" * 40, stale=True), LedgerFact("g" * 40)])
+    ledger.apply_summary("+ " + "n" * 40, {}, 25)  # four facts of 11 tokens each; room for two
+    assert [f.text[0] for f in ledger.facts] == ["g", "n"]
 
 
 def test_forgetting_drops_facts_containing_the_text_in_any_case() -> None:

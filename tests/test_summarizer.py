@@ -17,7 +17,7 @@ async def test_one_call_merges_the_material_into_the_ledger() -> None:
     usage = Usage(input_tokens=900, output_tokens=80)
     provider = ScriptedProvider(text_response("\n- Auth lives in src/auth/\n- Uses Postgres\n\n", usage=usage))
     summary = await Summarizer(provider).summarize("- Uses Postgres", "Q: where is auth?\nA: src/auth/")
-    assert summary.ledger_text == "- Auth lives in src/auth/\n- Uses Postgres"
+    assert summary.changes == "- Auth lives in src/auth/\n- Uses Postgres"
     assert (summary.usage, summary.model) == (usage, "scripted-model")
     [request] = provider.requests
     assert [p.text for p in request.system] == [NEUTRAL_SUMMARY_SYSTEM_PROMPT.format(max_tokens=SUMMARY_MAX_TOKENS)]

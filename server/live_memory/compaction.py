@@ -129,7 +129,7 @@ class Compactor:
                 logger.warning("distilling %d observed files failed (%s); shedding their bytes", len(batch), exc)
                 report.summary_failures += 1
             else:
-                window.ledger.set_from_summary(summary.ledger_text, _manifest(window))
+                window.ledger.apply_summary(summary.changes, _manifest(window), self.summarizer.max_tokens)
                 report.usage = report.usage + summary.usage
                 report.summaries += 1
                 report.distilled = [f.path for f in batch]
@@ -195,7 +195,7 @@ class Compactor:
             report.summary_failures += 1
             return
         self.gate.qa_failed_at = None
-        window.ledger.set_from_summary(summary.ledger_text, _manifest(window))
+        window.ledger.apply_summary(summary.changes, _manifest(window), self.summarizer.max_tokens)
         retired = {id(t) for exchange in chosen for t in exchange}
         window.history = [t for t in window.history if id(t) not in retired]
         report.usage = report.usage + summary.usage

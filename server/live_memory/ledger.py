@@ -4,6 +4,10 @@ Each fact is one line of dense prose plus a sidecar `sources = {path: sha256}` t
 sees. A fact is attributed to the manifest files it names (full relative path or basename); when
 one of those files changes, the fact is demoted under the "possibly out of date" heading instead
 of being trusted. A legacy ledger (a plain string, no facts) still renders.
+
+The summarizer answers with changes, not the whole ledger (`apply_summary`): its output is the
+dearest token it writes, and a ledger repeated at every compaction would cost more the more the
+memory knows.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from live_memory.prompts import EMPTY_LEDGER_TEXT, LEDGER_HEADING, STALE_LEDGER_HEADING
+from live_memory.records import estimate_tokens
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+_CHANGE = re.compile(r"^\s*(?:(?P<add>\+)\s*(?P<fact>\S.*?)|(?P<op>[-=])\s*#?(?P<number>\d+)\.?)\s*$")
+NO_CHANGE = "(no change)"
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,7 @@ def split_facts(summary: str) -> list[str]:
         text = _BULLET.sub("", line).strip()
         if not text or text.startswith("#"):
             continue
-        key = " ".join(text.lower().split())
+        key = _key(text)
         if key not in seen:
             seen.add(key)
             facts.append(text)
@@ -80,15 +87,63 @@ class Ledger:
         return not self.facts and not self.legacy_text.strip()
 
     def text_for_summary(self) -> str:
-        """What the summarizer merges into: every fact, stale ones flagged so it can re-check them."""
+        """What the summarizer changes: every fact numbered (its changes name them by number), stale ones
+        flagged so it can re-check them."""
         if not self.facts:
             return self.legacy_text.strip()
-        return "\n".join(f"- {'(possibly stale) ' if f.stale else ''}{f.text}" for f in self.facts)
+        return "\n".join(f"{n}. {'(possibly stale) ' if f.stale else ''}{f.text}" for n, f in enumerate(self.facts, 1))
 
     def set_from_summary(self, summary: str, manifest: Mapping[str, str]) -> None:
-        """Adopt a new summary: split into facts, attribute each; flags reset at each compaction."""
+        """Adopt a whole ledger: split into facts, attribute each; flags reset."""
         self.facts = [LedgerFact(text, attribute(text, manifest)) for text in split_facts(summary)]
         self.legacy_text = ""
+
+    def apply_summary(self, answer: str, manifest: Mapping[str, str], max_tokens: int) -> None:
+        """Adopt the summarizer's answer: its changes to the facts numbered in `text_for_summary` (`+ fact`
+        adds one, `- n` drops fact n, `= n` confirms possibly-stale fact n); the facts it does not name
+        stay as they are, sources and marks included. An answer without a change line is a whole ledger
+        (a model that ignored the format), whose facts replace these. Past `max_tokens`, the oldest facts
+        go, possibly stale ones first."""
+        changes = [(line, _CHANGE.match(line)) for line in answer.splitlines() if line.strip()]
+        if not any(match for _, match in changes):
+            if split_facts(answer) and answer.strip() != NO_CHANGE:
+                self.set_from_summary(answer, manifest)
+            self._cap(max_tokens)
+            return
+        if not self.facts and self.legacy_text.strip():  # its text becomes facts the changes add to
+            self.set_from_summary(self.legacy_text, manifest)
+        facts: list[LedgerFact | None] = list(self.facts)
+        known = {_key(f.text): index for index, f in enumerate(self.facts)}
+        for line, match in changes:
+            added = match.group("fact") if match else (split_facts(line) or [""])[0]  # a bullet: an addition
+            if match and match.group("op"):
+                index = int(match.group("number")) - 1
+                if 0 <= index < len(self.facts) and facts[index] is not None:
+                    facts[index] = _confirmed(self.facts[index], manifest) if match.group("op") == "=" else None
+            elif added and _key(added) in known:  # already there: at most a confirmation
+                index = known[_key(added)]
+                fact = facts[index]
+                if fact is not None and fact.stale:
+                    facts[index] = _confirmed(fact, manifest)
+            elif added and added != NO_CHANGE:
+                known[_key(added)] = len(facts)
+                facts.append(LedgerFact(added, attribute(added, manifest)))
+        self.facts = [f for f in facts if f is not None]
+        self.legacy_text = ""
+        self._cap(max_tokens)
+
+    def _cap(self, max_tokens: int) -> None:
+        size = sum(estimate_tokens(f.text) + 1 for f in self.facts)
+        if size <= max_tokens:
+            return
+        order = [i for i, f in enumerate(self.facts) if f.stale] + [i for i, f in enumerate(self.facts) if not f.stale]
+        dropped: set[int] = set()
+        for index in order:
+            if size <= max_tokens:
+                break
+            dropped.add(index)
+            size -= estimate_tokens(self.facts[index].text) + 1
+        self.facts = [f for i, f in enumerate(self.facts) if i not in dropped]
 
     def cited_paths(self) -> frozenset[str]:
         """Every path a fact was distilled from. Asked for each file event: indexed, not scanned."""
@@ -148,6 +203,15 @@ class Ledger:
         if stale:
             parts += ["", STALE_LEDGER_HEADING, "\n".join(stale)]
         return "\n".join(parts)
+
+
+def _confirmed(fact: LedgerFact, manifest: Mapping[str, str]) -> LedgerFact:
+    """The fact trusted again, attributed to the files as they are now."""
+    return LedgerFact(fact.text, attribute(fact.text, manifest))
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def _all_sources(facts: Iterable[LedgerFact]) -> set[tuple[str, str]]:

@@ -79,23 +79,26 @@ NEUTRAL_SUMMARY_SYSTEM_PROMPT = """\
 You maintain the knowledge ledger of a codebase memory: durable, query-neutral facts about one \
 workspace that future, unrelated questions will rely on.
 
-You receive the current ledger and new material being retired from the memory (earlier questions \
-with their answers, and/or file contents). Return the UPDATED LEDGER ONLY: the current ledger merged \
-with the durable facts in the new material.
+You receive the current ledger (numbered facts) and new material being retired from the memory \
+(earlier questions with their answers, and/or file contents). Return ONLY the changes the material \
+calls for, one per line, nothing else:
++ <fact>   adds a durable fact (or the new wording of a fact you drop)
+- <n>      drops fact n: the material shows it wrong, a "+" line replaces it, or it is marked \
+"(possibly stale)" and the material does not confirm it
+= <n>      keeps fact n, marked "(possibly stale)", because the material confirms it as it stands
+Facts you do not name stay as they are. Answer "(no change)" when the material adds nothing durable.
 
-Conventions:
-- One dense fact per line, starting with "- ". Name file paths inline as workspace-relative paths, \
-e.g. "- Auth lives in src/auth/; SessionManager (src/auth/session.ts) issues tokens; consumed by \
-src/api/middleware.ts".
+Facts:
+- One dense fact per line. Name file paths inline as workspace-relative paths, e.g. "+ Auth lives \
+in src/auth/; SessionManager (src/auth/session.ts) issues tokens; consumed by src/api/middleware.ts".
 - Record locations (where things live), relationships (what calls, consumes or depends on what), \
 conventions, configuration and build facts, and the reasons behind code when stated.
-- Merge and de-duplicate: keep each fact once, extend existing facts instead of repeating them, \
-drop facts the new material shows to be wrong. Facts marked "(possibly stale)" are kept only if the \
-new material confirms them (then without the mark).
+- Keep each fact once: to extend one, drop it and add the longer wording; never repeat a fact.
 - Stay neutral: do not summarise toward any particular question; drop conversational filler, tool \
 mechanics and one-off specifics that no future question would need.
 - Never invent: record only what the ledger or the material states.
-- Be concise: the ledger must stay well under {max_tokens} tokens; drop the least useful facts first."""
+- Be concise: the ledger must stay well under {max_tokens} tokens (past that its oldest facts are \
+dropped); drop the least useful facts yourself first."""
 
 
 def summary_request_text(ledger: str, material: str) -> str:

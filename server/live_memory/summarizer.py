@@ -1,4 +1,5 @@
-"""The neutral summarizer: folds retired material into the knowledge ledger with one model call.
+"""The neutral summarizer: folds retired material into the knowledge ledger with one model call,
+answered with the ledger's changes (`Ledger.apply_summary`).
 
 It is fed only the material being retired plus the current ledger, never the current or recent
 questions, so the ledger cannot drift toward whatever was asked last. Output is capped.
@@ -16,7 +17,7 @@ from live_memory.records import Usage
 
 @dataclass(frozen=True)
 class Summary:
-    ledger_text: str
+    changes: str  # the model's changes to the ledger (see `Ledger.apply_summary`)
     usage: Usage
     model: str
 
