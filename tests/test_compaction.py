@@ -9,9 +9,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from live_memory.admission import DistillGate
 from live_memory.agent_loop import LoopLimits, QuestionLoop
-from live_memory.compaction import CompactionReport, Compactor
+from live_memory.compaction import CompactionReport, Compactor, history_tokens
 from live_memory.constants import SUMMARY_MAX_TOKENS
 from live_memory.context_window import ContextWindow
 from live_memory.errors import OverloadedError
@@ -224,3 +226,30 @@ async def test_hysteresis_gives_headroom_and_floor_at_threshold_thrashes() -> No
     gaps = [b - a for a, b in itertools.pairwise(with_headroom)]
     assert all(gap >= 3 for gap in gaps), with_headroom  # several questions run between compactions
     assert len(thrashing) >= 2 * len(with_headroom), (thrashing, with_headroom)
+
+
+@pytest.mark.parametrize("history_floor", [0.15, 0.6])
+async def test_a_history_past_its_maximum_folds_down_to_its_floor_and_keeps_the_latest_exchanges(
+    history_floor: float,
+) -> None:
+    window = ContextWindow(budget_tokens=1_000_000)  # the window has room: only the history's bound acts
+    window.freeze()
+    for index in range(20):
+        add_exchange(window, index, size=400)  # about 110 tokens each
+    maximum = history_tokens(window) - 1
+    compact = Compactor(
+        summarizer=Summarizer(ScriptedProvider(responder=summary_of)),
+        gate=DistillGate(60.0, Clock()),
+        threshold=0.85,
+        floor=0.6,
+        history_max_tokens=maximum,
+        history_floor=history_floor,
+    )
+    assert compact.needed(window)
+    report = await compact(window)
+    assert report is not None
+    assert history_tokens(window) <= history_floor * maximum
+    assert history_tokens(window) > history_floor * maximum - 110  # no deeper than it had to (one exchange)
+    kept = [t.question for t in window.history if t.kind == "question"]
+    assert kept[-2:] == ["question number 18", "question number 19"]
+    assert report.summarized_pairs == 20 - len(kept)

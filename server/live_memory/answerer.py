@@ -229,4 +229,5 @@ class Answerer:
             on_report=record,
             distill_allowed=lambda: settings.background and spend.background_allowed(state.id, caps_of(runtime)),
             history_max_tokens=settings.history_max_tokens,
+            history_floor=settings.history_floor,
         )

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 from live_memory.admission import DistillGate
-from live_memory.constants import COMPACTION_KEEP_RECENT_PAIRS
+from live_memory.constants import COMPACTION_KEEP_RECENT_PAIRS, HISTORY_FLOOR
 from live_memory.context_window import ContextWindow, FileContext, file_block
 from live_memory.errors import ProviderError
 from live_memory.history import Turn, message_text
@@ -60,9 +60,11 @@ class Compactor:
         on_report: Callable[[CompactionReport], Awaitable[None]] | None = None,
         distill_allowed: Callable[[], bool] = lambda: True,
         history_max_tokens: int = 0,
+        history_floor: float = HISTORY_FLOOR,
     ) -> None:
         self.summarizer = summarizer
         self.history_max_tokens = history_max_tokens  # 0: only the window budget triggers compaction
+        self.history_floor = history_floor
         self.gate = gate
         self.threshold = threshold
         self.floor = floor
@@ -169,7 +171,7 @@ class Compactor:
     async def _tier2_history(self, window: ContextWindow, target: int, report: CompactionReport) -> None:
         # Shrink to the window's floor, and the Q&A history to its own floor: every request re-reads
         # the history, so a long one makes each later question dearer even when the window has room.
-        history_target = self.floor * self.history_max_tokens
+        history_target = self.history_floor * self.history_max_tokens
         excess = max(
             window.projected_tokens() - target,
             history_tokens(window) - history_target if self.history_max_tokens else 0,

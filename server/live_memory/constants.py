@@ -107,6 +107,10 @@ DIRECTORY_TREE_SHARE = 0.10
 # measured by bench/session_bill.py: a bounded history keeps the cost per question from rising; with the
 # history on the 1-hour cache, 10k beat 6k on 14 of 16 workload rows and 3k on all, 16k was no better).
 HISTORY_MAX_TOKENS = 10_000
+# Past that, the history folds down to this share of it (the two most recent exchanges always stay). Each
+# fold rewrites the cached prompt after the ledger once, so deep, rare folds cost less than shallow, frequent
+# ones (bench/session_bill.py; see docs/benchmarks.md).
+HISTORY_FLOOR = 0.15
 # The tree is re-read with every request: above this it shows directories with file counts and the
 # model lists the rest with Glob/find_paths when it needs to (measured by bench/session_bill.py).
 DIRECTORY_TREE_TOKENS = 2_000

@@ -168,9 +168,16 @@ class Options:
     )
     history_max_tokens: int = option(
         C.HISTORY_MAX_TOKENS,
-        "Q&A history above this many tokens is summarized into the ledger (down to the floor's share of it): "
-        "every request re-reads the history. 0: only the window budget triggers compaction.",
+        "Q&A history above this many tokens is summarized into the ledger (down to history_floor's share of "
+        "it): every request re-reads the history. 0: only the window budget triggers compaction.",
         low=0,
+    )
+    history_floor: float = option(
+        C.HISTORY_FLOOR,
+        "A history past history_max_tokens folds down to this share of it (the two latest exchanges stay): "
+        "each fold rewrites the cached prompt once, so deep, rare folds cost less than shallow, frequent ones.",
+        low=0.0,
+        high=0.99,
     )
     distill_min_interval_s: float = option(
         C.DISTILL_MIN_INTERVAL_S,
