@@ -227,6 +227,15 @@ async def test_a_reply_joins_its_text_blocks_and_keeps_every_tool_call() -> None
     assert response.model == "claude-haiku-4-5-20251001"
 
 
+async def test_a_reply_with_odd_blocks_keeps_what_it_can_and_counts_nothing_it_does_not_report() -> None:
+    content = ["stray", {"type": "thinking"}, {"type": "tool_use", "id": "t1", "name": "Read", "input": "a.py"}]
+    response = await ask(replying(content=content, usage=None, model=None))
+    assert response.text == ""
+    assert [(c.id, c.name, dict(c.arguments)) for c in response.tool_calls] == [("t1", "Read", {})]
+    assert response.usage.prompt_tokens == 0 and response.usage.output_tokens == 0
+    assert response.model == "claude-haiku-4-5"  # the requested model when the answer names none
+
+
 async def test_usage_splits_the_prompt_into_uncached_read_and_written_tokens() -> None:
     wire = replying(
         usage={

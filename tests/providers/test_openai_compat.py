@@ -260,6 +260,17 @@ async def test_arguments_that_are_not_json_are_kept_for_the_tool_to_reject() -> 
     assert dict(response.tool_calls[0].arguments) == {"_unparsed_arguments": "{path: a"}
 
 
+async def test_arguments_sent_as_an_object_are_taken_as_they_are_and_malformed_calls_are_skipped() -> None:
+    calls = [
+        {"id": "c1", "type": "function", "function": {"name": "Read", "arguments": {"file_path": "a.py"}}},
+        {"id": "c2", "type": "function"},  # no function: nothing to run
+        "not a call",
+    ]
+    response = await ask(replying(body=completion_json({"content": "reading", "tool_calls": calls})))
+    assert [(c.id, c.name, dict(c.arguments)) for c in response.tool_calls] == [("c1", "Read", {"file_path": "a.py"})]
+    assert response.text == "reading"
+
+
 @pytest.mark.parametrize(
     ("usage", "expected"),
     [

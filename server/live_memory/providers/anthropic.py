@@ -106,9 +106,7 @@ def _usage(raw: object) -> Usage:
         output_tokens=token_count(usage.get("output_tokens")),
         cache_read_tokens=token_count(usage.get("cache_read_input_tokens")),
         cache_write_tokens=token_count(usage.get("cache_creation_input_tokens")),
-        cache_write_1h_tokens=token_count(
-            creation.get("ephemeral_1h_input_tokens") if isinstance(creation, dict) else 0
-        ),
+        cache_write_1h_tokens=token_count(creation.get("ephemeral_1h_input_tokens")),
     )
 
 
@@ -124,13 +122,8 @@ def reply_from(data: Mapping[str, Any], fallback_model: str) -> ChatResponse:
             texts.append(str(block.get("text") or ""))
         elif block.get("type") == "tool_use":
             arguments = block.get("input")
-            calls.append(
-                ToolCall(
-                    str(block.get("id") or ""),
-                    str(block.get("name") or ""),
-                    arguments if isinstance(arguments, dict) else {},
-                )
-            )
+            arguments = arguments if isinstance(arguments, dict) else {}
+            calls.append(ToolCall(str(block.get("id") or ""), str(block.get("name") or ""), arguments))
     return ChatResponse(
         text="".join(texts),
         tool_calls=tuple(calls),

@@ -132,9 +132,11 @@ def _usage(raw: object) -> Usage:
 
 
 def _tool_call(call: object) -> ToolCall | None:
-    function = call.get("function") if isinstance(call, dict) else None
-    if not isinstance(call, dict) or not isinstance(function, dict):
+    """One function call of an answer; arguments that are not a JSON object are kept for the tool to reject
+    (some gateways send the object itself rather than its JSON text)."""
+    if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
         return None
+    function = call["function"]
     raw = function.get("arguments")
     arguments: object = raw
     if not isinstance(raw, dict):
