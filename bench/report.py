@@ -354,54 +354,16 @@ def render_notify(data: Mapping[str, Any], charts: Charts) -> list[str]:
     rows = []
     for label, variant in variants.items():
         n = variant["notify"]
-        rows.append(
-            (
-                f"POST /notify ({label})",
-                num(n.get("notify_requests_per_s"), 1),
-                num(n.get("notify_events_per_s"), 1),
-                num(n.get("notify_mib_per_s"), 2),
-                num(dig(n, "notify_latency", "p50_ms"), 1),
-                num(dig(n, "notify_latency", "p95_ms"), 1),
-                num(dig(n, "notify_latency", "p99_ms"), 1),
-            )
-        )
+        rows.append(_notify_row(f"POST /notify ({label})", n))
         if isinstance(n.get("health_during_notify_latency"), Mapping):
-            rows.append(
-                (
-                    f"GET /health during /notify ({label})",
-                    MISSING,
-                    MISSING,
-                    MISSING,
-                    num(dig(n, "health_during_notify_latency", "p50_ms"), 1),
-                    num(dig(n, "health_during_notify_latency", "p95_ms"), 1),
-                    num(dig(n, "health_during_notify_latency", "p99_ms"), 1),
-                )
-            )
-        rows.append(
-            (
-                f"GET /health ({label})",
-                num(n.get("health_requests_per_s"), 1),
-                MISSING,
-                MISSING,
-                num(dig(n, "health_latency", "p50_ms"), 1),
-                num(dig(n, "health_latency", "p95_ms"), 1),
-                num(dig(n, "health_latency", "p99_ms"), 1),
-            )
-        )
+            during = _latency_cells(n, "health_during_notify_latency")
+            rows.append((f"GET /health during /notify ({label})", MISSING, MISSING, MISSING, *during))
+        health_rate = num(n.get("health_requests_per_s"), 1)
+        rows.append((f"GET /health ({label})", health_rate, MISSING, MISSING, *_latency_cells(n, "health_latency")))
     baseline = data.get("baseline")
     if isinstance(baseline, Mapping):  # `--baseline-src`: the code before a change, in the same run
         lines[-2] += " The previous code ran the same rounds in the same run, alternating with them (`--baseline-src`)."
-        rows.append(
-            (
-                "POST /notify (previous code, same run)",
-                num(baseline.get("notify_requests_per_s"), 1),
-                num(baseline.get("notify_events_per_s"), 1),
-                num(baseline.get("notify_mib_per_s"), 2),
-                num(dig(baseline, "notify_latency", "p50_ms"), 1),
-                num(dig(baseline, "notify_latency", "p95_ms"), 1),
-                num(dig(baseline, "notify_latency", "p99_ms"), 1),
-            )
-        )
+        rows.append(_notify_row("POST /notify (previous code, same run)", baseline))
     if rows:
         lines += [table(["endpoint", "req/s", "events/s", "MiB/s", "p50 ms", "p95 ms", "p99 ms"], rows), ""]
     cpu = [
@@ -472,6 +434,21 @@ def _against(value: Any, goal: float) -> str:
     if number is None:
         return MISSING
     return f"{number:.2f}x ({'met' if number <= goal else 'missed'})"
+
+
+def _latency_cells(data: Mapping[str, Any], key: str) -> tuple[str, str, str]:
+    """p50, p95 and p99 of a latency summary, in ms."""
+    return num(dig(data, key, "p50_ms"), 1), num(dig(data, key, "p95_ms"), 1), num(dig(data, key, "p99_ms"), 1)
+
+
+def _notify_row(label: str, figures: Mapping[str, Any]) -> tuple[str, ...]:
+    """One /notify row: requests/s, events/s, MiB/s, then its latency."""
+    rates = (
+        num(figures.get("notify_requests_per_s"), 1),
+        num(figures.get("notify_events_per_s"), 1),
+        num(figures.get("notify_mib_per_s"), 2),
+    )
+    return (label, *rates, *_latency_cells(figures, "notify_latency"))
 
 
 def render_overhead(data: Mapping[str, Any], charts: Charts) -> list[str]:
