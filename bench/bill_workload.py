@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import tarfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -48,6 +48,7 @@ REPLY_CHARS = (600, 1200)
 LOCALITY_ZIPF = {"high": 1.4, "medium": 1.0, "low": 0.5}  # exponent over ranked directories and files
 SIZE_CLASSES = ("small", "natural", "large")
 SIZE_QUANTILE = 0.4  # small: the smallest 40% of eligible files; large: the largest 40%
+ROTATIONS = 10  # a sequence's rotations start at each tenth of it: together every task sits in every decile
 
 _DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w{3,})", re.M)
 _HEADING_WORD = re.compile(r"^#+[ \t]+.*?\b([A-Za-z][A-Za-z_]{6,})\b", re.M)
@@ -178,6 +179,12 @@ class Workload:
     sizes: str  # small | natural | large
     sessions: tuple[int, ...]  # tasks per session
     variant: int = 0  # another task sequence of the same shape (its name, hence its seed, differs)
+    rotation: int = 0  # the same tasks, started this many tenths of the way in (one session only)
+
+    @property
+    def sequence(self) -> str:
+        """The name of the task sequence (a rotation keeps its sequence's tasks, hence its seed)."""
+        return self.name.removesuffix(f"-r{self.rotation}") if self.rotation else self.name
 
     @property
     def tasks(self) -> int:
@@ -190,12 +197,13 @@ class Workload:
         return f"{len(self.sessions)} x {self.sessions[0]} tasks"
 
 
-def workload(locality: str, sizes: str, sessions: Sequence[int], variant: int = 0) -> Workload:
-    if locality not in LOCALITY_ZIPF or sizes not in SIZE_CLASSES or not sessions or variant < 0:
-        raise ValueError(f"bad workload {locality}/{sizes}/{sessions}/{variant}")
+def workload(locality: str, sizes: str, sessions: Sequence[int], variant: int = 0, rotation: int = 0) -> Workload:
+    bad_rotation = rotation < 0 or rotation >= ROTATIONS or (rotation and len(sessions) != 1)
+    if locality not in LOCALITY_ZIPF or sizes not in SIZE_CLASSES or not sessions or variant < 0 or bad_rotation:
+        raise ValueError(f"bad workload {locality}/{sizes}/{sessions}/{variant}/{rotation}")
     shape = str(sessions[0]) if len(sessions) == 1 else f"{len(sessions)}x{sessions[0]}"
-    suffix = f"-v{variant}" if variant else ""
-    return Workload(f"{locality}-{sizes}-{shape}{suffix}", locality, sizes, tuple(sessions), variant)
+    suffix = (f"-v{variant}" if variant else "") + (f"-r{rotation}" if rotation else "")
+    return Workload(f"{locality}-{sizes}-{shape}{suffix}", locality, sizes, tuple(sessions), variant, rotation)
 
 
 @dataclass(frozen=True)
@@ -354,8 +362,27 @@ def apply_edit(text: str, op: EditOp) -> str:
 
 
 def build_tasks(repo: Repo, load: Workload, seed: int) -> list[Task]:
-    """The deterministic task sequence of one workload (seeded by the workload and the repository)."""
-    rng = random.Random(f"{seed}:{repo.name}:{load.name}")
+    """The deterministic task sequence of one workload (seeded by its sequence and the repository). A rotation
+    keeps the sequence's tasks and starts them a tenth of the way in per step; the edits are then worked out
+    again in the new order (each against the file as the earlier edits left it)."""
+    drafts = _draft_tasks(repo, load, seed)
+    cut = len(drafts) * load.rotation // ROTATIONS
+    drafts = drafts[cut:] + drafts[:cut]
+    state = {p: repo.files[p] for p in repo.files}  # the edits change files as the session goes
+    tasks: list[Task] = []
+    for index, (draft, edit_symbol) in enumerate(drafts):
+        edit = None
+        if edit_symbol is not None:
+            path = draft.files[0]
+            edit = _edit_op(state[path], path, edit_symbol, index)
+            state[path] = apply_edit(state[path], edit)
+        tasks.append(replace(draft, index=index, edit=edit))
+    return tasks
+
+
+def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str | None]]:
+    """The sequence's tasks in their own order, without their edits: each with the symbol its edit changes."""
+    rng = random.Random(f"{seed}:{repo.name}:{load.sequence}")
     pool = _size_pool(repo, load.sizes)
     by_dir: dict[str, list[str]] = {}
     for path in pool:
@@ -365,9 +392,8 @@ def build_tasks(repo: Repo, load: Workload, seed: int) -> list[Task]:
     for members in by_dir.values():
         rng.shuffle(members)
     s = LOCALITY_ZIPF[load.locality]
-    state = {p: repo.files[p] for p in repo.files}  # the edits change files as the session goes
     readable = [p for p in repo.files if len(repo.files[p].encode()) >= MIN_ELIGIBLE_BYTES]
-    tasks: list[Task] = []
+    drafts: list[tuple[Task, str | None]] = []
     seen_questions: set[str] = set()
     index = 0
     for session, count in enumerate(load.sessions):
@@ -405,7 +431,7 @@ def build_tasks(repo: Repo, load: Workload, seed: int) -> list[Task]:
                 siblings = [p for h in sorted(homes) for p in sorted(by_dir.get(h, [])) if p not in files]
                 candidates = list(dict.fromkeys(others[:6] + siblings))
                 decoys = tuple(rng.sample(candidates, min(wanted, len(candidates))))
-            edit: EditOp | None = None
+            edit_symbol: str | None = None
             answer = reply = ""
             if not files:
                 text = rng.choice(_CHAT_TEXTS)
@@ -418,7 +444,7 @@ def build_tasks(repo: Repo, load: Workload, seed: int) -> list[Task]:
                         text += f" Keep {', '.join(quoted[1:])} in mind."
                     base = f"Where is `{symbols[0]}` defined, and what should I know before changing it"
                     base += f" (related: {', '.join(quoted[1:])})?" if len(files) > 1 else "?"
-                    edit = _edit_op(state[files[0]], files[0], symbols[0], index)
+                    edit_symbol = symbols[0]
                 elif len(files) == 1:
                     text = base = rng.choice(_QUESTIONS).format(sym=symbols[0])
                 else:
@@ -431,12 +457,11 @@ def build_tasks(repo: Repo, load: Workload, seed: int) -> list[Task]:
                     attempt += 1
                     question = f"{base} (follow-up {attempt})"
                 seen_questions.add(question)
-                if not edit:
+                if edit_symbol is None:
                     text = question
                 answer = _answer(rng, repo, files, symbols)
             reply = "Here is what I found. " + _filler(rng, list(symbols) + list(files), rng.randint(*REPLY_CHARS))
-            tasks.append(Task(index, session, think, text, question, files, pattern, hits, decoys, answer, reply, edit))
-            if edit is not None:
-                state[edit.path] = apply_edit(state[edit.path], edit)
+            draft = Task(index, session, think, text, question, files, pattern, hits, decoys, answer, reply)
+            drafts.append((draft, edit_symbol))
             index += 1
-    return tasks
+    return drafts

@@ -608,7 +608,9 @@ SESSION_KINDS_MEMORY = (
 
 
 def _runs_of(data: Mapping[str, Any], repo: str) -> list[Mapping[str, Any]]:
-    return [r for r in mapping_at(data, "runs").values() if isinstance(r, Mapping) and r.get("repo") == repo]
+    """The workload rows of a repository (a rotation of a sequence is read through the trend, not as a row)."""
+    runs = mapping_at(data, "runs").values()
+    return [r for r in runs if isinstance(r, Mapping) and r.get("repo") == repo and not r.get("rotation")]
 
 
 def _run(data: Mapping[str, Any], repo: str, name: str) -> Mapping[str, Any]:
@@ -669,18 +671,16 @@ def _session_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
             b120 = dig(long, "compare", "decile_last_over_first_sonnet", f"B-{mode}")
             a120 = dig(long, "compare", "decile_last_over_first_sonnet", "A")
             mean = mapping_at(data, "trend", repo)  # the mean over every 120-task sequence
-            memory120 = dig(mean, f"memory-{mode}", "last_over_first")
-            halves = dig(mean, f"memory-{mode}", "second_half_over_first_half")
-            subagent120 = dig(mean, "subagent", "last_over_first")
-            subagent_halves = dig(mean, "subagent", "second_half_over_first_half")
-            relative = [v for v in list_at(mean, f"memory-{mode}", "over_subagent_by_decile") if v]
+            rotated = mapping_at(mean, "rotations")  # the mean over one sequence's rotations
+            relative = [v for v in list_at(rotated or mean, f"memory-{mode}", "over_subagent_by_decile") if v]
             trend = f"{ratio(relative[0])} → {ratio(relative[-1])}" if relative else MISSING
             rows.append(
                 (
                     f"{repo}, {mode}",
                     ratio(dig(base, "compare", mode, "memory_over_subagent_per_question")),
                     f"{ratio(b120)} (A {ratio(a120)})",
-                    f"{ratio(memory120)}; {ratio(halves)} (subagent {ratio(subagent120)}; {ratio(subagent_halves)})",
+                    _trend_cell(rotated, mode),
+                    _trend_cell(mean, mode),
                     trend,
                     _slash(ratio(dig(base, "compare", mode, f"b_over_{x}_sonnet")) for x in "ca"),
                     _slash(ratio(dig(low, "compare", mode, f"b_over_{x}_sonnet")) for x in "ca"),
@@ -699,8 +699,10 @@ def _session_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
                 "repository, memory model",
                 "memory $/question ÷ subagent's (60 tasks, medium)",
                 "whole bill $/task last ÷ first decile, 120 tasks (B; A)",
-                "memory $/question last ÷ first decile; 2nd ÷ 1st half, 120 tasks (mean of sequences)",
-                "memory ÷ subagent $/question, first → last decile, 120 tasks (mean of sequences)",
+                "memory $/question last ÷ first decile; 2nd ÷ 1st half, 120 tasks, every task in every decile "
+                "(mean of one sequence's rotations)",
+                "the same, mean of the distinct sequences",
+                "memory ÷ subagent $/question, first → last decile, 120 tasks (rotations)",
                 "B÷C / B÷A, 60 tasks medium",
                 "B÷C / B÷A, 60 tasks low locality",
                 "B÷A, 60 tasks high locality small files",
@@ -713,9 +715,23 @@ def _session_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
         "means B costs less. Every ratio comes from the same run. The subagent answers each question from a "
         "fresh context, so its trend over a session is the task mix's; memory ÷ subagent per decile is the "
         "memory's own trend as it learns. One 120-task sequence's deciles swing with its task mix, so the 120-task "
-        "trend columns are the mean over every 120-task sequence of the run (per decile, then the ratio).",
+        "trend is read from means (per decile, then the ratio): over one sequence started at each tenth of the way "
+        "in (its rotations: every task sits in every decile once, so the task order cancels out), and over the "
+        "distinct sequences of the run. What still moves the subagent's figure over a rotated session is which "
+        "questions reach a helper: later on, the main agent holds more files and asks only about the others.",
         "",
     ]
+
+
+def _trend_cell(figures: Mapping[str, Any], mode: str) -> str:
+    """Memory's last ÷ first decile and second ÷ first half, then the subagent's, over a session's deciles."""
+    if not figures:
+        return MISSING
+    memory, subagent = mapping_at(figures, f"memory-{mode}"), mapping_at(figures, "subagent")
+    return (
+        f"{ratio(memory.get('last_over_first'))}; {ratio(memory.get('second_half_over_first_half'))} "
+        f"(subagent {ratio(subagent.get('last_over_first'))}; {ratio(subagent.get('second_half_over_first_half'))})"
+    )
 
 
 def _session_repo(data: Mapping[str, Any], repo: str) -> list[str]:
@@ -790,6 +806,7 @@ def _session_repo(data: Mapping[str, Any], repo: str) -> list[str]:
     ]
     lines += _session_kinds(data, repo)
     lines += _session_deciles(data, repo)
+    lines += _session_rotations(data, repo)
     lines += _session_waste(data, repo)
     return lines
 
@@ -879,6 +896,44 @@ def _session_deciles(data: Mapping[str, Any], repo: str) -> list[str]:
                 "decile",
                 *[f"{SESSION_ARM_NAMES[a]} $/task" for a in SESSION_ARMS],
                 *[f"{SESSION_ARM_NAMES[a].split(' ', 1)[1]} helper $/q" for a in SESSION_ARMS[1:]],
+            ],
+            rows,
+        ),
+        "",
+    ]
+
+
+def _session_rotations(data: Mapping[str, Any], repo: str) -> list[str]:
+    rotated = mapping_at(data, "trend", repo, "rotations")
+    if not rotated:
+        return []
+    helpers = ["subagent", *(f"memory-{m}" for m in MODES)]
+    rows = []
+    for d in range(10):
+        row = [f"{d * 10 + 1}-{d * 10 + 10}%"]
+        row += [_money(dig(rotated, h, "deciles_per_question_usd", d)) for h in helpers]
+        row += [ratio(dig(rotated, h, "over_subagent_by_decile", d)) for h in helpers[1:]]
+        rows.append(row)
+    rows.append(
+        [
+            "last ÷ first; 2nd ÷ 1st half",
+            *[
+                f"{ratio(dig(rotated, h, 'last_over_first'))}; {ratio(dig(rotated, h, 'second_half_over_first_half'))}"
+                for h in helpers
+            ],
+            *["" for _ in helpers[1:]],
+        ]
+    )
+    return [
+        f"The helper's cost per question by decile, mean of `{rotated.get('sequence', MISSING)}` started at each "
+        f"tenth of the way in ({num(rotated.get('runs'))} runs: every task in every decile once):",
+        "",
+        table(
+            [
+                "decile",
+                "subagent $/q",
+                *[f"memory $/q {m}" for m in MODES],
+                *[f"memory ÷ subagent {m}" for m in MODES],
             ],
             rows,
         ),

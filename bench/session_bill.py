@@ -41,7 +41,9 @@ Memory models (the scripted model that answers the real server)
 Workloads: tasks needing 0-4 files (10/35/30/15/10 %), drawn with Zipf locality over directories then files
 (exponent 1.4 / 1.0 / 0.5 for high / medium / low), from the smallest 40 % / all / the largest 40 % of the
 eligible files (small / natural / large); 30 % of the tasks with files edit the first one; 0-2 decoys per
-task (40/40/20 %). Sessions: one of 10/30/60/120 tasks, or 3 x 20 and 6 x 10. Repositories: this checkout
+task (40/40/20 %). Sessions: one of 10/30/60/120 tasks, or 3 x 20 and 6 x 10; three more 120-task sequences,
+and the first one run from each tenth of the way in (its rotations), for the trend of cost per question as the
+memory learns with the task order cancelled out. Repositories: this checkout
 (`git ls-files`, .py and .md files eligible) and the Django 5.1.4 sdist (django/**/*.py eligible).
 
 Figures per workload and arm: requests, tokens (uncached / cache write / cache read / output), USD (main at
@@ -49,7 +51,7 @@ Sonnet and Opus, the helper at Haiku), cost per task and per question by decile 
 task counts, the spend by prompt-block kind, Reads that re-read a file version read for an earlier task, and
 cache-written tokens no later request read.
 
-Run: `python -m bench.session_bill` (a few minutes on 2 cores; writes bench/results/session_bill.json),
+Run: `python -m bench.session_bill` (about 5 minutes on 2 cores; writes bench/results/session_bill.json),
 `--quick` (a few seconds, this checkout only), `--server-src PATH/server --server-python PY` to measure
 another checkout's server. Then `python -m bench.report` regenerates docs/benchmarks.md.
 """
@@ -100,6 +102,7 @@ from bench.bill_workload import (
     EDIT_SHARE,
     FILES_PER_TASK_WEIGHTS,
     LOCALITY_ZIPF,
+    ROTATIONS,
     THINK_TIMES_S,
     THINK_WEIGHTS,
     Repo,
@@ -131,9 +134,11 @@ FULL_WORKLOADS = (
     workload("medium", "natural", (120,)),
     workload("medium", "natural", (20, 20, 20)),
     workload("medium", "natural", (10,) * 6),
-    # More 120-task sequences: one sequence's deciles swing with its task mix (which files, how large); the
-    # trend of cost per question as the memory learns is read from the mean over all of them.
+    # More 120-task sequences: one sequence's deciles swing with its task mix (which files, how large).
     *(workload("medium", "natural", (120,), variant=v) for v in range(1, TREND_SEQUENCES)),
+    # The first sequence started at each tenth of the way in: together they put every one of its tasks in every
+    # decile, so the trend of cost per question over their mean is the memory's own, not the task order's.
+    *(workload("medium", "natural", (120,), rotation=r) for r in range(1, ROTATIONS)),
 )
 QUICK_WORKLOADS = (workload("medium", "natural", (6, 6)),)
 # Server options every run sets: the OS watcher off (the hooks' FileChanged events report the edits, in a
@@ -500,6 +505,8 @@ def describe(repo: Repo, load: Workload, tasks: Sequence[Task]) -> dict[str, Any
     return {
         "repo": repo.name,
         "workload": load.name,
+        "sequence": load.sequence,
+        "rotation": load.rotation,
         "locality": load.locality,
         "sizes": load.sizes,
         "sessions": list(load.sessions),
@@ -644,7 +651,7 @@ def run(
 def headline(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The figures the product is judged on, per repository and memory model."""
     out: dict[str, Any] = {}
-    for r in results:
+    for r in (r for r in results if not r.get("rotation")):  # a rotation is the trend's, not a workload row
         key = f"{r['repo']}/{r['workload']}"
         arms, cmp_ = r["arms"], r["compare"]
         for mode in (m for m in ("strict", "trusting") if m in cmp_):
@@ -666,30 +673,42 @@ def headline(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def trend(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Cost per question by decile of a 120-task session, the mean over every 120-task sequence of a repository:
-    per memory model and for the subagent, with last ÷ first decile and second half ÷ first half."""
+    """Cost per question by decile of a 120-task session, per memory model and for the subagent, with last ÷
+    first decile and second half ÷ first half: the mean over every 120-task sequence of a repository, and under
+    "rotations" the mean over one sequence's rotations (every task in every decile once: no task-order swing)."""
     out: dict[str, Any] = {}
     for repo in dict.fromkeys(r["repo"] for r in results):
         runs = [r for r in results if r["repo"] == repo and r["locality"] == "medium" and r["sizes"] == "natural"]
         runs = [r for r in runs if r["sessions"] == [120]]
-        if not runs:
+        sequences = [r for r in runs if not r.get("rotation")]
+        if not sequences:
             continue
-        helpers = {"subagent": ("C", "subagent")}
-        helpers.update({f"memory-{n[2:]}": (n, "memory") for n in runs[0]["arms"] if n.startswith("B-")})
-        figures: dict[str, Any] = {"sequences": len(runs)}
-        for label, (arm, part) in helpers.items():
-            columns = zip(*(r["arms"][arm][part]["deciles_per_question_usd"] for r in runs), strict=True)
-            means = [_mean([v for v in column if v is not None]) for column in columns]
-            figures[label] = {
-                "deciles_per_question_usd": [None if m is None else round(m, 6) for m in means],
-                "last_over_first": _first_last(means),
-                "second_half_over_first_half": _ratio(_mean(means[DECILES // 2 :]), _mean(means[: DECILES // 2])),
-            }
-        for label in [k for k in figures if k.startswith("memory-")]:
-            mine, theirs = figures[label]["deciles_per_question_usd"], figures["subagent"]["deciles_per_question_usd"]
-            figures[label]["over_subagent_by_decile"] = [_ratio(m, t) for m, t in zip(mine, theirs, strict=True)]
+        figures = {"sequences": len(sequences), **_trend_of(sequences)}
+        first = sequences[0].get("sequence", sequences[0].get("workload"))
+        rotated = [r for r in runs if r.get("sequence") == first]
+        if len(rotated) == ROTATIONS and len({r["rotation"] for r in rotated}) == ROTATIONS:
+            figures["rotations"] = {"sequence": first, "runs": len(rotated), **_trend_of(rotated)}
         out[repo] = figures
     return out
+
+
+def _trend_of(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per helper, the mean cost per question in each decile over `runs`, and the ratios that read a trend."""
+    helpers = {"subagent": ("C", "subagent")}
+    helpers.update({f"memory-{n[2:]}": (n, "memory") for n in runs[0]["arms"] if n.startswith("B-")})
+    figures: dict[str, Any] = {}
+    for label, (arm, part) in helpers.items():
+        columns = zip(*(r["arms"][arm][part]["deciles_per_question_usd"] for r in runs), strict=True)
+        means = [_mean([v for v in column if v is not None]) for column in columns]
+        figures[label] = {
+            "deciles_per_question_usd": [None if m is None else round(m, 6) for m in means],
+            "last_over_first": _first_last(means),
+            "second_half_over_first_half": _ratio(_mean(means[DECILES // 2 :]), _mean(means[: DECILES // 2])),
+        }
+    for label in [k for k in figures if k.startswith("memory-")]:
+        mine, theirs = figures[label]["deciles_per_question_usd"], figures["subagent"]["deciles_per_question_usd"]
+        figures[label]["over_subagent_by_decile"] = [_ratio(m, t) for m, t in zip(mine, theirs, strict=True)]
+    return figures
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -801,25 +820,32 @@ def print_headline(data: dict[str, Any]) -> None:
 
 
 def print_trend(figures: dict[str, Any]) -> None:
-    rows = []
+    rows: dict[str, list[tuple[str, ...]]] = {"sequences": [], "rotations": []}
     for repo, f in figures.items():
-        for label in (k for k in f if k != "sequences"):
-            means = f[label]["deciles_per_question_usd"]
-            rows.append(
-                (
-                    f"{repo} {label}",
-                    " ".join("–" if m is None else f"{m * 1000:.1f}" for m in means),
-                    _x(f[label]["last_over_first"]),
-                    _x(f[label]["second_half_over_first_half"]),
+        for which, part in (("sequences", f), ("rotations", f.get("rotations") or {})):
+            for label in (k for k in part if k.startswith(("memory-", "subagent"))):
+                means = part[label]["deciles_per_question_usd"]
+                rows[which].append(
+                    (
+                        f"{repo} {label}",
+                        " ".join("–" if m is None else f"{m * 1000:.1f}" for m in means),
+                        _x(part[label]["last_over_first"]),
+                        _x(part[label]["second_half_over_first_half"]),
+                    )
                 )
+    titles = {
+        "sequences": "mean of the task sequences ("
+        + ", ".join(f"{repo} {f['sequences']}" for repo, f in figures.items())
+        + ")",
+        "rotations": f"mean of one sequence's {ROTATIONS} rotations (every task in every decile once)",
+    }
+    for which, table_rows in rows.items():
+        if table_rows:
+            print_table(
+                ["helper", "m$ per question, deciles 1..10", "last/first", "2nd half/1st half"],
+                table_rows,
+                title=f"Cost per question over a 120-task session, {titles[which]}",
             )
-    if rows:
-        sequences = ", ".join(f"{repo} {f['sequences']}" for repo, f in figures.items())
-        print_table(
-            ["helper", "m$ per question, deciles 1..10", "last/first", "2nd half/1st half"],
-            rows,
-            title=f"Cost per question over a 120-task session, mean of the task sequences ({sequences})",
-        )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -845,17 +871,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+_WORKLOAD_NAME = re.compile(
+    r"(?P<locality>[a-z]+)-(?P<sizes>[a-z]+)-(?P<shape>\d+(?:x\d+)?)(?:-v(?P<v>\d+))?(?:-r(?P<r>\d+))?"
+)
+
+
 def parse_workload(name: str) -> Workload:
+    match = _WORKLOAD_NAME.fullmatch(name)
     try:
-        locality, sizes, shape, *variant = name.split("-")
-        sessions = [int(x) for x in shape.split("x")]
-        number = int(variant[0].removeprefix("v")) if variant else 0
-        if len(variant) > 1 or (variant and not variant[0].startswith("v")):
+        if match is None:
             raise ValueError(name)
-        return workload(locality, sizes, sessions if len(sessions) == 1 else [sessions[1]] * sessions[0], number)
+        sessions = [int(x) for x in match["shape"].split("x")]
+        shaped = sessions if len(sessions) == 1 else [sessions[1]] * sessions[0]
+        return workload(match["locality"], match["sizes"], shaped, int(match["v"] or 0), int(match["r"] or 0))
     except ValueError as exc:
         raise SystemExit(
-            f"bad workload name {name!r}: use LOCALITY-SIZES-TASKS or LOCALITY-SIZES-NxTASKS, optionally -vN"
+            f"bad workload name {name!r}: use LOCALITY-SIZES-TASKS or LOCALITY-SIZES-NxTASKS, optionally -vN "
+            "(another sequence), then -rN (that sequence started N tenths of the way in; one session only)"
         ) from exc
 
 
@@ -880,7 +912,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         seed=args.seed,
     )
     for r in data["runs"].values():
-        print_run(r)
+        if not r["rotation"]:  # the rotations are read through the trend's table
+            print_run(r)
     print_headline(data)
     out = args.out or ("" if args.quick else str(Path(__file__).parent / "results" / f"{NAME}.json"))
     if out:

@@ -113,29 +113,59 @@ def test_the_report_section_shows_every_arm_and_splices_into_an_existing_documen
         report.splice_sections(document, {}, ["no_such_benchmark"])
 
 
-def test_the_trend_is_the_mean_over_every_120_task_sequence_and_variants_are_other_sequences() -> None:
-    def run(memory: list[float | None], subagent: list[float | None]) -> dict[str, Any]:
-        return {
-            "repo": "r",
-            "locality": "medium",
-            "sizes": "natural",
-            "sessions": [120],
-            "arms": {
-                "C": {"subagent": {"deciles_per_question_usd": subagent}},
-                "B-strict": {"memory": {"deciles_per_question_usd": memory}},
-            },
-        }
+def _long_run(memory: list[float | None], subagent: list[float | None], **shape: Any) -> dict[str, Any]:
+    return {
+        "repo": "r",
+        "workload": "medium-natural-120",
+        "sequence": "medium-natural-120",
+        "rotation": 0,
+        "locality": "medium",
+        "sizes": "natural",
+        "sessions": [120],
+        "arms": {
+            "C": {"subagent": {"deciles_per_question_usd": subagent}},
+            "B-strict": {"memory": {"deciles_per_question_usd": memory}},
+        },
+        **shape,
+    }
 
+
+def test_the_report_reads_rotations_through_the_trend_not_as_workload_rows(quick: dict[str, Any]) -> None:
+    run = quick["runs"][f"live-memory/{LOAD.name}"]
+    rotation = {**run, "workload": "medium-natural-10-r4", "rotation": 4}
+    order = [0.02 - 0.001 * d for d in range(10)]
+    rotated = session_bill.trend(
+        [
+            _long_run(order[r:] + order[:r], [0.03] * 10, workload=f"w-r{r}", rotation=r)
+            for r in range(session_bill.ROTATIONS)
+        ]
+    )["r"]["rotations"]
+    data = {
+        **quick,
+        "runs": {**quick["runs"], "live-memory/medium-natural-10-r4": rotation},
+        "trend": {"live-memory": {**quick["trend"].get("live-memory", {}), "rotations": rotated}},
+    }
+    text = "\n".join(report.render_session_bill(data, {}))
+    assert "medium-natural-10-r4" not in text  # no workload row for a rotation
+    assert "mean of `medium-natural-120` started at each tenth of the way in (10 runs" in text
+    assert "| last ÷ first; 2nd ÷ 1st half | 1.00x; 1.00x | 1.00x; 1.00x |" in text
+    assert "| 1-10% | $0.0300 | $0.0155 | – | 0.52x | – |" in text  # every decile: the same tasks
+
+
+def test_the_trend_is_the_mean_over_every_120_task_sequence_and_variants_are_other_sequences() -> None:
     rising, falling = [0.01 * (1 + i) for i in range(10)], [0.01 * (10 - i) for i in range(10)]
-    other = {**run([1.0] * 10, [1.0] * 10), "sessions": [60]}  # not a 120-task session: left out
-    figures = session_bill.trend([run(rising, [0.02] * 10), run([None, *falling[1:]], [0.04] * 10), other])["r"]
-    assert figures["sequences"] == 2
+    other = _long_run([1.0] * 10, [1.0] * 10, sessions=[60])  # not a 120-task session: left out
+    second = _long_run([None, *falling[1:]], [0.04] * 10, workload="medium-natural-120-v1", sequence="x-v1")
+    rotation = _long_run([9.0] * 10, [9.0] * 10, workload="medium-natural-120-r1", rotation=1)
+    figures = session_bill.trend([_long_run(rising, [0.02] * 10), second, other, rotation])["r"]
+    assert figures["sequences"] == 2  # a rotation is not another sequence
     memory = figures["memory-strict"]
     assert memory["deciles_per_question_usd"][0] == 0.01  # a decile without a question is skipped, not zero
     assert memory["deciles_per_question_usd"][5] == pytest.approx(0.055)
     assert memory["last_over_first"] == pytest.approx(5.5)
     assert figures["subagent"]["second_half_over_first_half"] == 1.0
     assert memory["over_subagent_by_decile"][9] == pytest.approx(round(0.055 / 0.03, 3))
+    assert "rotations" not in figures  # one rotation of ten balances nothing
 
     base, variant = (
         session_bill.parse_workload("medium-natural-120"),
@@ -146,6 +176,50 @@ def test_the_trend_is_the_mean_over_every_120_task_sequence_and_variants_are_oth
     assert [t.question for t in build_tasks(repo, base, 1)] != [t.question for t in build_tasks(repo, variant, 1)]
     with pytest.raises(SystemExit, match="optionally -vN"):
         session_bill.parse_workload("medium-natural-120-x2")
+
+
+def test_the_rotations_of_a_sequence_give_a_trend_without_the_task_order() -> None:
+    # One sequence whose cost per question falls by its task order alone, and its ten rotations: every
+    # decile then averages the same tasks, so the trend is flat; the distinct-sequence mean still falls.
+    order = [0.02 - 0.001 * d for d in range(10)]
+    runs = [
+        _long_run(
+            order[r:] + order[:r],
+            order[r:] + order[:r],
+            workload=f"medium-natural-120-r{r}" if r else "medium-natural-120",
+            rotation=r,
+        )
+        for r in range(session_bill.ROTATIONS)
+    ]
+    figures = session_bill.trend(runs)["r"]
+    assert figures["sequences"] == 1 and figures["memory-strict"]["last_over_first"] == pytest.approx(0.55)
+    rotated = figures["rotations"]
+    assert (rotated["sequence"], rotated["runs"]) == ("medium-natural-120", 10)
+    assert rotated["memory-strict"]["last_over_first"] == 1.0
+    assert rotated["memory-strict"]["over_subagent_by_decile"] == [1.0] * 10
+
+
+def test_a_rotation_keeps_the_sequence_s_tasks_from_a_tenth_in_and_redoes_its_edits() -> None:
+    repo = load_repo("live-memory")
+    base = build_tasks(repo, session_bill.parse_workload("medium-natural-20"), 1)
+    rotated_load = session_bill.parse_workload("medium-natural-20-r3")
+    assert (rotated_load.name, rotated_load.sequence, rotated_load.rotation) == (
+        "medium-natural-20-r3",
+        "medium-natural-20",
+        3,
+    )
+    rotated = build_tasks(repo, rotated_load, 1)
+    assert [t.question for t in rotated] == [t.question for t in base[6:] + base[:6]]
+    assert [t.index for t in rotated] == list(range(20))
+    edited = [t for t in rotated if t.edit is not None]
+    assert edited and [t.files[0] for t in edited] == [t.edit.path for t in edited if t.edit]
+    for task in edited:  # each edit is made against the file as this order's earlier edits left it
+        assert task.edit is not None and f"reviewed in task {task.index + 1}" in task.edit.new
+    again = session_bill.parse_workload("medium-natural-120-v1-r9")
+    assert (again.variant, again.rotation, again.sequence) == (1, 9, "medium-natural-120-v1")
+    for bad in ("medium-natural-120-r10", "medium-natural-3x20-r1", "medium-natural-120-r1-v1"):
+        with pytest.raises(SystemExit, match="then -rN"):
+            session_bill.parse_workload(bad)
 
 
 def test_the_fake_summarizer_answers_in_the_form_the_ledger_applies() -> None:
