@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,11 @@ from live_memory.providers.base import Message, TextPart
 from live_memory.service import workspace_policy
 from live_memory.snapshot import snapshot_payload
 from live_memory.store import SnapshotStore
+from live_memory.tools import TOOL_SCHEMAS
 from live_memory.workspace import Location, WorkspaceState, WorkspaceStats, new_state
 from tests.fakes.engine import engine_for
 from tests.fakes.off_loop import off_loop
-from tests.fakes.repo_builder import docs_repo
+from tests.fakes.repo_builder import docs_repo, wide_repo
 from tests.fakes.scripted_provider import ScriptedProvider
 
 APP = "VALUE = 1\n"
@@ -72,6 +74,26 @@ async def test_a_new_workspace_gets_its_tree_and_one_freeze(tmp_path: Path, work
     assert (state.restored, state.loaded, window.epoch) == (True, True, 1)
     assert DIRECTORY_TREE_HEADING in window.stable_prefix and "intro.md" in window.stable_prefix
     assert window.frozen_volatile is not None and window.qa_count() == 0 and window.files == {}
+
+
+async def loaded_prefix(root: Path, settings: Settings) -> str:
+    state = state_for(root, settings)
+    await load_workspace(state, SnapshotStore(settings.data_dir), settings)
+    return state.window.stable_prefix
+
+
+async def test_the_tree_grows_until_the_prompt_s_head_clears_the_model_s_cache_minimum(
+    tmp_path: Path, workspace: Path
+) -> None:
+    wide = wide_repo(tmp_path)
+    haiku, sonnet = (off_loop(settings_for, tmp_path, model=m) for m in ("claude-haiku-4-5", "claude-sonnet-4-5"))
+    on_haiku, on_sonnet = await loaded_prefix(wide, haiku), await loaded_prefix(wide, sonnet)
+    head_tokens = (len(json.dumps(TOOL_SCHEMAS)) + len(on_haiku)) / 4
+    assert 4096 <= head_tokens <= 4096 * 1.1  # Haiku 4.5 caches no shorter prefix; not much more is sent
+    assert (len(json.dumps(TOOL_SCHEMAS)) + len(on_sonnet)) / 4 < 4096  # Sonnet caches from 1,024: the set budget
+    assert len(on_sonnet.split(DIRECTORY_TREE_HEADING)[1]) <= sonnet.directory_tree_tokens * 4
+    # A repository whose whole listing fits shows it whole either way: nothing is padded.
+    assert await loaded_prefix(workspace, haiku) == await loaded_prefix(workspace, sonnet)
 
 
 async def test_concurrent_first_questions_load_the_workspace_once(tmp_path: Path, workspace: Path) -> None:

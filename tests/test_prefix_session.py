@@ -12,6 +12,7 @@ import pytest
 from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, STALE_LEDGER_HEADING
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from tests.fakes.repo_builder import wide_repo
 from tests.kv_invariants import assert_breakpoints, assert_prefix_invariant, question_requests
 
 SUMMARY_MARK = NEUTRAL_SUMMARY_SYSTEM_PROMPT[:40]
@@ -158,3 +159,20 @@ async def test_a_changed_source_demotes_its_ledger_facts_end_to_end(workspace: P
     assert "pkg/mod0.py holds module code" in stale
     assert "pkg/mod0.py holds module code" not in fresh
     assert "pkg/mod1.py holds module code" in fresh
+
+
+async def test_a_large_repository_s_first_question_is_cached_from_its_first_request(tmp_path: Path) -> None:
+    # Haiku 4.5 writes no prefix shorter than 4,096 tokens: the tree fills the prompt's head past it, so a new
+    # memory's first requests read the head from the cache instead of paying for it in full each time.
+    wide = wide_repo(tmp_path)
+    with FakeLLM() as fake:  # the provider's own minimum for the model
+        fake.responder = scripted
+        settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+        with live_server(settings) as server:
+            for index in range(2):
+                text, is_error = await ask_via_mcp(server.mcp_url, {"question": f"recall {index}", "cwd": str(wide)})
+                assert not is_error, text
+    first, second = (r.usage for r in fake.requests)
+    assert first is not None and second is not None
+    assert first["cache_creation_input_tokens"] >= 4096
+    assert second["cache_read_input_tokens"] >= 4096

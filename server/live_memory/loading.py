@@ -9,16 +9,23 @@ the service.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
 from dataclasses import replace
 
 from live_memory import constants as C
 from live_memory.config import Settings
+from live_memory.context_window import ContextWindow
 from live_memory.directory_tree import build_directory_tree
 from live_memory.preload import load_preload
+from live_memory.prompts import DIRECTORY_TREE_HEADING, SYSTEM_PROMPT
+from live_memory.providers.profiles import min_cacheable_tokens_for
+from live_memory.records import estimate_tokens
 from live_memory.safe_files import read_for_revalidation
 from live_memory.snapshot import restore_stats, restore_window
 from live_memory.store import SnapshotStore
+from live_memory.tools import TOOL_SCHEMAS
 from live_memory.workspace import WorkspaceState
 
 logger = logging.getLogger(__name__)
@@ -72,9 +79,25 @@ async def _restore(state: WorkspaceState, store: SnapshotStore, settings: Settin
 
 async def directory_tree(state: WorkspaceState, settings: Settings) -> str:
     window = state.window
-    tokens = min(window.budget_tokens * C.DIRECTORY_TREE_SHARE, settings.directory_tree_tokens)
+    tokens = min(window.budget_tokens * C.DIRECTORY_TREE_SHARE, tree_tokens(window, settings))
     budget_chars = int(tokens * window.chars_per_token)
     return await build_directory_tree(state.tree_root, budget_chars=budget_chars, secret_globs=settings.secret_globs)
+
+
+def tree_tokens(window: ContextWindow, settings: Settings) -> int:
+    """The tree's budget: `directory_tree_tokens`, or more when the prompt's head (instructions, tool schemas,
+    tree) would otherwise be shorter than the model's minimum cacheable prefix. Such a head is never cached:
+    every request would pay for it in full, where a few hundred tokens more of tree are read from the cache
+    at a tenth of the price. Counted at the plain characters-per-token rate: the window's calibration also
+    folds in the tool schemas its estimates leave out, which would count them twice here."""
+    head = estimate_tokens(_HEAD_WITHOUT_TREE, window.chars_per_token)
+    floor = math.ceil(min_cacheable_tokens_for(settings.model) * C.CACHE_MIN_MARGIN)
+    return max(settings.directory_tree_tokens, floor - head)
+
+
+# What precedes the tree in every request: the tool schemas (first in the provider's cache order), then the
+# system prompt and the tree's heading.
+_HEAD_WITHOUT_TREE = f"{json.dumps(TOOL_SCHEMAS)}{SYSTEM_PROMPT}\n\n{DIRECTORY_TREE_HEADING}\n"
 
 
 async def preload(state: WorkspaceState, settings: Settings) -> None:

@@ -216,7 +216,9 @@ class Options:
     directory_tree_tokens: int = option(
         C.DIRECTORY_TREE_TOKENS,
         "Most tokens the directory tree may take (it also stays within 10% of the window); larger trees "
-        "show directories with file counts.",
+        "show directories with file counts. When the prompt's head would be shorter than the model's minimum "
+        "cacheable prefix (4,096 tokens on Haiku 4.5), the tree may grow just past it: a shorter head is never "
+        "cached.",
         low=200,
     )
     watch_max_directories: int = option(

@@ -270,3 +270,15 @@ def one_file_repo(tmp_path: Path, name: str = "app.py", text: str = "VERSION = 1
     (root / ".git").mkdir(parents=True)
     (root / name).write_text(text)
     return root
+
+
+def wide_repo(tmp_path: Path, directories: int = 60, files: int = 20) -> Path:
+    """A repository whose full listing is far past any tree budget: `directories` x `files` small modules."""
+    root = tmp_path / "wide"
+    (root / ".git").mkdir(parents=True)
+    for d in range(directories):
+        folder = root / f"component_{d:02d}_services"
+        folder.mkdir()
+        for f in range(files):
+            (folder / f"module_{f:02d}_handler.py").write_text(f"def handle_{d}_{f}():\n    return {f}\n")
+    return root

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from live_memory.providers.profiles import MODEL_CONTEXT_TOKENS, PROFILES, context_tokens_for
+from live_memory.providers.profiles import (
+    MODEL_CONTEXT_TOKENS,
+    PROFILES,
+    context_tokens_for,
+    min_cacheable_tokens_for,
+)
 
 ANTHROPIC_CACHE_TTL_S = 300.0  # the default 5-minute cache lifetime a keep-warm ping must beat
 
@@ -81,3 +86,20 @@ def test_specific_claude_rows_come_before_the_generic_claude_row() -> None:
     generic = needles.index("claude-")
     assert all(n.startswith("claude-") for n in needles[:generic])
     assert not any(n.startswith("claude-") for n in needles[generic + 1 :])
+
+
+@pytest.mark.parametrize(
+    ("model", "tokens"),
+    [
+        ("claude-haiku-4-5-20251001", 4_096),
+        ("anthropic/claude-haiku-4.5", 4_096),
+        ("claude-opus-4-5", 4_096),
+        ("claude-opus-4-7", 2_048),
+        ("claude-opus-4-1", 1_024),
+        ("claude-sonnet-4-5", 1_024),
+        ("gpt-5-mini", 1_024),
+        ("qwen3-coder", 1_024),
+    ],
+)
+def test_each_model_has_the_shortest_prefix_its_provider_caches(model: str, tokens: int) -> None:
+    assert min_cacheable_tokens_for(model) == tokens
