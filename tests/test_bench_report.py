@@ -208,3 +208,7 @@ def test_charts_are_written_linked_and_byte_identical_when_redrawn(tmp_path: Pat
     assert again == {"notify_throughput": "again/notify_throughput.png"}
     name = "notify_throughput.png"
     assert (tmp_path / "again" / name).read_bytes() == (img / name).read_bytes()
+    # Regenerating one section keeps its charts linked (and the others' text as it was).
+    only = ["--only", "prefix_cache", "--results", str(results_dir), "--doc", str(doc), "--img", str(img)]
+    assert report.main([*only, "--dpi", "30"]) == 0
+    assert "![Context fill per question: the watermark sawtooth](img/context_fill.png)" in doc.read_text()
