@@ -672,7 +672,7 @@ def _session_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
             a120 = dig(long, "compare", "decile_last_over_first_sonnet", "A")
             mean = mapping_at(data, "trend", repo)  # the mean over every 120-task sequence
             rotated = mapping_at(mean, "rotations")  # the mean over one sequence's rotations
-            relative = [v for v in list_at(rotated or mean, f"memory-{mode}", "over_subagent_by_decile") if v]
+            relative = [v for v in list_at(rotated, f"memory-{mode}", "over_subagent_by_decile") if v]
             trend = f"{ratio(relative[0])} → {ratio(relative[-1])}" if relative else MISSING
             rows.append(
                 (
@@ -1333,6 +1333,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         existing = args.doc.read_text(encoding="utf-8") if args.doc.exists() else render_document({})
         args.doc.write_text(splice_sections(existing, results, keys, charts), encoding="utf-8")
         print(f"wrote {args.doc} (sections: {', '.join(keys)}; {len(charts)} charts in {args.img})")
+        for note in notes:
+            print(f"note: {note}")
         return 0
     args.doc.write_text(render_document(results, charts, notes), encoding="utf-8")
     print(f"wrote {args.doc} ({len(results)} result files, {len(charts)} charts in {args.img})")

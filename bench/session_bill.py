@@ -684,10 +684,14 @@ def trend(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if not sequences:
             continue
         figures = {"sequences": len(sequences), **_trend_of(sequences)}
-        first = sequences[0].get("sequence", sequences[0].get("workload"))
-        rotated = [r for r in runs if r.get("sequence") == first]
-        if len(rotated) == ROTATIONS and len({r["rotation"] for r in rotated}) == ROTATIONS:
-            figures["rotations"] = {"sequence": first, "runs": len(rotated), **_trend_of(rotated)}
+        by_sequence: dict[str, dict[int, dict[str, Any]]] = {}
+        for r in runs:
+            by_sequence.setdefault(r.get("sequence", r.get("workload")), {})[r.get("rotation", 0)] = r
+        # The first sequence run with all its rotations (a partial set would not balance the deciles).
+        whole = [name for name, rotations in by_sequence.items() if len(rotations) == ROTATIONS]
+        if whole:
+            rotated = list(by_sequence[whole[0]].values())
+            figures["rotations"] = {"sequence": whole[0], "runs": len(rotated), **_trend_of(rotated)}
         out[repo] = figures
     return out
 
@@ -872,7 +876,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 _WORKLOAD_NAME = re.compile(
-    r"(?P<locality>[a-z]+)-(?P<sizes>[a-z]+)-(?P<shape>\d+(?:x\d+)?)(?:-v(?P<v>\d+))?(?:-r(?P<r>\d+))?"
+    r"(?P<locality>[a-z]+)-(?P<sizes>[a-z]+)-(?P<shape>\d+(?:x\d+)?)(?:-v(?P<v>[1-9]\d*))?(?:-r(?P<r>[1-9]))?"
 )
 
 

@@ -147,6 +147,7 @@ def test_the_report_reads_rotations_through_the_trend_not_as_workload_rows(quick
     }
     text = "\n".join(report.render_session_bill(data, {}))
     assert "medium-natural-10-r4" not in text  # no workload row for a rotation
+    assert session_bill.headline([rotation]) == {}  # nor a headline row
     assert "mean of `medium-natural-120` started at each tenth of the way in (10 runs" in text
     assert "| last ÷ first; 2nd ÷ 1st half | 1.00x; 1.00x | 1.00x; 1.00x |" in text
     assert "| 1-10% | $0.0300 | $0.0155 | – | 0.52x | – |" in text  # every decile: the same tasks
@@ -191,8 +192,9 @@ def test_the_rotations_of_a_sequence_give_a_trend_without_the_task_order() -> No
         )
         for r in range(session_bill.ROTATIONS)
     ]
-    figures = session_bill.trend(runs)["r"]
-    assert figures["sequences"] == 1 and figures["memory-strict"]["last_over_first"] == pytest.approx(0.55)
+    other = _long_run(order, order, workload="medium-natural-120-v1", sequence="medium-natural-120-v1")
+    figures = session_bill.trend([other, *runs])["r"]  # the sequence with all its rotations, wherever listed
+    assert figures["sequences"] == 2 and figures["memory-strict"]["last_over_first"] == pytest.approx(0.55)
     rotated = figures["rotations"]
     assert (rotated["sequence"], rotated["runs"]) == ("medium-natural-120", 10)
     assert rotated["memory-strict"]["last_over_first"] == 1.0
@@ -217,7 +219,8 @@ def test_a_rotation_keeps_the_sequence_s_tasks_from_a_tenth_in_and_redoes_its_ed
         assert task.edit is not None and f"reviewed in task {task.index + 1}" in task.edit.new
     again = session_bill.parse_workload("medium-natural-120-v1-r9")
     assert (again.variant, again.rotation, again.sequence) == (1, 9, "medium-natural-120-v1")
-    for bad in ("medium-natural-120-r10", "medium-natural-3x20-r1", "medium-natural-120-r1-v1"):
+    bad_names = ("medium-natural-120-r10", "medium-natural-3x20-r1", "medium-natural-120-r1-v1")
+    for bad in (*bad_names, "medium-natural-120-r0", "medium-natural-120-r03", "medium-natural-120-v0"):
         with pytest.raises(SystemExit, match="then -rN"):
             session_bill.parse_workload(bad)
 

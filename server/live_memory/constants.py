@@ -115,10 +115,11 @@ HISTORY_FLOOR = 0.15
 # model lists the rest with Glob/find_paths when it needs to (measured by bench/session_bill.py).
 DIRECTORY_TREE_TOKENS = 2_000
 # ...unless the prompt's head (instructions, tool schemas, tree) would then be shorter than the model's minimum
-# cacheable prefix (4,096 tokens on Haiku 4.5): a shorter head is never cached, so every request pays for it
-# in full. The tree then grows (when the repository has more to show) to this share above that minimum, the
-# margin for the token estimate. Measured by bench/session_bill.py on seven Django rows: growing the tree to
-# just clear the minimum cut the memory's spend 3.9% (1.5-12.6% per row); a tree 600 tokens larger, 2.7%.
+# cacheable prefix (4,096 tokens on Haiku 4.5): its own breakpoint is then never written, so until the ledger
+# and history behind it pass the minimum (a young memory, and again after each compaction) every question pays
+# for the head in full. The tree then grows (when the repository has more to show) to this share above that
+# minimum, the margin for the token estimate. Measured by bench/session_bill.py on seven Django rows: growing
+# the tree to just clear the minimum cut the memory's spend 3.8% (1.4-12.3% per row); 600 tokens more, 2.7%.
 CACHE_MIN_MARGIN = 1.05
 # Summaries (ledger) are capped so the ledger can never crowd out the window.
 SUMMARY_MAX_TOKENS = 2048

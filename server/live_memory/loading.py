@@ -86,10 +86,11 @@ async def directory_tree(state: WorkspaceState, settings: Settings) -> str:
 
 def tree_tokens(window: ContextWindow, settings: Settings) -> int:
     """The tree's budget: `directory_tree_tokens`, or more when the prompt's head (instructions, tool schemas,
-    tree) would otherwise be shorter than the model's minimum cacheable prefix. Such a head is never cached:
-    every request would pay for it in full, where a few hundred tokens more of tree are read from the cache
-    at a tenth of the price. Counted at the plain characters-per-token rate: the window's calibration also
-    folds in the tool schemas its estimates leave out, which would count them twice here."""
+    tree) would otherwise be shorter than the model's minimum cacheable prefix. The head's breakpoint is then
+    never written: until the ledger and history behind it pass the minimum (a young memory, and after each
+    compaction), every question pays for the head in full, where a few hundred tokens more of tree are read
+    from the cache at a tenth of the price. Counted at the plain characters-per-token rate: the window's
+    calibration also folds in the tool schemas its estimates leave out, which would count them twice here."""
     head = estimate_tokens(_HEAD_WITHOUT_TREE, window.chars_per_token)
     floor = math.ceil(min_cacheable_tokens_for(settings.model) * C.CACHE_MIN_MARGIN)
     return max(settings.directory_tree_tokens, floor - head)

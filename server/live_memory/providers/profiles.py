@@ -127,28 +127,27 @@ MODEL_CONTEXT_TOKENS: tuple[tuple[str, int], ...] = (
 )
 
 
-# The shortest prefix a model caches, by substring of the model id (first match wins): a breakpoint on a
-# shorter prefix is silently not written, so every request pays for it in full (providers' caching docs,
-# 2026-11). Sonnet, the older Opus and OpenAI's automatic caching take 1,024.
+# The shortest prefix a model caches, by substring of the model id with dots read as dashes (first match
+# wins): a breakpoint on a shorter prefix is silently not written (providers' caching docs, 2026-11). Sonnet,
+# the older Opus and OpenAI's automatic caching take 1,024.
 MODEL_MIN_CACHEABLE_TOKENS: tuple[tuple[str, int], ...] = (
     ("claude-haiku-4-5", 4_096),
-    ("claude-haiku-4.5", 4_096),
     ("claude-opus-4-5", 4_096),
-    ("claude-opus-4.5", 4_096),
     ("claude-opus-4-6", 4_096),
     ("claude-opus-4-7", 2_048),
     ("claude-opus-4-8", 1_024),
     ("claude-opus-5", 512),
     ("claude-3-5-haiku", 2_048),
-    ("gemini-2.5", 2_048),
+    ("claude-3-haiku", 2_048),
+    ("gemini-2-5", 2_048),
     ("gemini-3", 4_096),
 )
 DEFAULT_MIN_CACHEABLE_TOKENS = 1_024
 
 
 def min_cacheable_tokens_for(model: str) -> int:
-    lowered = model.lower()
-    sizes = (size for needle, size in MODEL_MIN_CACHEABLE_TOKENS if needle in lowered)
+    name = model.lower().replace(".", "-")  # `anthropic/claude-haiku-4.5` is `claude-haiku-4-5`
+    sizes = (size for needle, size in MODEL_MIN_CACHEABLE_TOKENS if needle in name)
     return next(sizes, DEFAULT_MIN_CACHEABLE_TOKENS)
 
 
