@@ -31,6 +31,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from live_memory.prompts import FOLD_PREAMBLE, NEUTRAL_SUMMARY_SYSTEM_PROMPT, QUESTION_HEADING
+
 RESULTS_DIR = Path(__file__).parent / "results"
 SERVER_START_TIMEOUT_S = 60.0
 SERVER_STOP_TIMEOUT_S = 20.0
@@ -305,14 +307,14 @@ def server_process(
 LEDGER_CAP_CHARS = 6000
 PATHISH = re.compile(r"[\w.-]+(?:/[\w.-]+)+|[\w-]+\.(?:py|md)\b")
 _LEDGER_LINE = re.compile(r"^(\d+)\. (\(possibly stale\) )?(.*)$")
-_MATERIAL = "## Material being retired from memory"
+MATERIAL_HEADING = "## Material being retired from memory"
 
 
 def ledger_changes(request_text: str, found: Sequence[str]) -> str:
     """What a summarizer following the prompt answers (see `Ledger.apply_summary`): each fact `found` in the
     material that the ledger lacks is added; a possibly-stale fact is confirmed when the material names its
     first path, else dropped; the oldest facts go while the ledger would pass LEDGER_CAP_CHARS."""
-    current, _, material = request_text.partition(_MATERIAL)
+    current, _, material = request_text.partition(MATERIAL_HEADING)
     changes: list[str] = []
     kept: list[tuple[str, str]] = []
     for line in current.splitlines():
@@ -341,7 +343,7 @@ def ledger_changes(request_text: str, found: Sequence[str]) -> str:
 
 def scripted_ledger(request_text: str) -> str:
     """The fake summarizer: one fact per retired file or Q&A that the ledger lacks (`ledger_changes`)."""
-    material = request_text.partition(_MATERIAL)[2]
+    material = request_text.partition(MATERIAL_HEADING)[2]
     found: list[str] = []
     for match in re.finditer(r"^### (\S+)\n```\n(.*?)\n```", material, re.S | re.M):
         path, body = match.group(1), match.group(2)
@@ -372,3 +374,27 @@ def system_text(body: dict[str, Any]) -> str:
         return str(system[0].get("text", ""))
     messages = body.get("messages") or []
     return str(messages[0].get("content") or "") if messages and messages[0].get("role") == "system" else ""
+
+
+def summary_request(body: dict[str, Any]) -> str | None:
+    """What a fake summarizer reads in a summarizer call (the ledger, then the material), or None for any
+    other request. A standalone call has the summarizer's own system prompt; a fold continues the answering
+    conversation, and its material is the exchanges before its last turn, written out as a standalone call
+    would get them ("Q: ...\\nA: ..."; the file notices between them carry no durable fact)."""
+    messages = body.get("messages") or []
+    if system_text(body).startswith(NEUTRAL_SUMMARY_SYSTEM_PROMPT[:40]):
+        last = next((m for m in reversed(messages) if m.get("role") == "user"), None)
+        return content_text(last.get("content")) if last else ""
+    instruction = content_text(messages[-1].get("content")) if messages else ""
+    if FOLD_PREAMBLE not in instruction:
+        return None
+    exchanges: list[str] = []
+    question = ""
+    for message in messages[:-1]:
+        text = content_text(message.get("content"))
+        if message.get("role") == "user" and text.startswith(QUESTION_HEADING):
+            question = text[len(QUESTION_HEADING) :].strip()
+        elif message.get("role") == "assistant" and question and text:
+            exchanges.append(f"Q: {question}\nA: {text}")
+            question = ""
+    return instruction + "\n" + "\n\n".join(exchanges)

@@ -36,7 +36,7 @@ import httpx
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.ports import free_port
 
-from bench._common import PATHISH, ledger_changes
+from bench._common import MATERIAL_HEADING, PATHISH, ledger_changes, summary_request
 from bench.bill_agents import PROJECT_ROOT, MainAgent, tool_result, tool_use, worth_exploring
 from bench.bill_workload import Repo, Task, symbols_in
 
@@ -263,11 +263,12 @@ class MemoryModel:
     def __call__(self, request: RecordedRequest) -> Reply:
         self.clock.advance(MEMORY_STEP_S)
         segs = segments(request.body, self.root)
+        upkeep = summary_request(request.body)
+        if upkeep is not None:
+            self.summaries += 1
+            return Reply.text(self.ledger(upkeep))
         at, task = self.questions.find(segs)
         if task is None:
-            if not request.body.get("tools"):
-                self.summaries += 1
-                return Reply.text(self.ledger(segs))
             self.unknown += 1
             return Reply.text("(no scripted question found)")
         tail = segs[at + 1 :]
@@ -335,10 +336,9 @@ class MemoryModel:
                 return True
         return False
 
-    def ledger(self, segs: Sequence[Seg]) -> str:
+    def ledger(self, text: str) -> str:
         """The fake summarizer: one fact per file the material names that the ledger lacks (`ledger_changes`)."""
-        text = "\n".join(s.text for s in segs if s.where == "user" and s.kind == "text")
-        material = text.partition("## Material being retired from memory")[2]
+        material = text.partition(MATERIAL_HEADING)[2]
         found = [
             f"{path} defines {', '.join(symbols_in(path, self.repo.files[path])[:4]) or 'module-level code'}"
             for path in dict.fromkeys(m.group(0) for m in PATHISH.finditer(material))
@@ -353,7 +353,7 @@ def classify_memory(questions: Questions, root: str) -> Any:
 
     def classify(body: dict[str, Any]) -> list[list[tuple[str, int]]]:
         segs = segments(body, root)
-        at, task = questions.find(segs)
+        at, task = (-1, None) if summary_request(body) is not None else questions.find(segs)
         out: list[list[tuple[str, int]]] = []
         for i, seg in enumerate(segs):
             size = max(1, len(seg.text))

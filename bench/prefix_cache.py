@@ -14,8 +14,9 @@ Method
       event is posted (every other time the agent also re-reads it, i.e. a tee of the new bytes);
     - the scripted model: every 5th question runs Grep then Read (150 lines) before answering, every
       5th+2 a Read; the rest answer from memory; answers are 1.1-1.7k characters naming file paths;
-      summarizer calls (recognised by `NEUTRAL_SUMMARY_SYSTEM_PROMPT`) answer with the ledger's changes,
-      one new fact per line naming file paths, the ledger capped at ~6k characters (~1.5k tokens);
+      summarizer calls (standalone, or folds that continue the conversation: `bench._common.summary_request`)
+      answer with the ledger's changes, one new fact per line naming file paths, the ledger capped at ~6k
+      characters (~1.5k tokens);
     - `max_context_tokens` = 100k so that compaction (0.85 -> 0.60) runs several times;
       `distill_min_interval_s` = 0 (a real session spreads 200 questions over hours, far beyond the
       60 s cooldown); the OS watcher is off so that no event timing can differ between runs.
@@ -24,8 +25,9 @@ Figures (per simulation), from the usage the fake reported for every recorded re
     - cache share = sum(cache reads) / sum(prompt tokens), over question requests, and over all requests
       including summarizer calls;
     - IDEAL share for the same request sequence: each request is credited with its longest common
-      block prefix with the previous request of the same kind (question path / summarizer), in the fake's
-      own blocks and token units (`_anthropic_prompt` / `_openai_prompt`, ceil(chars/4) per block), i.e.
+      block prefix with the previous request of the same kind (question path / summarizer; a fold, with the
+      question path's), in the fake's own blocks and token units (`_anthropic_prompt` / `_openai_prompt`,
+      ceil(chars/4) per block), i.e.
       everything except what is new since the previous request. "ideal (any)" credits the longest prefix
       shared with any earlier request (an unbounded cache);
     - cost per question with `live_memory.providers.pricing` (Haiku 4.5: cache write 1.25x input, read
@@ -96,6 +98,7 @@ from bench._common import (
     load_note,
     print_table,
     scripted_ledger,
+    summary_request,
     system_text,
     write_results,
 )
@@ -105,7 +108,6 @@ from live_memory.context_window import ContextWindow
 from live_memory.prompts import (
     HINT_HEADING,
     LEDGER_HEADING,
-    NEUTRAL_SUMMARY_SYSTEM_PROMPT,
     QUESTION_HEADING,
     SYSTEM_PROMPT,
     question_block,
@@ -125,7 +127,6 @@ LOOKBACK_BLOCKS = 20
 GOAL_SHARE = 0.90
 GOAL_GAP_POINTS = 3.0
 MIN_COMPACTIONS = 3
-SUMMARY_MARK = NEUTRAL_SUMMARY_SYSTEM_PROMPT[:40]
 QUESTION_MARK = SYSTEM_PROMPT[:60]
 NAME = "prefix_cache"
 
@@ -266,11 +267,11 @@ def answer_text(step: Step) -> str:
 
 # -- request anatomy (both protocols) ------------------------------------------------------------------
 def is_summary(body: dict[str, Any]) -> bool:
-    return system_text(body).startswith(SUMMARY_MARK)
+    return summary_request(body) is not None
 
 
 def is_question(body: dict[str, Any]) -> bool:
-    return system_text(body).startswith(QUESTION_MARK)
+    return system_text(body).startswith(QUESTION_MARK) and not is_summary(body)
 
 
 def question_index(messages: Sequence[dict[str, Any]]) -> int | None:
@@ -378,7 +379,7 @@ class ScriptedModel:
     def __call__(self, request: RecordedRequest) -> Reply:
         body = request.body
         if is_summary(body):
-            return Reply.text(scripted_ledger(FakeLLM.last_user_text(body)))
+            return Reply.text(scripted_ledger(summary_request(body) or ""))
         messages = body.get("messages") or []
         at = question_index(messages)
         text = content_text(messages[at].get("content")) if at is not None else ""
@@ -672,7 +673,9 @@ def request_facts(
         prompt = parse_prompt(body, protocol)
         identities = [b.identity for b in prompt.blocks]
         cumulative = prompt.cumulative()
-        earlier = previous.get(kind, [])
+        # A fold continues the question path's conversation: what it can share is the last question's prefix.
+        fold = kind == "summary" and system_text(body).startswith(QUESTION_MARK)
+        earlier = previous.get("question" if fold else kind, [])
         common = 0
         for a, b in zip(identities, earlier, strict=False):
             if a != b:
@@ -683,7 +686,8 @@ def request_facts(
         any_match = next((i for i in range(len(keys) - 1, -1, -1) if keys[i] in seen_keys), -1)
         ideal_any = cumulative[any_match] if any_match >= 0 else 0
         seen_keys.update(keys)
-        previous[kind] = identities
+        if not fold:
+            previous[kind] = identities
         read, write, output = _usage_numbers(request.usage)
         question = question_of.get(position, -1)
         start_block = question_block_index(body, protocol) if kind == "question" else 0

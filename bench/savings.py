@@ -92,14 +92,13 @@ from bench._common import (
     load_note,
     print_table,
     scripted_ledger,
-    system_text,
+    summary_request,
     write_results,
 )
 from bench.tools_bench import django_repo
 from live_memory.constants import COMPACTION_FLOOR, COMPACTION_THRESHOLD, DEFAULT_MAX_ANSWER_TOKENS
 from live_memory.prompts import (
     HINT_HEADING,
-    NEUTRAL_SUMMARY_SYSTEM_PROMPT,
     QUESTION_HEADING,
     SYSTEM_PROMPT,
     question_block,
@@ -122,7 +121,6 @@ FOLLOW_UP_SHARE = 0.3  # a question returns to one of the last 3 topics
 TEE_SHARE = 0.75  # after an answer, the agent reads (tees) 1-2 of its files
 EDIT_SHARE = 0.2  # ... and edits one of them
 MAX_EXPLORER_TURNS = 6
-SUMMARY_MARK = NEUTRAL_SUMMARY_SYSTEM_PROMPT[:40]
 
 METHOD = (
     "100 scripted questions about the Django 5.1.4 repository in 5 sessions of 20 (server restarted between "
@@ -376,7 +374,7 @@ Segment = tuple[Literal["text", "read"], str]
 
 
 def is_summary(body: dict[str, Any]) -> bool:
-    return system_text(body).startswith(SUMMARY_MARK)
+    return summary_request(body) is not None
 
 
 def segments(body: dict[str, Any]) -> list[Segment]:
@@ -444,7 +442,7 @@ class ScriptedModel:
     def __call__(self, request: RecordedRequest) -> Reply:
         body = request.body
         if is_summary(body):
-            return Reply.text(scripted_ledger(FakeLLM.last_user_text(body)))
+            return Reply.text(scripted_ledger(summary_request(body) or ""))
         question = current_question(body)
         step = self.by_question.get(question or "")
         if step is None:

@@ -6,7 +6,9 @@ one at least through the previous question (up to bp3); normally through its who
 unless that transcript was too large to keep. Nothing of this holds across a compaction, which
 re-freezes the window. The hint never appears anywhere but last.
 A break is allowed only where the frozen block changed, and there may be no more such breaks than the
-compactions the server reported. Summarizer calls (their own system prompt) are left out.
+compactions the server reported. Summarizer calls are left out: standalone ones (their own system
+prompt), and folds, which repeat the conversation up to an earlier question and ask for the ledger's
+changes instead (`assert_folds_repeat_the_conversation` checks those).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from live_memory.prompts import HINT_HEADING, SYSTEM_PROMPT
+from live_memory.prompts import FOLD_PREAMBLE, HINT_HEADING, SYSTEM_PROMPT
 
 Block = tuple[str, str]
 
@@ -79,15 +81,45 @@ def shape(body: dict[str, Any]) -> Shape:
     return Shape(blocks, frozen, breakpoints)
 
 
+def is_fold(body: dict[str, Any]) -> bool:
+    """A summarizer call that continues the conversation: its last turn asks for the ledger's changes."""
+    last = body["messages"][-1].get("content") if body.get("messages") else ""
+    return FOLD_PREAMBLE in (last if isinstance(last, str) else json.dumps(last))
+
+
 def question_requests(bodies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Only the question path's requests (summarizer calls have their own system prompt)."""
+    """Only the question path's requests (summarizer calls have their own system prompt, or are folds)."""
     out = []
     for body in bodies:
         system = body.get("system")
         first = system[0]["text"] if system else body["messages"][0]["content"]
-        if str(first).startswith(SYSTEM_PROMPT[:60]):
+        if str(first).startswith(SYSTEM_PROMPT[:60]) and not is_fold(body):
             out.append(body)
     return out
+
+
+def assert_folds_repeat_the_conversation(bodies: Sequence[dict[str, Any]], *, kept: int) -> int:
+    """Every fold repeats, block for block, the start of an earlier question's request (normally all it
+    sent before that question, which the provider has cached; only a fold that comes within `kept`
+    questions of the previous compaction repeats less), then adds only its own last turn; the `kept`
+    latest questions are not in it (the fold stays neutral). Returns the folds seen."""
+    folds = 0
+    earlier: list[Shape] = []
+    asked: list[str] = []
+    for index, body in enumerate(bodies):
+        if not is_fold(body):
+            if question_requests([body]):
+                earlier.append(shape(body))
+                if earlier[-1].question not in asked:
+                    asked.append(earlier[-1].question)
+            continue
+        folds += 1
+        sent = shape(body).blocks
+        repeats = any(s.blocks[: len(sent) - 1] == sent[:-1] and len(s.blocks) >= len(sent) for s in earlier)
+        assert sent[-1][0] == "user" and repeats, f"fold {index} repeats no earlier question's request"
+        leaked = [q for q in asked[-kept:] if q in (text for _, text in sent)]
+        assert not leaked, f"fold {index} shows recent questions: {leaked}"
+    return folds
 
 
 def assert_prefix_invariant(bodies: Sequence[dict[str, Any]], *, compactions: int) -> int:

@@ -80,7 +80,7 @@ def test_freeze_subsumes_deltas_and_shows_file_states() -> None:
     assert all(t.kind in ("question", "answer") for t in window.history)
     block = window.frozen_volatile or ""
     assert OBSERVED_HEADING in block and "A = 1" in block
-    assert MANIFEST_HEADING in block and "b.py (5 bytes) — CHANGED" in block
+    assert MANIFEST_HEADING in block and "- b.py — CHANGED" in block
 
 
 def test_observe_of_unchanged_bytes_queues_no_delta() -> None:
@@ -161,3 +161,17 @@ def test_a_file_earns_holding_once_an_answer_cites_it_in_this_copy_of_the_window
     window.freeze()
     window.add_exchange(question, "again?", "in b.py", ["b.py"])
     assert window.earned("b.py") and not window.earned("a.py")
+
+
+def test_the_manifest_skips_files_a_trusted_fact_spells_out_and_sizes_only_large_files() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    for path, size in [("src/big.py", 40_000), ("src/small.py", 500), ("src/known.py", 900), ("src/stale.py", 800)]:
+        window.record_read(path, sha(path), size)
+    window.record_read("lib/src/known.py", sha("lib"), 700)
+    manifest = {path: f.sha256 for path, f in window.files.items()}
+    window.ledger.set_from_summary("src/known.py defines Known\nsrc/stale.py defines Stale\nsmall.py is tiny", manifest)
+    window.ledger.mark_stale("src/stale.py")
+    window.freeze()
+    listed = (window.frozen_volatile or "").partition(MANIFEST_HEADING)[2].strip().splitlines()
+    # known.py: a trusted fact names its whole path; stale.py's fact is in doubt; small.py's names a basename only.
+    assert listed == ["- lib/src/known.py", "- src/big.py (39 KB)", "- src/small.py", "- src/stale.py"]

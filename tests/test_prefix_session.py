@@ -3,6 +3,7 @@ compactions, breakpoints sit where they must, and overflow/staleness are handled
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,13 @@ from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, STALE_LEDGER_HEAD
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.repo_builder import wide_repo
-from tests.kv_invariants import assert_breakpoints, assert_prefix_invariant, question_requests
+from tests.kv_invariants import (
+    assert_breakpoints,
+    assert_folds_repeat_the_conversation,
+    assert_prefix_invariant,
+    is_fold,
+    question_requests,
+)
 
 SUMMARY_MARK = NEUTRAL_SUMMARY_SYSTEM_PROMPT[:40]
 
@@ -21,7 +28,15 @@ SUMMARY_MARK = NEUTRAL_SUMMARY_SYSTEM_PROMPT[:40]
 def is_summary(request: RecordedRequest) -> bool:
     system = request.body.get("system")
     text = system[0]["text"] if system else request.body["messages"][0]["content"]
-    return str(text).startswith(SUMMARY_MARK)
+    return str(text).startswith(SUMMARY_MARK) or is_fold(request.body)
+
+
+def retired_questions(request: RecordedRequest) -> list[str]:
+    """The questions a summarizer call retires: "Q:" lines of a standalone call, a fold's earlier turns."""
+    if not is_fold(request.body):
+        return [line[3:] for line in FakeLLM.last_user_text(request.body).splitlines() if line.startswith("Q: ")]
+    texts = [FakeLLM.last_user_text({"messages": [m]}) for m in request.body["messages"][:-1]]
+    return [text.splitlines()[1] for text in texts if text.startswith("## Question\n")]
 
 
 def scripted(request: RecordedRequest) -> Reply:
@@ -29,7 +44,7 @@ def scripted(request: RecordedRequest) -> Reply:
     last = FakeLLM.last_user_text(request.body)
     if is_summary(request):
         facts = [f"- {line[4:]} holds module code" for line in last.splitlines() if line.startswith("### ")]
-        facts += [f"- learned from: {line[3:]}" for line in last.splitlines() if line.startswith("Q: ")]
+        facts += [f"- learned from: {q}" for q in retired_questions(request)]
         return Reply.text("\n".join(facts) or "- nothing durable")
     messages = request.body["messages"]
     asked = max(i for i, m in enumerate(messages) if "## Question" in str(m.get("content")))
@@ -101,6 +116,7 @@ async def test_thirty_questions_keep_the_prefix_append_only_between_compactions(
     assert figures["fill"]["used_tokens"] <= 3000
     boundaries = assert_prefix_invariant(bodies, compactions=figures["compactions"])
     assert boundaries >= 1
+    assert_folds_repeat_the_conversation(bodies, kept=2)
     if protocol == "anthropic":
         for body in question_requests(bodies):
             assert_breakpoints(body)
@@ -176,3 +192,56 @@ async def test_a_large_repository_s_first_question_is_cached_from_its_first_requ
     assert first is not None and second is not None
     assert first["cache_creation_input_tokens"] >= 4096
     assert second["cache_read_input_tokens"] >= 4096
+
+
+def cached_tokens(request: RecordedRequest) -> int:
+    usage = request.usage or {}
+    return int(usage.get("cache_read_input_tokens") or (usage.get("prompt_tokens_details") or {}).get("cached_tokens"))
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+async def test_a_history_fold_continues_the_conversation_and_reads_it_from_the_cache(
+    workspace: Path, tmp_path: Path, protocol: str
+) -> None:
+    with FakeLLM(cache_rules=protocol, min_cacheable_tokens=256) as fake:  # type: ignore[arg-type]
+        fake.responder = scripted
+        settings = settings_for(
+            fake.base_url, tmp_path / "data", protocol=protocol, history_max_tokens=2000, force_explore_when_cold=0
+        )
+        with live_server(settings) as server:
+            for index in range(20):
+                question = f"recall question {index}: " + "why " * 150
+                text, is_error = await ask_via_mcp(server.mcp_url, {"question": question, "cwd": str(workspace)})
+                assert not is_error, text
+            figures = await stats(server, workspace)
+    bodies = [r.body for r in fake.requests]
+    folds = [r for r in fake.requests if is_fold(r.body)]
+    assert figures["compactions"] >= 1 and len(folds) == figures["summaries_written"] >= 1, figures
+    assert assert_folds_repeat_the_conversation(bodies, kept=2) == len(folds)
+    assert_prefix_invariant(bodies, compactions=figures["compactions"])
+    for fold in folds:  # everything but its own last turn comes from the cache
+        last_turn = len(json.dumps(fold.body["messages"][-1])) // 4
+        assert cached_tokens(fold) >= fold.prompt_tokens - 1.5 * last_turn, (cached_tokens(fold), fold.prompt_tokens)
+        assert fold.body["tools"] == question_requests(bodies)[0]["tools"]
+    frozen = str(question_requests(bodies)[-1].get("system") or question_requests(bodies)[-1]["messages"][0])
+    retired = retired_questions(folds[-1])
+    assert retired and f"learned from: {retired[-1]}" in frozen  # the fold's changes reached the ledger
+
+
+async def test_a_separate_summary_model_gets_standalone_calls(workspace: Path, tmp_path: Path) -> None:
+    with FakeLLM(min_cacheable_tokens=256) as fake:
+        fake.responder = scripted
+        settings = settings_for(
+            fake.base_url,
+            tmp_path / "data",
+            history_max_tokens=1500,
+            force_explore_when_cold=0,
+            summary_model="claude-sonnet-4-5",
+        )
+        with live_server(settings) as server:
+            for index in range(8):
+                question = f"recall question {index}: " + "why " * 150
+                await ask_via_mcp(server.mcp_url, {"question": question, "cwd": str(workspace)})
+    summaries = [r for r in fake.requests if is_summary(r)]
+    assert summaries and not any(is_fold(r.body) for r in summaries)
+    assert all(r.body["model"] == "claude-sonnet-4-5" and not r.body.get("tools") for r in summaries)

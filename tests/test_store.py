@@ -89,7 +89,7 @@ async def test_a_file_changed_while_down_is_detected_on_load(fake: FakeLLM, work
     with live_server(settings) as server:
         await ask_via_mcp(server.mcp_url, {"question": "And now?", "cwd": str(workspace)})
     frozen = fake.requests[-1].body["system"][1]["text"]
-    assert "app.py (12 bytes) — CHANGED since you read it" in frozen
+    assert "- app.py — CHANGED since you read it" in frozen
 
 
 async def test_garbage_snapshot_is_quarantined_and_the_workspace_still_answers(

@@ -1,16 +1,23 @@
 """The neutral summarizer: one model call that merges retired material into the ledger, fed nothing but
-the ledger and that material, with its output capped."""
+the ledger and that material, with its output capped; retired Q&A folds by continuing the conversation."""
 
 from __future__ import annotations
 
 import pytest
 
 from live_memory.constants import MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
+from live_memory.context_window import ContextWindow
 from live_memory.errors import OverloadedError
-from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT
+from live_memory.prompt_layout import build_prompt
+from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, fold_request_text
+from live_memory.providers.base import ToolCall
 from live_memory.records import Usage
-from live_memory.summarizer import Summarizer
+from live_memory.summarizer import Conversation, Summarizer
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
+from tests.fakes.windows import ask, sha
+
+TOOLS = ({"name": "Read", "description": "read a file", "input_schema": {"type": "object"}},)
+CONVERSATION = Conversation(TOOLS, "history", "workspace-key")
 
 
 async def test_one_call_merges_the_material_into_the_ledger() -> None:
@@ -59,3 +66,56 @@ async def test_a_provider_failure_reaches_the_caller_which_decides_what_to_keep(
     provider = ScriptedProvider(OverloadedError("overloaded"))
     with pytest.raises(OverloadedError, match="overloaded"):
         await Summarizer(provider).summarize("- a fact", "material")
+
+
+def three_questions() -> tuple[ContextWindow, int]:
+    """A window that asked three questions (the ledger holds one fact); returns it and the third's turn."""
+    window = ContextWindow(budget_tokens=50_000)
+    window.record_read("src/auth.py", sha("auth"), 100)
+    window.ledger.set_from_summary("src/auth.py issues tokens", {"src/auth.py": sha("auth")})
+    ask(window, "where is auth?", "src/auth.py:1-20", cites=("src/auth.py",))
+    ask(window, "who calls it?", "src/api.py:5")
+    ask(window, "what is new?", "nothing")
+    return window, next(i for i, t in enumerate(window.history) if t.question == "who calls it?")
+
+
+async def test_a_fold_repeats_what_the_oldest_kept_question_was_sent_with_then_asks_for_changes() -> None:
+    window, cut = three_questions()
+    # What the oldest kept question's request sent before its question: the provider has it cached.
+    kept = window.clone()
+    kept.history = window.history[:cut]
+    system, messages = build_prompt(kept, [], long_cache="history")
+    provider = ScriptedProvider(text_response("+ src/api.py calls src/auth.py", usage=Usage(input_tokens=700)))
+    summary = await Summarizer(provider, conversation=CONVERSATION).fold_history(window, cut, "unused", ["src/auth.py"])
+    assert (summary.changes, summary.usage) == ("+ src/api.py calls src/auth.py", Usage(input_tokens=700))
+    [request] = provider.requests
+    assert (request.system, request.tools, request.cache_key) == (system, TOOLS, "workspace-key")
+    assert request.messages[:-1] == messages and len(messages) == 2  # the first exchange only
+    assert "who calls it?" not in str(request) and "what is new?" not in str(request)  # kept ones stay out
+    instruction = request.messages[-1]
+    assert instruction.role == "user" and not any(p.cache for p in instruction.parts)  # nothing later reads it
+    assert instruction.text == fold_request_text("1. src/auth.py issues tokens", SUMMARY_MAX_TOKENS, ["src/auth.py"])
+    assert "Files read for them: src/auth.py" in instruction.text and "call no tool" in instruction.text
+    assert window.history[cut].question == "who calls it?"  # the window itself is untouched
+
+
+async def test_a_fold_answered_with_tool_calls_is_redone_as_a_standalone_call() -> None:
+    window, cut = three_questions()
+    wandered = text_response("", tool_calls=(ToolCall("c1", "Read", {"file_path": "src/api.py"}),), usage=Usage(5, 1))
+    provider = ScriptedProvider(wandered, text_response("+ auth is in src/auth.py", usage=Usage(9, 2)))
+    summary = await Summarizer(provider, conversation=CONVERSATION).fold_history(window, cut, "Q: q\nA: a", [])
+    assert (summary.changes, summary.usage) == ("+ auth is in src/auth.py", Usage(14, 3))
+    fold, standalone = provider.requests
+    assert fold.tools == TOOLS and standalone.tools == ()
+    assert standalone.messages[0].text.endswith("## Material being retired from memory\nQ: q\nA: a")
+
+
+async def test_without_the_conversation_or_with_another_model_the_call_is_standalone() -> None:
+    window, cut = three_questions()
+    for summarizer in (
+        Summarizer(ScriptedProvider(text_response("(no change)"))),
+        Summarizer(ScriptedProvider(text_response("(no change)")), model="other-model", conversation=CONVERSATION),
+    ):
+        await summarizer.fold_history(window, cut, "Q: q\nA: a", [])
+        [request] = summarizer.provider.requests  # type: ignore[attr-defined]
+        assert request.system[0].text.startswith(NEUTRAL_SUMMARY_SYSTEM_PROMPT[:40]) and request.tools == ()

@@ -27,7 +27,7 @@ from live_memory.records import QuestionResult
 from live_memory.runtime import Runtime
 from live_memory.service import OpenWorkspace, WorkspaceService
 from live_memory.spend import caps_of
-from live_memory.summarizer import Summarizer
+from live_memory.summarizer import Conversation, Summarizer
 from live_memory.telemetry import INTERRUPTED, RecentQuestion, error_kind
 from live_memory.workspace import WorkspaceState
 
@@ -221,7 +221,13 @@ class Answerer:
             await spend.charge(state, runtime, summary_model, report.usage, background=True)
 
         return Compactor(
-            summarizer=Summarizer(provider, model=settings.summary_model or None) if provider else None,
+            summarizer=Summarizer(
+                provider,
+                model=settings.summary_model or None,
+                conversation=Conversation(self.tool_schemas, settings.long_cache, state.id),
+            )
+            if provider
+            else None,
             gate=state.gate,
             threshold=settings.compaction_threshold,
             floor=settings.compaction_floor,

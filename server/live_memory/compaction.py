@@ -189,8 +189,11 @@ class Compactor:
         if not chosen:
             return
         material = "\n\n".join(_exchange_text(exchange) for exchange in chosen)
+        kept = exchanges[len(chosen)] if len(chosen) < len(exchanges) else None
+        cut = next(i for i, t in enumerate(window.history) if t is kept[0]) if kept else len(window.history)
         try:
-            summary = await self.summarizer.summarize(window.ledger.text_for_summary(), material)
+            files_read = sorted({p for exchange in chosen for p in exchange[-1].cites})
+            summary = await self.summarizer.fold_history(window, cut, material, files_read)
         except ProviderError as exc:
             logger.warning("summarizing %d Q&A pairs failed (%s); keeping them, retry after cooldown", len(chosen), exc)
             self.gate.qa_failed_at = self.gate.clock()

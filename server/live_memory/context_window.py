@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from live_memory.constants import CHARS_PER_TOKEN, COMPACTION_THRESHOLD, TRANSCRIPT_KEEP_SHARE
+from live_memory.constants import CHARS_PER_TOKEN, COMPACTION_THRESHOLD, MANIFEST_SIZE_FROM_BYTES, TRANSCRIPT_KEEP_SHARE
 from live_memory.history import EXCHANGE_KINDS, HistoryTally, Turn, message_text, tally
 from live_memory.ledger import Ledger
 from live_memory.prompts import (
@@ -58,7 +58,8 @@ class FileContext:
             "changed": " — CHANGED since you read it; re-read before relying on it",
             "deleted": " — DELETED or moved/renamed; it no longer exists at this path",
         }[self.state]
-        return f"- {self.path} ({self.size} bytes){note}"
+        size = f" ({self.size // 1024} KB)" if self.size >= MANIFEST_SIZE_FROM_BYTES else ""
+        return f"- {self.path}{size}{note}"
 
 
 @dataclass
@@ -161,7 +162,10 @@ class ContextWindow:
             parts.append(PRELOADED_HEADING + "\n" + "\n\n".join(file_block(f) for f in preloaded))
         if observed:
             parts.append(OBSERVED_HEADING + "\n" + "\n\n".join(file_block(f) for f in observed))
-        listed = [f for f in self._by_path() if f.content is None or f.state != "current"]
+        # A file a trusted fact names in full is known by that fact: listing it again would pay twice.
+        listed = [
+            f for f in self._by_path() if f.state != "current" or (f.content is None and not self.ledger.names(f.path))
+        ]
         if listed:
             parts.append(MANIFEST_HEADING + "\n" + "\n".join(f.manifest_line() for f in listed))
         return "\n\n".join(parts)

@@ -152,6 +152,11 @@ class Ledger:
             cited = self._cited = (facts, len(facts), frozenset(p for f in facts for p in f.sources))
         return cited[2]
 
+    def names(self, path: str) -> bool:
+        """Whether a fact the model is told to trust spells out `path` in full (stale ones do not count)."""
+        pattern = re.compile(rf"(?<![\w/.-]){re.escape(path)}(?![\w/-])")
+        return any(not f.stale and pattern.search(f.text) for f in self.facts)
+
     def cites(self, path: str) -> bool:
         """Whether a fact was distilled from `path`."""
         return path in self.cited_paths()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 SYSTEM_PROMPT = """\
 You are Live Memory, a read-only codebase memory that other coding agents ask questions about one \
 workspace. You keep what you learn across questions: your context holds the workspace's directory \
@@ -104,3 +106,17 @@ dropped); drop the least useful facts yourself first."""
 def summary_request_text(ledger: str, material: str) -> str:
     current = ledger.strip() or "(empty)"
     return f"## Current ledger\n{current}\n\n## Material being retired from memory\n{material.strip()}"
+
+
+FOLD_PREAMBLE = """\
+(Memory upkeep, not a question: answer with text only and call no tool.) The exchanges above this \
+message (questions, your answers, and the file notices between them) are being retired from this \
+conversation. Fold what they established into the ledger, as follows."""
+
+
+def fold_request_text(ledger: str, max_tokens: int, files_read: Sequence[str]) -> str:
+    """The last turn of a fold that continues the answering conversation (see summarizer.py)."""
+    rules = NEUTRAL_SUMMARY_SYSTEM_PROMPT.format(max_tokens=max_tokens)
+    read = f"\nFiles read for them: {', '.join(files_read)}" if files_read else ""
+    material = f"Every exchange above this message.{read}"
+    return f"{FOLD_PREAMBLE}\n\n{rules}\n\n{summary_request_text(ledger, material)}"

@@ -3,16 +3,40 @@ answered with the ledger's changes (`Ledger.apply_summary`).
 
 It is fed only the material being retired plus the current ledger, never the current or recent
 questions, so the ledger cannot drift toward whatever was asked last. Output is capped.
+
+Retired Q&A is folded by continuing the answering conversation where possible (`fold_history`):
+the request repeats, byte for byte, the prefix the oldest kept question was sent with (tools,
+system, frozen block, the history before it), which the provider has cached, and asks for the
+ledger's changes instead of an answer. The material is then read from the cache at a tenth of the
+price instead of being sent again in full. The kept questions are not in that prefix, so the fold
+stays as neutral as a standalone call.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from live_memory.constants import MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
-from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, summary_request_text
+from live_memory.context_window import ContextWindow
+from live_memory.history import Turn
+from live_memory.prompt_layout import LongCache, build_prompt
+from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, fold_request_text, summary_request_text
 from live_memory.providers.base import ChatProvider, ChatRequest, Message, TextPart
 from live_memory.records import Usage
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """How the answering conversation is sent (a fold that repeats it byte for byte reads its cache)."""
+
+    tool_schemas: tuple[Mapping[str, Any], ...]
+    long_cache: LongCache = "off"
+    cache_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -23,10 +47,51 @@ class Summary:
 
 
 class Summarizer:
-    def __init__(self, provider: ChatProvider, *, model: str | None = None, max_tokens: int = SUMMARY_MAX_TOKENS):
+    def __init__(
+        self,
+        provider: ChatProvider,
+        *,
+        model: str | None = None,
+        max_tokens: int = SUMMARY_MAX_TOKENS,
+        conversation: Conversation | None = None,
+    ):
         self.provider = provider
         self.model = model or None
         self.max_tokens = max_tokens
+        # A separate summary model has no cache of the answering conversation: it gets standalone calls.
+        self.conversation = conversation if self.model is None else None
+
+    async def fold_history(self, window: ContextWindow, cut: int, material: str, files_read: Sequence[str]) -> Summary:
+        """The ledger's changes for the history before `cut` (the oldest kept question's turn), by
+        continuing the conversation; a standalone call on `material` when there is no conversation to
+        continue or the model answered with tool calls instead of changes. Raises ProviderError."""
+        if self.conversation is None:
+            return await self.summarize(window.ledger.text_for_summary(), material)
+        retired = window.history[:cut]
+        response = await self.provider.chat(self._fold_request(window, retired, files_read, self.conversation))
+        if response.text.strip() and not response.tool_calls:
+            return Summary(response.text.strip(), response.usage, response.model)
+        logger.info("the fold answered with tool calls, not ledger changes: summarizing standalone instead")
+        fallback = await self.summarize(window.ledger.text_for_summary(), material)
+        return Summary(fallback.changes, response.usage + fallback.usage, fallback.model)
+
+    def _fold_request(
+        self, window: ContextWindow, retired: Sequence[Turn], files_read: Sequence[str], conversation: Conversation
+    ) -> ChatRequest:
+        view = window.clone()  # the prompt as the oldest kept question saw it, without touching the window
+        view.history = list(retired)
+        view.sent_history_len = 0
+        instruction = fold_request_text(window.ledger.text_for_summary(), self.max_tokens, files_read)
+        system, messages = build_prompt(
+            view, [Message("user", (TextPart(instruction),))], mark_tail=False, long_cache=conversation.long_cache
+        )
+        return ChatRequest(
+            system=system,
+            messages=messages,
+            max_tokens=self.max_tokens,
+            tools=conversation.tool_schemas,
+            cache_key=conversation.cache_key,
+        )
 
     async def summarize(self, ledger_text: str, material: str) -> Summary:
         """Raises ProviderError on failure; callers decide whether to shed or keep the material."""
