@@ -31,7 +31,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from live_memory.prompts import FOLD_PREAMBLE, NEUTRAL_SUMMARY_SYSTEM_PROMPT, QUESTION_HEADING
+from live_memory.prompts import (
+    FOLD_PREAMBLE,
+    FROZEN_LEDGER_POINTER,
+    LEDGER_HEADING,
+    NEUTRAL_SUMMARY_SYSTEM_PROMPT,
+    NEWLY_STALE_FACTS,
+    QUESTION_HEADING,
+    STALE_LEDGER_HEADING,
+)
 
 RESULTS_DIR = Path(__file__).parent / "results"
 SERVER_START_TIMEOUT_S = 60.0
@@ -388,6 +396,8 @@ def summary_request(body: dict[str, Any]) -> str | None:
     instruction = content_text(messages[-1].get("content")) if messages else ""
     if FOLD_PREAMBLE not in instruction:
         return None
+    if FROZEN_LEDGER_POINTER in instruction:  # the ledger is the one the frozen block numbers
+        instruction = instruction.replace(FROZEN_LEDGER_POINTER, _frozen_ledger(body, instruction))
     exchanges: list[str] = []
     question = ""
     for message in messages[:-1]:
@@ -398,3 +408,25 @@ def summary_request(body: dict[str, Any]) -> str | None:
             exchanges.append(f"Q: {question}\nA: {text}")
             question = ""
     return instruction + "\n" + "\n\n".join(exchanges)
+
+
+def _frozen_ledger(body: dict[str, Any], instruction: str) -> str:
+    """The numbered facts of the frozen block, flagged as `text_for_summary` flags them."""
+    system = body.get("system")
+    text = (
+        "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+        if isinstance(system, list)
+        else system_text(body)
+    )
+    sections = text.partition(LEDGER_HEADING)[2].split("\n## ")
+    fresh = sections[0]
+    stale = sections[1] if len(sections) > 1 and STALE_LEDGER_HEADING.endswith(sections[1].split("\n")[0]) else ""
+    newly = {n.strip() for n in instruction.partition(NEWLY_STALE_FACTS)[2].split("\n")[0].split(",") if n.strip()}
+    facts: list[tuple[int, str]] = []
+    for part, flagged in ((fresh, False), (stale, True)):
+        for line in part.splitlines():
+            number, dot, fact = line.partition(". ")
+            if dot and number.isdigit():
+                flag = "(possibly stale) " if flagged or number in newly else ""
+                facts.append((int(number), f"{number}. {flag}{fact}"))
+    return "\n".join(line for _, line in sorted(facts))

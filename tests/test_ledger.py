@@ -156,8 +156,11 @@ def test_rendering_for_the_model_shows_fresh_facts_then_the_possibly_out_of_date
     assert Ledger().render() == f"{LEDGER_HEADING}\n{EMPTY_LEDGER_TEXT}"
     assert Ledger(legacy_text=" Auth lives in src/auth. ").render() == f"{LEDGER_HEADING}\nAuth lives in src/auth."
     ledger = Ledger([LedgerFact("a.py defines A", {"a.py": "h"}, stale=True)])
-    assert ledger.render() == f"{LEDGER_HEADING}\n{EMPTY_LEDGER_TEXT}\n\n{STALE_LEDGER_HEADING}\n- a.py defines A"
-    assert Ledger([LedgerFact("fresh")]).render() == f"{LEDGER_HEADING}\n- fresh"
+    assert ledger.render() == f"{LEDGER_HEADING}\n{EMPTY_LEDGER_TEXT}\n\n{STALE_LEDGER_HEADING}\n1. a.py defines A"
+    # Numbered as the summarizer numbers them, so a fold can point at these facts instead of resending them.
+    mixed = Ledger([LedgerFact("one"), LedgerFact("two", stale=True), LedgerFact("three")])
+    assert mixed.render() == f"{LEDGER_HEADING}\n1. one\n3. three\n\n{STALE_LEDGER_HEADING}\n2. two"
+    assert mixed.text_for_summary() == "1. one\n2. (possibly stale) two\n3. three"
 
 
 def test_the_markdown_export_lists_sources_and_freshness_for_people() -> None:

@@ -9,7 +9,12 @@ from live_memory.constants import MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
 from live_memory.context_window import ContextWindow
 from live_memory.errors import OverloadedError
 from live_memory.prompt_layout import build_prompt
-from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, fold_request_text
+from live_memory.prompts import (
+    FROZEN_LEDGER_POINTER,
+    NEUTRAL_SUMMARY_SYSTEM_PROMPT,
+    NEWLY_STALE_FACTS,
+    fold_request_text,
+)
 from live_memory.providers.base import ToolCall
 from live_memory.records import Usage
 from live_memory.summarizer import Conversation, Summarizer
@@ -94,7 +99,9 @@ async def test_a_fold_repeats_what_the_oldest_kept_question_was_sent_with_then_a
     assert "who calls it?" not in str(request) and "what is new?" not in str(request)  # kept ones stay out
     instruction = request.messages[-1]
     assert instruction.role == "user" and not any(p.cache for p in instruction.parts)  # nothing later reads it
-    assert instruction.text == fold_request_text("1. src/auth.py issues tokens", SUMMARY_MAX_TOKENS, ["src/auth.py"])
+    # The frozen block numbers the same facts: the fold points at them instead of sending them again.
+    assert "1. src/auth.py issues tokens" in request.system[1].text
+    assert instruction.text == fold_request_text(FROZEN_LEDGER_POINTER, SUMMARY_MAX_TOKENS, ["src/auth.py"])
     assert "Files read for them: src/auth.py" in instruction.text and "call no tool" in instruction.text
     assert window.history[cut].question == "who calls it?"  # the window itself is untouched
 
@@ -119,3 +126,17 @@ async def test_without_the_conversation_or_with_another_model_the_call_is_standa
         await summarizer.fold_history(window, cut, "Q: q\nA: a", [])
         [request] = summarizer.provider.requests  # type: ignore[attr-defined]
         assert request.system[0].text.startswith(NEUTRAL_SUMMARY_SYSTEM_PROMPT[:40]) and request.tools == ()
+
+
+def test_a_fold_sends_the_ledger_only_when_the_frozen_block_numbers_other_facts() -> None:
+    window, _ = three_questions()
+    facts = "a.py holds A\nsrc/auth.py issues tokens\nb.py holds B"
+    window.ledger.set_from_summary(facts, {"src/auth.py": sha("auth")})
+    window.freeze()
+    assert window.ledger_for_summary() == FROZEN_LEDGER_POINTER
+    window.ledger.mark_stale("src/auth.py")  # after the freeze: the frozen block still shows it fresh
+    assert window.ledger_for_summary() == f"{FROZEN_LEDGER_POINTER}\n{NEWLY_STALE_FACTS} 2"
+    window.freeze()  # now the frozen block shows it stale
+    assert window.ledger_for_summary() == FROZEN_LEDGER_POINTER
+    window.ledger.set_from_summary("a.py holds A\nc.py holds C", {})  # other facts than the frozen block's
+    assert window.ledger_for_summary() == "1. a.py holds A\n2. c.py holds C"

@@ -121,8 +121,9 @@ DIRECTORY_TREE_TOKENS = 2_000
 # minimum, the margin for the token estimate. Measured by bench/session_bill.py on seven Django rows: growing
 # the tree to just clear the minimum cut the memory's spend 3.8% (1.4-12.3% per row); 600 tokens more, 2.7%.
 CACHE_MIN_MARGIN = 1.05
-# The manifest shows a file's size only from this size on, where it tells the model to read a part.
-MANIFEST_SIZE_FROM_BYTES = 16_384
+# The prompt names a file with its size (in the manifest, in notices of files the agents read) only from this
+# size on, where it tells the model to read a part; below it a size costs every request and tells nothing.
+FILE_SIZE_SHOWN_FROM_BYTES = 16_384
 # Summaries (ledger) are capped so the ledger can never crowd out the window.
 SUMMARY_MAX_TOKENS = 2048
 MAX_TRANSCRIPT_CHARS = 400_000

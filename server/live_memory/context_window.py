@@ -23,12 +23,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from live_memory.constants import CHARS_PER_TOKEN, COMPACTION_THRESHOLD, MANIFEST_SIZE_FROM_BYTES, TRANSCRIPT_KEEP_SHARE
+from live_memory.constants import (
+    CHARS_PER_TOKEN,
+    COMPACTION_THRESHOLD,
+    FILE_SIZE_SHOWN_FROM_BYTES,
+    TRANSCRIPT_KEEP_SHARE,
+)
 from live_memory.history import EXCHANGE_KINDS, HistoryTally, Turn, message_text, tally
 from live_memory.ledger import Ledger
 from live_memory.prompts import (
     DIRECTORY_TREE_HEADING,
+    FROZEN_LEDGER_POINTER,
     MANIFEST_HEADING,
+    NEWLY_STALE_FACTS,
     OBSERVATION_ACK,
     OBSERVED_HEADING,
     PRELOADED_HEADING,
@@ -58,8 +65,12 @@ class FileContext:
             "changed": " — CHANGED since you read it; re-read before relying on it",
             "deleted": " — DELETED or moved/renamed; it no longer exists at this path",
         }[self.state]
-        size = f" ({self.size // 1024} KB)" if self.size >= MANIFEST_SIZE_FROM_BYTES else ""
-        return f"- {self.path}{size}{note}"
+        return f"- {named(self.path, self.size)}{note}"
+
+
+def named(path: str, size: int) -> str:
+    """A file as the prompt names it: its size only where it warns the model to read a part."""
+    return f"{path} ({size // 1024} KB)" if size >= FILE_SIZE_SHOWN_FROM_BYTES else path
 
 
 @dataclass
@@ -85,6 +96,7 @@ class ContextWindow:
         self.calibration = 1.0  # EMA of actual/estimated prompt tokens
         self.stable_prefix = SYSTEM_PROMPT
         self.frozen_volatile: str | None = None
+        self.frozen_ledger: tuple[tuple[str, bool], ...] = ()  # the ledger as the frozen block numbers it
         self.history: list[Turn] = []
         self.files: dict[str, FileContext] = {}
         self.ledger = Ledger()
@@ -170,11 +182,23 @@ class ContextWindow:
             parts.append(MANIFEST_HEADING + "\n" + "\n".join(f.manifest_line() for f in listed))
         return "\n\n".join(parts)
 
+    def ledger_for_summary(self) -> str:
+        """The ledger as a fold names it: when the frozen block already numbers these facts (perhaps with
+        some marked stale since), a pointer to it and the newly stale numbers instead of a second copy."""
+        now, frozen = self.ledger.state(), self.frozen_ledger
+        if self.frozen_volatile is None or not now or [t for t, _ in now] != [t for t, _ in frozen]:
+            return self.ledger.text_for_summary()
+        if any(was and not stale for (_, stale), (_, was) in zip(now, frozen, strict=True)):
+            return self.ledger.text_for_summary()
+        newly = [str(n) for n, ((_, stale), (_, was)) in enumerate(zip(now, frozen, strict=True), 1) if stale > was]
+        return FROZEN_LEDGER_POINTER + (f"\n{NEWLY_STALE_FACTS} {', '.join(newly)}" if newly else "")
+
     def freeze(self) -> None:
         """Re-snapshot the volatile block; deltas are subsumed by it and dropped from history."""
         self.history = [t for t in self.history if t.kind in EXCHANGE_KINDS]
         self.pending = Delta()
         self.frozen_volatile = self.render_volatile()
+        self.frozen_ledger = self.ledger.state()
         self.sent_history_len = 0
         self.epoch += 1
 
@@ -331,7 +355,7 @@ class ContextWindow:
             self._append_observation(f"[observation] {path} was edited; what changed (unified diff):\n\n{change}")
             added += 1
         if self.pending.seen:
-            listed = ", ".join(f"{p} ({size} bytes)" for p, size in self.pending.seen.items())
+            listed = ", ".join(named(p, size) for p, size in self.pending.seen.items())
             self._append_observation(
                 f"[observation] Files the agents read or edited (content not shown; Read what you need): {listed}"
             )

@@ -93,6 +93,10 @@ class Ledger:
             return self.legacy_text.strip()
         return "\n".join(f"{n}. {'(possibly stale) ' if f.stale else ''}{f.text}" for n, f in enumerate(self.facts, 1))
 
+    def state(self) -> tuple[tuple[str, bool], ...]:
+        """Each fact's text and staleness, in order: what `render` numbers."""
+        return tuple((f.text, f.stale) for f in self.facts)
+
     def set_from_summary(self, summary: str, manifest: Mapping[str, str]) -> None:
         """Adopt a whole ledger: split into facts, attribute each; flags reset."""
         self.facts = [LedgerFact(text, attribute(text, manifest)) for text in split_facts(summary)]
@@ -202,8 +206,9 @@ class Ledger:
             return f"{LEDGER_HEADING}\n{EMPTY_LEDGER_TEXT}"
         if not self.facts:
             return f"{LEDGER_HEADING}\n{self.legacy_text.strip()}"
-        fresh = [f"- {f.text}" for f in self.facts if not f.stale]
-        stale = [f"- {f.text}" for f in self.facts if f.stale]
+        # Numbered as in `text_for_summary`, so a fold can name facts without sending the ledger again.
+        fresh = [f"{n}. {f.text}" for n, f in enumerate(self.facts, 1) if not f.stale]
+        stale = [f"{n}. {f.text}" for n, f in enumerate(self.facts, 1) if f.stale]
         parts = [LEDGER_HEADING, "\n".join(fresh) if fresh else EMPTY_LEDGER_TEXT]
         if stale:
             parts += ["", STALE_LEDGER_HEADING, "\n".join(stale)]

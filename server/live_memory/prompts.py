@@ -108,6 +108,12 @@ def summary_request_text(ledger: str, material: str) -> str:
     return f"## Current ledger\n{current}\n\n## Material being retired from memory\n{material.strip()}"
 
 
+FROZEN_LEDGER_POINTER = (
+    '(the numbered facts under "Accumulated knowledge" in your context above; those listed under '
+    '"Possibly out of date" there are possibly stale)'
+)
+NEWLY_STALE_FACTS = "Also possibly stale now:"
+
 FOLD_PREAMBLE = """\
 (Memory upkeep, not a question: answer with text only and call no tool.) The exchanges above this \
 message (questions, your answers, and the file notices between them) are being retired from this \

@@ -81,7 +81,7 @@ class Summarizer:
         view = window.clone()  # the prompt as the oldest kept question saw it, without touching the window
         view.history = list(retired)
         view.sent_history_len = 0
-        instruction = fold_request_text(window.ledger.text_for_summary(), self.max_tokens, files_read)
+        instruction = fold_request_text(window.ledger_for_summary(), self.max_tokens, files_read)
         system, messages = build_prompt(
             view, [Message("user", (TextPart(instruction),))], mark_tail=False, long_cache=conversation.long_cache
         )
