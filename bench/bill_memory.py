@@ -10,8 +10,9 @@
     trusting - skip that Read when an earlier answer or a ledger fact names the file and no change notice
                for it follows.
   It Greps first when a file to read was never named in its context (then also opens the task's decoys),
-  and answers with the task's answer text (files named with line ranges). Summarizer requests get a merged
-  ledger naming files. Only the prompt and the disk are consulted: no server internals.
+  and answers with the task's answer text (files named with line ranges). Summarizer requests (standalone,
+  or folds that continue the conversation: `bench._common.summary_request`) get the ledger's changes naming
+  files. Only the prompt and the disk are consulted: no server internals.
 - `MemoryExplorer`: the main agent's side (one ask per exploration task through the official MCP client);
   the hooks' tees go to `POST /notify` with the payload hooks/notify.py sends.
 - `classify_memory`: splits the server's recorded prompts into kinds of spend for the report.

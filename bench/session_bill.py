@@ -35,8 +35,8 @@ Memory models (the scripted model that answers the real server)
     trusting  skips that Read when an earlier answer or ledger fact names the file and no change notice for it
               follows. A real model sits between the two; both are reported.
     Both Grep first when a file to read was never named in their context (then they open the task's decoys too),
-    and answer with the task's answer text; summarizer requests get the ledger's changes (a fact per newly named
-    file).
+    and answer with the task's answer text; summarizer requests, standalone or folds that continue the
+    conversation, get the ledger's changes (a fact per newly named file, read from the same material either way).
 
 Workloads: tasks needing 0-4 files (10/35/30/15/10 %), drawn with Zipf locality over directories then files
 (exponent 1.4 / 1.0 / 0.5 for high / medium / low), from the smallest 40 % / all / the largest 40 % of the

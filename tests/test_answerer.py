@@ -3,14 +3,18 @@ a shutdown cuts running questions to their best answer."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
+from live_memory.answerer import cache_lifetime_s
 from live_memory.errors import BusyError, NoCredentialError
 from live_memory.providers.base import ChatRequest, ChatResponse
 from tests.fakes.engine import engine_for, until
+from tests.fakes.live_server import settings_for
 from tests.fakes.repo_builder import one_file_repo
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
@@ -70,3 +74,15 @@ async def test_cut_deadlines_turns_a_running_question_into_its_best_answer(tmp_p
     [result] = results
     assert result.timed_out
     gate.set()
+
+
+def test_a_fold_trusts_the_cache_for_as_long_as_the_provider_keeps_the_history(tmp_path: Path) -> None:
+    def lifetime(protocol: str, **options: Any) -> float:
+        return cache_lifetime_s(settings_for("http://127.0.0.1:9", tmp_path / "data", protocol=protocol, **options))
+
+    assert lifetime("anthropic") == 3600.0  # the history's breakpoints ask for the 1-hour cache by default
+    assert lifetime("anthropic", long_cache="prefix") == lifetime("anthropic", long_cache="off") == 300.0
+    assert lifetime("openai") == 240.0  # an implicit cache: its keep-warm interval, under its lifetime
+    uncached = settings_for("http://127.0.0.1:9", tmp_path / "data")
+    uncached = replace(uncached, profile=replace(uncached.profile, cache_style="none"))
+    assert cache_lifetime_s(uncached) == 0.0

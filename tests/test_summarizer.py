@@ -3,6 +3,8 @@ the ledger and that material, with its output capped; retired Q&A folds by conti
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from live_memory.constants import MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
@@ -22,7 +24,8 @@ from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.windows import ask, sha
 
 TOOLS = ({"name": "Read", "description": "read a file", "input_schema": {"type": "object"}},)
-CONVERSATION = Conversation(TOOLS, "history", "workspace-key")
+NOW = 10_000.0
+CONVERSATION = Conversation(TOOLS, "history", "workspace-key", lifetime_s=300.0, clock=lambda: NOW)
 
 
 async def test_one_call_merges_the_material_into_the_ledger() -> None:
@@ -73,14 +76,14 @@ async def test_a_provider_failure_reaches_the_caller_which_decides_what_to_keep(
         await Summarizer(provider).summarize("- a fact", "material")
 
 
-def three_questions() -> tuple[ContextWindow, int]:
-    """A window that asked three questions (the ledger holds one fact); returns it and the third's turn."""
+def three_questions(second_sent_at: float = NOW - 120) -> tuple[ContextWindow, int]:
+    """A window that asked three questions (the ledger holds one fact); returns it and the second's turn."""
     window = ContextWindow(budget_tokens=50_000)
     window.record_read("src/auth.py", sha("auth"), 100)
     window.ledger.set_from_summary("src/auth.py issues tokens", {"src/auth.py": sha("auth")})
-    ask(window, "where is auth?", "src/auth.py:1-20", cites=("src/auth.py",))
-    ask(window, "who calls it?", "src/api.py:5")
-    ask(window, "what is new?", "nothing")
+    ask(window, "where is auth?", "src/auth.py:1-20", cites=("src/auth.py",), sent_at=NOW - 240)
+    ask(window, "who calls it?", "src/api.py:5", sent_at=second_sent_at)
+    ask(window, "what is new?", "nothing", sent_at=NOW - 60)
     return window, next(i for i, t in enumerate(window.history) if t.question == "who calls it?")
 
 
@@ -140,3 +143,21 @@ def test_a_fold_sends_the_ledger_only_when_the_frozen_block_numbers_other_facts(
     assert window.ledger_for_summary() == FROZEN_LEDGER_POINTER
     window.ledger.set_from_summary("a.py holds A\nc.py holds C", {})  # other facts than the frozen block's
     assert window.ledger_for_summary() == "1. a.py holds A\n2. c.py holds C"
+
+
+async def test_a_fold_is_sent_only_while_the_provider_still_caches_what_it_repeats() -> None:
+    async def first_request(window: ContextWindow, cut: int) -> str:
+        provider = ScriptedProvider(text_response("(no change)"))
+        await Summarizer(provider, conversation=CONVERSATION).fold_history(window, cut, "Q: q\nA: a", [])
+        return "fold" if provider.requests[0].tools else "standalone"
+
+    window, cut = three_questions(second_sent_at=NOW - 299)
+    assert await first_request(window, cut) == "fold"
+    window, cut = three_questions(second_sent_at=NOW - 301)  # older than the cache lifetime
+    assert await first_request(window, cut) == "standalone"
+    window, cut = three_questions()
+    window.freeze()  # a new frozen block: the prompt that question was sent with is not the one a fold would send
+    assert await first_request(window, cut) == "standalone"
+    window, cut = three_questions(second_sent_at=NOW - 10)
+    window.history[cut] = replace(window.history[cut], sent=None)  # restored from disk: its age is unknown
+    assert await first_request(window, cut) == "standalone"

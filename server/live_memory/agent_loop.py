@@ -164,7 +164,9 @@ class QuestionLoop:
             out.answer = (out.answer + "\n\n" if out.answer else "") + f"[Partial answer: {out.partial}.{explored}]"
         finally:
             self._timeout = None
-        window.add_exchange(out.question_message, question, out.answer, out.files_read, transcript=transcript[1:])
+        window.add_exchange(
+            out.question_message, question, out.answer, out.files_read, transcript=transcript[1:], sent_at=started
+        )
         return out
 
     def cut_deadline(self, seconds_from_now: float) -> None:

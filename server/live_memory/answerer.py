@@ -224,7 +224,9 @@ class Answerer:
             summarizer=Summarizer(
                 provider,
                 model=settings.summary_model or None,
-                conversation=Conversation(self.tool_schemas, settings.long_cache, state.id),
+                conversation=Conversation(
+                    self.tool_schemas, settings.long_cache, state.id, cache_lifetime_s(settings), self.clock
+                ),
             )
             if provider
             else None,
@@ -237,3 +239,14 @@ class Answerer:
             history_max_tokens=settings.history_max_tokens,
             history_floor=settings.history_floor,
         )
+
+
+def cache_lifetime_s(settings: Settings) -> float:
+    """How long the provider keeps the history's prefix after a request read it (a fold's cache estimate):
+    Anthropic's 5 minutes or, for history breakpoints that ask for it, an hour; an implicit cache, about as
+    long as its keep-warm interval (which stays under its lifetime)."""
+    if settings.profile.cache_style == "none":
+        return 0.0
+    if settings.profile.cache_style == "implicit":
+        return settings.profile.keep_warm_interval_s
+    return C.CACHE_LONG_TTL_S if settings.long_cache == "history" else C.CACHE_TTL_S

@@ -192,7 +192,7 @@ class Compactor:
         kept = exchanges[len(chosen)] if len(chosen) < len(exchanges) else None
         cut = next(i for i, t in enumerate(window.history) if t is kept[0]) if kept else len(window.history)
         try:
-            files_read = sorted({p for exchange in chosen for p in exchange[-1].cites})
+            files_read = list(dict.fromkeys(p for exchange in chosen for p in exchange[-1].cites))  # in order read
             summary = await self.summarizer.fold_history(window, cut, material, files_read)
         except ProviderError as exc:
             logger.warning("summarizing %d Q&A pairs failed (%s); keeping them, retry after cooldown", len(chosen), exc)

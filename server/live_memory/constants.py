@@ -134,6 +134,11 @@ CALIBRATION_MAX_RATIO = 2.0
 # Anthropic looks back 20 blocks for an earlier cache entry; past this many new history blocks, the first
 # request of a question also marks where the previous request's history ended.
 LOOKBACK_ANCHOR_BLOCKS = 16
+# How long a provider with explicit caching (Anthropic) keeps a prefix after the request that wrote or read it:
+# 5 minutes, or an hour for breakpoints that ask for the long lifetime. A fold (summarizer.py) continues the
+# conversation only while the prompt it repeats is this fresh; otherwise it sends just the retired material.
+CACHE_TTL_S = 300.0
+CACHE_LONG_TTL_S = 3600.0
 # Which cache breakpoints ask for the provider's 1-hour lifetime (see options.long_cache); measured by
 # bench/session_bill.py: pauses of 5-60 min between questions then read the prefix instead of rewriting it.
 LONG_CACHE = "history"

@@ -390,10 +390,13 @@ class ContextWindow:
         answer: str,
         cites: Iterable[str],
         transcript: Sequence[Message] = (),
+        sent_at: float | None = None,
     ) -> None:
         """Append the exchange exactly as it was sent (without the hint): the question, the tool turns,
-        then the final answer. The next question's prefix then extends the last request byte for byte."""
-        self.history.append(Turn("question", question_message, question=question))
+        then the final answer. The next question's prefix then extends the last request byte for byte.
+        `sent_at`: the monotonic time the question was first sent (for a fold's cache estimate)."""
+        sent = (self.epoch, sent_at) if sent_at is not None else None
+        self.history.append(Turn("question", question_message, question=question, sent=sent))
         transcript_tokens = sum(self.tokens(message_text(m)) for m in transcript)
         # A large transcript, or one that would push the window past its compaction threshold, is not
         # kept: the file contents it holds are re-readable, and a window that grows by whole files per

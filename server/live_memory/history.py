@@ -7,7 +7,7 @@ added since it was last asked, and starts over when the history is replaced or r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from live_memory.providers.base import Message, TextPart, ToolResultPart
@@ -23,6 +23,9 @@ class Turn:
     message: Message
     question: str = ""  # kind="question": the raw question (kept out of summaries of recent turns)
     cites: tuple[str, ...] = ()  # kind="answer": files the answer was grounded in
+    # kind="question": the window's epoch and the monotonic time it was sent with, so a fold can tell whether
+    # the provider still caches the prompt up to it. Not persisted: after a restart the age is unknown.
+    sent: tuple[int, float] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,12 @@ stays as neutral as a standalone call.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from live_memory.constants import MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
+from live_memory.constants import CACHE_TTL_S, MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
 from live_memory.context_window import ContextWindow
 from live_memory.history import Turn
 from live_memory.prompt_layout import LongCache, build_prompt
@@ -37,6 +38,14 @@ class Conversation:
     tool_schemas: tuple[Mapping[str, Any], ...]
     long_cache: LongCache = "off"
     cache_key: str | None = None
+    lifetime_s: float = CACHE_TTL_S  # how long the provider keeps a prefix after the request that read it
+    clock: Callable[[], float] = time.monotonic
+
+    def holds(self, window: ContextWindow, cut: int) -> bool:
+        """Whether the provider likely still caches the prompt the question at `cut` was sent with: it was
+        sent with the window's current frozen block, less than a cache lifetime ago."""
+        sent = window.history[cut].sent if cut < len(window.history) else None
+        return sent is not None and sent[0] == window.epoch and self.clock() - sent[1] < self.lifetime_s
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,9 @@ class Summarizer:
         """The ledger's changes for the history before `cut` (the oldest kept question's turn), by
         continuing the conversation; a standalone call on `material` when there is no conversation to
         continue or the model answered with tool calls instead of changes. Raises ProviderError."""
-        if self.conversation is None:
+        if self.conversation is None or not self.conversation.holds(window, cut):
+            # Nothing cached to continue from: the whole prompt up to `cut` would be written again, dearer
+            # than sending just the material.
             return await self.summarize(window.ledger.text_for_summary(), material)
         retired = window.history[:cut]
         response = await self.provider.chat(self._fold_request(window, retired, files_read, self.conversation))

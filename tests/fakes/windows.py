@@ -15,10 +15,12 @@ def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def ask(window: ContextWindow, question: str, answer: str, cites: tuple[str, ...] = ()) -> Message:
-    """Simulate one question: sync deltas, build the prompt, store the exchange."""
+def ask(
+    window: ContextWindow, question: str, answer: str, cites: tuple[str, ...] = (), sent_at: float | None = None
+) -> Message:
+    """Simulate one question: sync deltas, build the prompt, store the exchange (sent at `sent_at`)."""
     window.sync_deltas()
     question_message = Message("user", (TextPart(f"## Question\n{question}"),))
     build_prompt(window, [question_message], hint=HINT, first_of_question=True)
-    window.add_exchange(question_message, question, answer, cites)
+    window.add_exchange(question_message, question, answer, cites, sent_at=sent_at)
     return question_message
