@@ -159,6 +159,10 @@ LIMITS = (
     "tokens).",
     "The OS watcher is off in the server (the hooks' FileChanged events report the edits); the server keeps "
     "running across sessions (a long-running service); the fake provider has no rate limits or latency.",
+    "The server times the provider's cache on its own clock, while the run's time is virtual: after the hour "
+    "between split sessions it still folds old Q&A into the ledger by continuing the conversation, which then "
+    "writes the whole prompt again; a real server sees the cache expired and sends the cheaper standalone call. "
+    "This overstates the memory's spend on the split-session rows (by 2% on Django's 6 x 10).",
     "Tool results follow Claude Code 2.1.332 (a test checks the Read, Edit and Explore renderings against it); "
     "its main head measured ~12.7k tokens, not the ~22k modelled, which would weigh the helpers' spend more. "
     "Its Explore agent describes itself as reading excerpts; here it reads whole files, like the memory.",
