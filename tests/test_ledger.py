@@ -197,3 +197,16 @@ def test_the_cited_files_follow_every_change_of_the_facts() -> None:
     assert not ledger.cites("c.py")
     ledger.set_from_summary("- D lives in d.py", {"d.py": "h"})
     assert ledger.cites("d.py") and not ledger.cites("b.py")
+
+
+def test_the_paths_a_trusted_fact_spells_out_are_whole_words_and_stale_facts_name_none() -> None:
+    ledger = Ledger(
+        [
+            LedgerFact("Auth lives in src/auth.py. Tokens: (src/tokens.py), see lib/src/util.py"),
+            LedgerFact("src/old.py holds the old API", stale=True),
+            LedgerFact("src/a.py.bak is a backup"),
+        ]
+    )
+    named = ledger.named_paths()
+    assert {"src/auth.py", "src/tokens.py", "lib/src/util.py", "src/a.py.bak"} <= named
+    assert "src/util.py" not in named and "src/a.py" not in named and "src/old.py" not in named

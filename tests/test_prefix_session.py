@@ -196,7 +196,16 @@ async def test_a_large_repository_s_first_question_is_cached_from_its_first_requ
 
 def cached_tokens(request: RecordedRequest) -> int:
     usage = request.usage or {}
-    return int(usage.get("cache_read_input_tokens") or (usage.get("prompt_tokens_details") or {}).get("cached_tokens"))
+    details = usage.get("prompt_tokens_details") or {}
+    return int(usage.get("cache_read_input_tokens") or details.get("cached_tokens") or 0)
+
+
+async def ask_long_questions(server: LiveServer, workspace: Path, count: int) -> None:
+    """Questions long enough to pass a small `history_max_tokens` every few of them."""
+    for index in range(count):
+        question = f"recall question {index}: " + "why " * 150
+        text, is_error = await ask_via_mcp(server.mcp_url, {"question": question, "cwd": str(workspace)})
+        assert not is_error, text
 
 
 @pytest.mark.parametrize("protocol", ["anthropic", "openai"])
@@ -209,10 +218,7 @@ async def test_a_history_fold_continues_the_conversation_and_reads_it_from_the_c
             fake.base_url, tmp_path / "data", protocol=protocol, history_max_tokens=2000, force_explore_when_cold=0
         )
         with live_server(settings) as server:
-            for index in range(20):
-                question = f"recall question {index}: " + "why " * 150
-                text, is_error = await ask_via_mcp(server.mcp_url, {"question": question, "cwd": str(workspace)})
-                assert not is_error, text
+            await ask_long_questions(server, workspace, 20)
             figures = await stats(server, workspace)
     bodies = [r.body for r in fake.requests]
     folds = [r for r in fake.requests if is_fold(r.body)]
@@ -228,7 +234,10 @@ async def test_a_history_fold_continues_the_conversation_and_reads_it_from_the_c
     assert retired and f"learned from: {retired[-1]}" in frozen  # the fold's changes reached the ledger
 
 
-async def test_a_separate_summary_model_gets_standalone_calls(workspace: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("summary_model", "folds"), [("claude-sonnet-4-5", False), ("claude-haiku-4-5", True)])
+async def test_only_the_answering_model_folds_a_separate_summary_model_gets_standalone_calls(
+    workspace: Path, tmp_path: Path, summary_model: str, folds: bool
+) -> None:
     with FakeLLM(min_cacheable_tokens=256) as fake:
         fake.responder = scripted
         settings = settings_for(
@@ -236,12 +245,10 @@ async def test_a_separate_summary_model_gets_standalone_calls(workspace: Path, t
             tmp_path / "data",
             history_max_tokens=1500,
             force_explore_when_cold=0,
-            summary_model="claude-sonnet-4-5",
+            summary_model=summary_model,  # claude-haiku-4-5 is the answering model too
         )
         with live_server(settings) as server:
-            for index in range(8):
-                question = f"recall question {index}: " + "why " * 150
-                await ask_via_mcp(server.mcp_url, {"question": question, "cwd": str(workspace)})
+            await ask_long_questions(server, workspace, 8)
     summaries = [r for r in fake.requests if is_summary(r)]
-    assert summaries and not any(is_fold(r.body) for r in summaries)
-    assert all(r.body["model"] == "claude-sonnet-4-5" and not r.body.get("tools") for r in summaries)
+    assert summaries and any(is_fold(r.body) for r in summaries) == folds
+    assert all(r.body["model"] == summary_model and bool(r.body.get("tools")) == is_fold(r.body) for r in summaries)

@@ -223,7 +223,8 @@ class Answerer:
         return Compactor(
             summarizer=Summarizer(
                 provider,
-                model=settings.summary_model or None,
+                # The answering model itself (named or not) continues its own cached conversation.
+                model=None if summary_model == settings.model else summary_model,
                 conversation=Conversation(
                     self.tool_schemas, settings.long_cache, state.id, cache_lifetime_s(settings), self.clock
                 ),

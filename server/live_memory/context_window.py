@@ -175,9 +175,8 @@ class ContextWindow:
         if observed:
             parts.append(OBSERVED_HEADING + "\n" + "\n\n".join(file_block(f) for f in observed))
         # A file a trusted fact names in full is known by that fact: listing it again would pay twice.
-        listed = [
-            f for f in self._by_path() if f.state != "current" or (f.content is None and not self.ledger.names(f.path))
-        ]
+        named = self.ledger.named_paths()
+        listed = [f for f in self._by_path() if f.state != "current" or (f.content is None and f.path not in named)]
         if listed:
             parts.append(MANIFEST_HEADING + "\n" + "\n".join(f.manifest_line() for f in listed))
         return "\n\n".join(parts)

@@ -24,6 +24,7 @@ from live_memory.records import estimate_tokens
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _CHANGE = re.compile(r"^\s*(?:(?P<add>\+)\s*(?P<fact>\S.*?)|(?P<op>[-=])\s*#?(?P<number>\d+)\.?)\s*$")
 NO_CHANGE = "(no change)"
+_PATH_WORD = re.compile(r"[\w./-]+")  # a maximal run of path characters (a trailing period ends a sentence)
 
 
 @dataclass(frozen=True)
@@ -156,10 +157,10 @@ class Ledger:
             cited = self._cited = (facts, len(facts), frozenset(p for f in facts for p in f.sources))
         return cited[2]
 
-    def names(self, path: str) -> bool:
-        """Whether a fact the model is told to trust spells out `path` in full (stale ones do not count)."""
-        pattern = re.compile(rf"(?<![\w/.-]){re.escape(path)}(?![\w/-])")
-        return any(not f.stale and pattern.search(f.text) for f in self.facts)
+    def named_paths(self) -> frozenset[str]:
+        """Every path-like word that facts the model is told to trust spell out (stale facts do not count)."""
+        words = (w.rstrip(".") for f in self.facts if not f.stale for w in _PATH_WORD.findall(f.text))
+        return frozenset(words)
 
     def cites(self, path: str) -> bool:
         """Whether a fact was distilled from `path`."""
