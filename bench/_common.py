@@ -37,6 +37,7 @@ from live_memory.prompts import (
     LEDGER_HEADING,
     NEUTRAL_SUMMARY_SYSTEM_PROMPT,
     NEWLY_STALE_FACTS,
+    OBSERVATION_ACK,
     QUESTION_HEADING,
     STALE_LEDGER_HEADING,
 )
@@ -398,16 +399,14 @@ def summary_request(body: dict[str, Any]) -> str | None:
         return None
     if FROZEN_LEDGER_POINTER in instruction:  # the ledger is the one the frozen block numbers
         instruction = instruction.replace(FROZEN_LEDGER_POINTER, _frozen_ledger(body, instruction))
-    exchanges: list[str] = []
-    question = ""
+    pairs: list[list[str]] = []  # [question, its answer: the last assistant text before the next question]
     for message in messages[:-1]:
         text = content_text(message.get("content"))
         if message.get("role") == "user" and text.startswith(QUESTION_HEADING):
-            question = text[len(QUESTION_HEADING) :].strip()
-        elif message.get("role") == "assistant" and question and text:
-            exchanges.append(f"Q: {question}\nA: {text}")
-            question = ""
-    return instruction + "\n" + "\n\n".join(exchanges)
+            pairs.append([text[len(QUESTION_HEADING) :].strip(), ""])
+        elif message.get("role") == "assistant" and pairs and text and text != OBSERVATION_ACK:
+            pairs[-1][1] = text
+    return instruction + "\n" + "\n\n".join(f"Q: {q}\nA: {a}" for q, a in pairs)
 
 
 def _frozen_ledger(body: dict[str, Any], instruction: str) -> str:

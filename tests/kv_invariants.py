@@ -84,7 +84,8 @@ def shape(body: dict[str, Any]) -> Shape:
 def is_fold(body: dict[str, Any]) -> bool:
     """A summarizer call that continues the conversation: its last turn asks for the ledger's changes."""
     last = body["messages"][-1].get("content") if body.get("messages") else ""
-    return FOLD_PREAMBLE in (last if isinstance(last, str) else json.dumps(last))
+    texts = [last] if isinstance(last, str) else [b.get("text", "") for b in last or [] if isinstance(b, dict)]
+    return any(FOLD_PREAMBLE in str(text) for text in texts)
 
 
 def question_requests(bodies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

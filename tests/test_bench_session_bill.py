@@ -9,11 +9,16 @@ from typing import Any
 
 import pytest
 from bench import report, session_bill
-from bench._common import ledger_changes
+from bench._common import ledger_changes, summary_request
 from bench.bill_workload import build_tasks, load_repo, workload
 
+from live_memory.context_window import ContextWindow
 from live_memory.ledger import Ledger, LedgerFact
 from live_memory.prompts import summary_request_text
+from live_memory.providers import anthropic, openai_compat
+from live_memory.summarizer import Conversation, Summarizer
+from tests.fakes.scripted_provider import ScriptedProvider, text_response
+from tests.fakes.windows import ask
 
 LOAD = workload("medium", "natural", (5, 5))
 
@@ -245,3 +250,25 @@ def test_the_fake_summarizer_answers_in_the_form_the_ledger_applies() -> None:
     ]
     assert ledger_changes(request, ["a/x.py defines X"]).splitlines() == ["= 2", "- 3"]
     assert ledger_changes(summary_request_text("", "Q: q\nA: a"), []) == "(no change)"
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "openai"])
+async def test_the_fake_summarizer_reads_a_fold_as_it_reads_the_standalone_call(protocol: str) -> None:
+    window = ContextWindow(budget_tokens=50_000)
+    window.ledger.set_from_summary("a/x.py defines X\nb/y.py defines Y", {"b/y.py": "h"})
+    answer = "It lives in b/y.py:1-9 and d/w.py:3-5. " * 40
+    for index, question in enumerate(["where is Y?", "who calls it?", "what is new?"]):
+        ask(window, question, answer, cites=("b/y.py",), sent_at=100.0 + index)
+    window.ledger.mark_stale("b/y.py")  # after the freeze: the fold names it as newly stale
+    provider = ScriptedProvider(text_response("(no change)"))
+    conversation = Conversation(({"name": "Read", "input_schema": {}},), clock=lambda: 110.0)
+    material = f"Q: where is Y?\nFiles read: b/y.py\nA: {answer}"
+    await Summarizer(provider, conversation=conversation).fold_history(window, 2, material, ["b/y.py"])
+    [fold] = provider.requests
+    body = (anthropic if protocol == "anthropic" else openai_compat).request_body(fold, "model")
+    read = summary_request(body)
+    assert read is not None and "Q: where is Y?\nA: It lives in b/y.py" in read and "who calls it?" not in read
+    standalone = summary_request_text(window.ledger.text_for_summary(), material)
+    found = ["b/y.py defines Y", "d/w.py defines W"]
+    assert ledger_changes(read, found) == ledger_changes(standalone, found) == "= 2\n+ d/w.py defines W"
+    assert summary_request({"system": [{"text": "You are Live Memory"}], "messages": []}) is None  # a question

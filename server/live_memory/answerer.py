@@ -26,7 +26,7 @@ from live_memory.providers.factory import missing_credential_message
 from live_memory.records import QuestionResult
 from live_memory.runtime import Runtime
 from live_memory.service import OpenWorkspace, WorkspaceService
-from live_memory.spend import caps_of
+from live_memory.spend import cache_read_share, caps_of
 from live_memory.summarizer import Conversation, Summarizer
 from live_memory.telemetry import INTERRUPTED, RecentQuestion, error_kind
 from live_memory.workspace import WorkspaceState
@@ -226,7 +226,12 @@ class Answerer:
                 # The answering model itself (named or not) continues its own cached conversation.
                 model=None if summary_model == settings.model else summary_model,
                 conversation=Conversation(
-                    self.tool_schemas, settings.long_cache, state.id, cache_lifetime_s(settings), self.clock
+                    self.tool_schemas,
+                    settings.long_cache,
+                    state.id,
+                    lifetime_s=cache_lifetime_s(settings),
+                    clock=self.clock,
+                    read_share=cache_read_share(settings),
                 ),
             )
             if provider

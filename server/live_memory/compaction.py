@@ -149,7 +149,7 @@ class Compactor:
         """Re-readable material: manifest entries (LRU), then the tool turns of past questions (oldest
         first; their answers stay). Neither loses knowledge: the files on disk are the source of truth."""
         projected = window.projected_tokens()
-        listed = sorted((f for f in window.files.values() if f.content is None), key=lambda f: f.last_used)
+        listed = sorted((f for f in window.manifest_entries() if f.content is None), key=lambda f: f.last_used)
         for f in listed:
             if projected <= target:
                 return
@@ -191,8 +191,8 @@ class Compactor:
         material = "\n\n".join(_exchange_text(exchange) for exchange in chosen)
         kept = exchanges[len(chosen)] if len(chosen) < len(exchanges) else None
         cut = next(i for i, t in enumerate(window.history) if t is kept[0]) if kept else len(window.history)
+        files_read = list(dict.fromkeys(p for exchange in chosen for p in exchange[-1].cites))  # in order read
         try:
-            files_read = list(dict.fromkeys(p for exchange in chosen for p in exchange[-1].cites))  # in order read
             summary = await self.summarizer.fold_history(window, cut, material, files_read)
         except ProviderError as exc:
             logger.warning("summarizing %d Q&A pairs failed (%s); keeping them, retry after cooldown", len(chosen), exc)

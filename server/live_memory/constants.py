@@ -139,6 +139,10 @@ LOOKBACK_ANCHOR_BLOCKS = 16
 # conversation only while the prompt it repeats is this fresh; otherwise it sends just the retired material.
 CACHE_TTL_S = 300.0
 CACHE_LONG_TTL_S = 3600.0
+# ...and only while reading that prompt from the cache costs less than sending the retired material again. A
+# cached input token's price as a share of an uncached one's, where the model's prices are unknown: the
+# common discount (Anthropic, OpenAI's GPT-5 family).
+CACHE_READ_SHARE = 0.1
 # Which cache breakpoints ask for the provider's 1-hour lifetime (see options.long_cache); measured by
 # bench/session_bill.py: pauses of 5-60 min between questions then read the prefix instead of rewriting it.
 LONG_CACHE = "history"

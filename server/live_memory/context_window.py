@@ -29,11 +29,12 @@ from live_memory.constants import (
     FILE_SIZE_SHOWN_FROM_BYTES,
     TRANSCRIPT_KEEP_SHARE,
 )
-from live_memory.history import EXCHANGE_KINDS, HistoryTally, Turn, message_text, tally
+from live_memory.history import EXCHANGE_KINDS, HistoryTally, Sent, Turn, message_text, tally
 from live_memory.ledger import Ledger
 from live_memory.prompts import (
     DIRECTORY_TREE_HEADING,
     FROZEN_LEDGER_POINTER,
+    LEDGER_RENUMBERED,
     MANIFEST_HEADING,
     NEWLY_STALE_FACTS,
     OBSERVATION_ACK,
@@ -174,21 +175,27 @@ class ContextWindow:
             parts.append(PRELOADED_HEADING + "\n" + "\n\n".join(file_block(f) for f in preloaded))
         if observed:
             parts.append(OBSERVED_HEADING + "\n" + "\n\n".join(file_block(f) for f in observed))
-        # A file a trusted fact names in full is known by that fact: listing it again would pay twice.
-        named = self.ledger.named_paths()
-        listed = [f for f in self._by_path() if f.state != "current" or (f.content is None and f.path not in named)]
+        listed = self.manifest_entries()
         if listed:
             parts.append(MANIFEST_HEADING + "\n" + "\n".join(f.manifest_line() for f in listed))
         return "\n\n".join(parts)
 
-    def ledger_for_summary(self) -> str:
-        """The ledger as a fold names it: when the frozen block already numbers these facts (perhaps with
-        some marked stale since), a pointer to it and the newly stale numbers instead of a second copy."""
+    def manifest_entries(self) -> list[FileContext]:
+        """What the manifest lists, by path: changed and deleted files, and files known by name only that no
+        trusted fact spells out (such a fact makes the file known already: listing it again would pay twice)."""
+        spelled_out = self.ledger.named_paths()
+        return [f for f in self._by_path() if f.state != "current" or (f.content is None and f.path not in spelled_out)]
+
+    def ledger_for_fold(self) -> str:
+        """The ledger as a fold (which sees the frozen block) names it: when the frozen block numbers these
+        facts (perhaps with some marked stale since), a pointer to them and the newly stale numbers instead of
+        a second copy; when it numbers other facts, the ledger with a warning that its numbers are the ones."""
         now, frozen = self.ledger.state(), self.frozen_ledger
-        if self.frozen_volatile is None or not now or [t for t, _ in now] != [t for t, _ in frozen]:
+        if self.frozen_volatile is None or not now or not frozen:
             return self.ledger.text_for_summary()
-        if any(was and not stale for (_, stale), (_, was) in zip(now, frozen, strict=True)):
-            return self.ledger.text_for_summary()
+        same_facts = [t for t, _ in now] == [t for t, _ in frozen]
+        if not same_facts or any(was and not stale for (_, stale), (_, was) in zip(now, frozen, strict=True)):
+            return f"{LEDGER_RENUMBERED}\n{self.ledger.text_for_summary()}"
         newly = [str(n) for n, ((_, stale), (_, was)) in enumerate(zip(now, frozen, strict=True), 1) if stale > was]
         return FROZEN_LEDGER_POINTER + (f"\n{NEWLY_STALE_FACTS} {', '.join(newly)}" if newly else "")
 
@@ -203,13 +210,14 @@ class ContextWindow:
 
     def append_exchanges(self, turns: Sequence[Turn], files: Mapping[str, FileContext]) -> None:
         """Replay exchanges answered on another copy of this window (a rebase): their turns go after
-        what is here, so the history stays append-only; the files they read become known here too."""
+        what is here, so the history stays append-only; the files they read become known here too. They
+        were sent after another history, so nothing cached holds this one up to them."""
         for turn in turns:
             for path in turn.cites:
                 read = files.get(path)
                 if read is not None and read.state == "current":
                     self.record_read(path, read.sha256, read.size)
-        self.history.extend(turns)
+        self.history.extend(replace(t, sent=None) if t.sent else t for t in turns)
 
     def _by_path(self) -> list[FileContext]:
         return [self.files[p] for p in sorted(self.files)]
@@ -394,7 +402,7 @@ class ContextWindow:
         """Append the exchange exactly as it was sent (without the hint): the question, the tool turns,
         then the final answer. The next question's prefix then extends the last request byte for byte.
         `sent_at`: the monotonic time the question was first sent (for a fold's cache estimate)."""
-        sent = (self.epoch, sent_at) if sent_at is not None else None
+        sent = Sent(self.epoch, len(self.history), sent_at) if sent_at is not None else None
         self.history.append(Turn("question", question_message, question=question, sent=sent))
         transcript_tokens = sum(self.tokens(message_text(m)) for m in transcript)
         # A large transcript, or one that would push the window past its compaction threshold, is not

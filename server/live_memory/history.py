@@ -23,9 +23,17 @@ class Turn:
     message: Message
     question: str = ""  # kind="question": the raw question (kept out of summaries of recent turns)
     cites: tuple[str, ...] = ()  # kind="answer": files the answer was grounded in
-    # kind="question": the window's epoch and the monotonic time it was sent with, so a fold can tell whether
-    # the provider still caches the prompt up to it. Not persisted: after a restart the age is unknown.
-    sent: tuple[int, float] | None = field(default=None, compare=False)
+    sent: Sent | None = field(default=None, compare=False)  # kind="question": see `Sent`
+
+
+@dataclass(frozen=True)
+class Sent:
+    """How a question was first sent, so a fold can tell whether the provider still caches the prompt up to
+    it. Not persisted (after a restart the age is unknown), and cleared when the turn is replayed elsewhere."""
+
+    epoch: int  # the window's epoch: which frozen block it was sent with
+    position: int  # its index in the history it was sent after
+    at: float  # monotonic time
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,7 @@ FROZEN_LEDGER_POINTER = (
     '"Possibly out of date" there are possibly stale)'
 )
 NEWLY_STALE_FACTS = "Also possibly stale now:"
+LEDGER_RENUMBERED = "(the ledger as it stands now: name its numbers, not those in your context above)"
 
 FOLD_PREAMBLE = """\
 (Memory upkeep, not a question: answer with text only and call no tool.) The exchanges above this \

@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from live_memory.constants import BACKGROUND_STOP_SHARE
+from live_memory.config import Settings
+from live_memory.constants import BACKGROUND_STOP_SHARE, CACHE_READ_SHARE
 from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError
-from live_memory.providers.pricing import PriceOverrides, cost_usd
+from live_memory.providers.pricing import PriceOverrides, cost_usd, price_for
 from live_memory.records import Usage
 from live_memory.runtime import Runtime
 from live_memory.safe_files import atomic_write, ensure_private_dir
@@ -73,9 +74,17 @@ def call_cost(runtime: Runtime, model: str, usage: Usage) -> float | None:
     """USD for one call's `usage`; None on a subscription credential (not metered)."""
     if runtime.provider is None or runtime.provider.info.subscription:
         return None
-    s = runtime.settings
-    overrides = PriceOverrides(s.price_input, s.price_output, s.price_cache_write, s.price_cache_read)
-    return cost_usd(model, usage, overrides)
+    return cost_usd(model, usage, price_overrides(runtime.settings))
+
+
+def price_overrides(s: Settings) -> PriceOverrides:
+    return PriceOverrides(s.price_input, s.price_output, s.price_cache_write, s.price_cache_read)
+
+
+def cache_read_share(settings: Settings) -> float:
+    """A cached input token's price as a share of an uncached one's, for the answering model."""
+    price = price_for(settings.model, price_overrides(settings))
+    return price.cache_read / price.input if price is not None and price.input > 0 else CACHE_READ_SHARE
 
 
 class SpendTracker:

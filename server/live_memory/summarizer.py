@@ -20,9 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from live_memory.constants import CACHE_TTL_S, MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
+from live_memory.constants import CACHE_READ_SHARE, CACHE_TTL_S, MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
 from live_memory.context_window import ContextWindow
-from live_memory.history import Turn
+from live_memory.history import Turn, message_text
 from live_memory.prompt_layout import LongCache, build_prompt
 from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, fold_request_text, summary_request_text
 from live_memory.providers.base import ChatProvider, ChatRequest, Message, TextPart
@@ -40,12 +40,25 @@ class Conversation:
     cache_key: str | None = None
     lifetime_s: float = CACHE_TTL_S  # how long the provider keeps a prefix after the request that read it
     clock: Callable[[], float] = time.monotonic
+    read_share: float = CACHE_READ_SHARE  # a cached input token's price as a share of an uncached one's
 
     def holds(self, window: ContextWindow, cut: int) -> bool:
-        """Whether the provider likely still caches the prompt the question at `cut` was sent with: it was
-        sent with the window's current frozen block, less than a cache lifetime ago."""
+        """Whether the provider likely still caches the prompt the question at `cut` was sent with: sent
+        after exactly this history, with the window's current frozen block, less than a cache lifetime ago."""
         sent = window.history[cut].sent if cut < len(window.history) else None
-        return sent is not None and sent[0] == window.epoch and self.clock() - sent[1] < self.lifetime_s
+        return (
+            sent is not None
+            and (sent.epoch, sent.position) == (window.epoch, cut)
+            and self.clock() - sent.at < self.lifetime_s
+        )
+
+    def pays(self, window: ContextWindow, cut: int, material: str) -> bool:
+        """Whether reading the whole prompt up to `cut` from the cache costs less than sending the material
+        (and the ledger) again: not when the frozen block holds many files, or cached tokens cost half price."""
+        prefix = window.tokens(window.stable_prefix) + window.tokens(window.frozen_volatile or "")
+        prefix += sum(window.tokens(message_text(t.message)) for t in window.history[:cut])
+        fold = prefix * self.read_share + window.tokens(window.ledger_for_fold())
+        return fold < window.tokens(material) + window.tokens(window.ledger.text_for_summary())
 
 
 @dataclass(frozen=True)
@@ -72,17 +85,17 @@ class Summarizer:
 
     async def fold_history(self, window: ContextWindow, cut: int, material: str, files_read: Sequence[str]) -> Summary:
         """The ledger's changes for the history before `cut` (the oldest kept question's turn), by
-        continuing the conversation; a standalone call on `material` when there is no conversation to
-        continue or the model answered with tool calls instead of changes. Raises ProviderError."""
-        if self.conversation is None or not self.conversation.holds(window, cut):
-            # Nothing cached to continue from: the whole prompt up to `cut` would be written again, dearer
-            # than sending just the material.
+        continuing the conversation; a standalone call on `material` when there is no cached conversation
+        to continue (it would be written again, dearer than the material), when the material is cheaper to
+        send than the cached prompt is to read, or when the model did not answer with changes. Raises
+        ProviderError."""
+        conversation = self.conversation
+        if conversation is None or not conversation.holds(window, cut) or not conversation.pays(window, cut, material):
             return await self.summarize(window.ledger.text_for_summary(), material)
-        retired = window.history[:cut]
-        response = await self.provider.chat(self._fold_request(window, retired, files_read, self.conversation))
+        response = await self.provider.chat(self._fold_request(window, window.history[:cut], files_read, conversation))
         if response.text.strip() and not response.tool_calls:
             return Summary(response.text.strip(), response.usage, response.model)
-        logger.info("the fold answered with tool calls, not ledger changes: summarizing standalone instead")
+        logger.info("the fold answered with tool calls or nothing, not ledger changes: summarizing standalone")
         fallback = await self.summarize(window.ledger.text_for_summary(), material)
         return Summary(fallback.changes, response.usage + fallback.usage, fallback.model)
 
@@ -92,7 +105,7 @@ class Summarizer:
         view = window.clone()  # the prompt as the oldest kept question saw it, without touching the window
         view.history = list(retired)
         view.sent_history_len = 0
-        instruction = fold_request_text(window.ledger_for_summary(), self.max_tokens, files_read)
+        instruction = fold_request_text(window.ledger_for_fold(), self.max_tokens, files_read)
         system, messages = build_prompt(
             view, [Message("user", (TextPart(instruction),))], mark_tail=False, long_cache=conversation.long_cache
         )
