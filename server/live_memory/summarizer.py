@@ -7,8 +7,8 @@ questions, so the ledger cannot drift toward whatever was asked last. Output is 
 Retired Q&A is folded by continuing the answering conversation where possible (`fold_history`):
 the request repeats, byte for byte, the prefix the oldest kept question was sent with (tools,
 system, frozen block, the history before it), which the provider has cached, and asks for the
-ledger's changes instead of an answer. The material is then read from the cache at a tenth of the
-price instead of being sent again in full. The kept questions are not in that prefix, so the fold
+ledger's changes instead of an answer. The material is then read from the cache (at a tenth of the
+price on Anthropic) instead of being sent again in full. The kept questions are not in that prefix, so the fold
 stays as neutral as a standalone call.
 """
 
@@ -54,7 +54,7 @@ class Conversation:
 
     def pays(self, window: ContextWindow, cut: int, material: str) -> bool:
         """Whether reading the whole prompt up to `cut` from the cache costs less than sending the material
-        (and the ledger) again: not when the frozen block holds many files, or cached tokens cost half price."""
+        (and the ledger) again: not when the frozen block holds many files, or the cache's discount is small."""
         prefix = window.tokens(window.stable_prefix) + window.tokens(window.frozen_volatile or "")
         prefix += sum(window.tokens(message_text(t.message)) for t in window.history[:cut])
         fold = prefix * self.read_share + window.tokens(window.ledger_for_fold())
