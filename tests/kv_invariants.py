@@ -100,10 +100,9 @@ def question_requests(bodies: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def assert_folds_repeat_the_conversation(bodies: Sequence[dict[str, Any]], *, kept: int) -> int:
-    """Every fold repeats, block for block, the start of an earlier question's request (normally all it
-    sent before that question, which the provider has cached; only a fold that comes within `kept`
-    questions of the previous compaction repeats less), then adds only its own last turn; the `kept`
-    latest questions are not in it (the fold stays neutral). Returns the folds seen."""
+    """Every fold repeats, block for block, all that an earlier question's request sent before that question
+    (which the provider has cached), then adds only its own last turn; the `kept` latest questions are not in
+    it (the fold stays neutral). Returns the folds seen."""
     folds = 0
     earlier: list[Shape] = []
     asked: list[str] = []
@@ -116,7 +115,7 @@ def assert_folds_repeat_the_conversation(bodies: Sequence[dict[str, Any]], *, ke
             continue
         folds += 1
         sent = shape(body).blocks
-        repeats = any(s.blocks[: len(sent) - 1] == sent[:-1] and len(s.blocks) >= len(sent) for s in earlier)
+        repeats = any(s.question_end and s.blocks[: s.question_end - 1] == sent[:-1] for s in earlier)
         assert sent[-1][0] == "user" and repeats, f"fold {index} repeats no earlier question's request"
         leaked = [q for q in asked[-kept:] if q in (text for _, text in sent)]
         assert not leaked, f"fold {index} shows recent questions: {leaked}"
