@@ -21,6 +21,7 @@ from live_memory import constants as C
 from live_memory import prompts
 from live_memory.context_window import ContextWindow
 from live_memory.errors import PromptTooLongError, ProviderError
+from live_memory.hot_set import HotSet
 from live_memory.prompt_layout import LongCache, build_prompt
 from live_memory.providers.base import (
     ChatProvider,
@@ -33,6 +34,7 @@ from live_memory.providers.base import (
     ToolUsePart,
 )
 from live_memory.records import Usage
+from live_memory.safe_files import read_for_revalidation
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +84,7 @@ class LoopLimits:
     reserve_s: float = C.FINAL_ANSWER_RESERVE_S  # kept back from the deadline for the wrap-up call
     retry_base_s: float = C.RETRY_BASE_DELAY_S  # the first retry's backoff; it doubles per attempt
     long_cache: LongCache = "off"
+    hot_set: HotSet | None = None  # files read worth holding are taken in after the answer (hot_set.py)
 
 
 @dataclass
@@ -167,7 +170,23 @@ class QuestionLoop:
         window.add_exchange(
             out.question_message, question, out.answer, out.files_read, transcript=transcript[1:], sent_at=started
         )
+        if self.limits.hot_set is not None and out.files_read:
+            await self._take_in_hot_files(window, out.files_read, self.limits.hot_set)
         return out
+
+    async def _take_in_hot_files(self, window: ContextWindow, paths: Sequence[str], hot: HotSet) -> None:
+        """Hold the bytes of the files this question read that the hot set wants: they reach the next
+        question as a delta. Only bytes that still match what the model read are taken in."""
+        read = {p: window.files[p] for p in paths if p in window.files and window.files[p].state == "current"}
+        sizes = [(p, f.size) for p, f in read.items() if f.size <= hot.max_file_bytes]
+        wanted = window.hot_admits(sizes, hot.policy, window.hold_costs(hot.read_share, hot.write_share))
+        if not wanted:
+            return
+        disk = await asyncio.to_thread(read_for_revalidation, self.root, wanted, wanted, hot.max_file_bytes)
+        for path in wanted:
+            found = disk.get(path)
+            if found is not None and found.text is not None and found.sha256 == read[path].sha256:
+                window.observe(path, found.text, found.sha256)
 
     def cut_deadline(self, seconds_from_now: float) -> None:
         """Bring the soft deadline forward (shutdown): the loop then returns its best answer."""

@@ -21,12 +21,13 @@ from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
 from live_memory.compaction import CompactionReport, Compactor
 from live_memory.config import Settings
 from live_memory.errors import BusyError, InputError, NoCredentialError, ProviderError
+from live_memory.hot_set import hot_set_of
 from live_memory.logging_setup import log_question
 from live_memory.providers.factory import missing_credential_message
 from live_memory.records import QuestionResult
 from live_memory.runtime import Runtime
 from live_memory.service import OpenWorkspace, WorkspaceService
-from live_memory.spend import cache_read_share, caps_of
+from live_memory.spend import cache_read_share, cache_write_share, caps_of
 from live_memory.summarizer import Conversation, Summarizer
 from live_memory.telemetry import INTERRUPTED, RecentQuestion, error_kind
 from live_memory.workspace import WorkspaceState
@@ -166,6 +167,7 @@ class Answerer:
                 reserve_s=self.deadline_reserve_s,
                 retry_base_s=settings.provider_retry_base_s,
                 long_cache=settings.long_cache,
+                hot_set=hot_set_of(settings, cache_read_share(settings), cache_write_share(settings)),
             ),
             workspace_root=workspace.root,
             cache_key=state.id,
@@ -244,6 +246,7 @@ class Answerer:
             distill_allowed=lambda: settings.background and spend.background_allowed(state.id, caps_of(runtime)),
             history_max_tokens=settings.history_max_tokens,
             history_floor=settings.history_floor,
+            hot_set=hot_set_of(settings, cache_read_share(settings), cache_write_share(settings)),
         )
 
 

@@ -18,7 +18,8 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -71,9 +72,10 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def cmd_serve(settings: Settings) -> int:
+def cmd_serve(settings: Settings, clock: Callable[[], float] = time.monotonic) -> int:
     """Bind first (a second start finds the port taken and asks who holds it), then run uvicorn.
-    Everything else about serving and stopping lives in the app's lifespan."""
+    Everything else about serving and stopping lives in the app's lifespan. `clock` is the service's
+    monotonic clock (a replay on simulated time passes its own)."""
     import uvicorn
 
     from live_memory.app import Timings, create_app, serve_until_stopped
@@ -108,6 +110,7 @@ def cmd_serve(settings: Settings) -> int:
         create_app(
             settings,
             timings=Timings(shutdown_grace_s=settings.shutdown_grace_s),
+            clock=clock,
             announce=lambda line: print(line, file=sys.stderr, flush=True),
         ),
         log_level=settings.log_level,

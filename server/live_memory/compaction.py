@@ -26,6 +26,7 @@ from live_memory.constants import COMPACTION_KEEP_RECENT_PAIRS, HISTORY_FLOOR
 from live_memory.context_window import ContextWindow, FileContext, file_block
 from live_memory.errors import ProviderError
 from live_memory.history import Turn, message_text
+from live_memory.hot_set import HotSet
 from live_memory.records import Usage
 from live_memory.summarizer import Summarizer
 
@@ -61,7 +62,9 @@ class Compactor:
         distill_allowed: Callable[[], bool] = lambda: True,
         history_max_tokens: int = 0,
         history_floor: float = HISTORY_FLOOR,
+        hot_set: HotSet | None = None,
     ) -> None:
+        self.hot_set = hot_set
         self.summarizer = summarizer
         self.history_max_tokens = history_max_tokens  # 0: only the window budget triggers compaction
         self.history_floor = history_floor
@@ -95,6 +98,9 @@ class Compactor:
         await self._tier2_history(window, target, report)
         if self.rebuild_tree is not None:
             window.set_directory_tree(await self.rebuild_tree())
+        if self.hot_set is not None:  # the frozen block holds the files the rule picks now
+            costs = window.hold_costs(self.hot_set.read_share, self.hot_set.write_share)
+            report.shed += window.rechoose_hot_set(self.hot_set.policy, costs)
         window.freeze()
         window.transcript_room = self.threshold
         report.after_tokens = window.prompt_tokens()

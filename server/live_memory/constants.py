@@ -154,8 +154,18 @@ TRANSCRIPT_KEEP_SHARE = 0.0
 
 # --- files and ingestion -----------------------------------------------------------------------
 PASSIVE_INGESTION = True
-# Which teed files keep their bytes (see options.hold_files); measured by bench/session_bill.py.
+# Which files keep their bytes (see options.hold_files); measured by bench/session_bill.py.
 HOLD_FILES = "none"
+# The hot set (hot_set.py; hold_files "used"): at most this many tokens of held bytes...
+HOT_SET_TOKENS = 24_000
+# ...a file used once is taken to be as likely to be needed again as one used once in this many questions...
+HOT_SET_PRIOR_QUESTIONS = 4.0
+# ...its rate of use halves for every this many questions since its last use...
+HOT_SET_HALF_LIFE_QUESTIONS = 8.0
+# ...a file entering the set is expected to stay about this many questions (until a compaction re-chooses)...
+HOT_SET_HORIZON_QUESTIONS = 10.0
+# ...and a question sends about this many requests, each carrying every held file (until measured).
+HOT_SET_REQUESTS_PER_QUESTION = 2.0
 PASSIVE_MAX_FILE_BYTES = 256 * 1024
 PRELOAD_MAX_TOTAL_BYTES = 2 * 1024 * 1024
 NOTIFY_MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -311,3 +321,20 @@ BACKGROUND_STOP_SHARE = 0.8
 # Estimated tokens saved (/stats): cache reads cost about a tenth of uncached input, so they count a tenth
 # of Live Memory's own spend.
 CACHE_READ_WEIGHT = 0.1
+
+# --- file cards and symbol lookup (cards.py, symbol_index.py, tools/symbols.py) ----------------------
+# A definition's one-line signature is cut at this many characters; it is read up to the body over at
+# most this many lines (a long parameter list), else only its first line is shown.
+CARD_SIGNATURE_MAX_CHARS = 100
+CARD_SIGNATURE_MAX_LINES = 8
+# A larger file gets a pattern outline instead of a parse (a minified bundle, a generated table).
+CARD_PARSE_MAX_BYTES = 1024 * 1024
+# Per card: definitions kept, and distinct identifiers kept for "where is X used".
+CARD_MAX_DEFINITIONS = 2000
+CARD_MAX_REFERENCES = 5000
+# find_symbol: definitions and using files shown, files the workspace scan reads and outlines when the
+# index does not know the name, and the longest name accepted.
+SYMBOL_MAX_DEFINITIONS = 20
+SYMBOL_MAX_USE_FILES = 30
+SYMBOL_SCAN_MAX_FILES = 40
+SYMBOL_NAME_MAX_CHARS = 200

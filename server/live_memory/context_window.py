@@ -30,6 +30,7 @@ from live_memory.constants import (
     TRANSCRIPT_KEEP_SHARE,
 )
 from live_memory.history import EXCHANGE_KINDS, HistoryTally, Sent, Turn, message_text, tally
+from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses
 from live_memory.ledger import Ledger
 from live_memory.prompts import (
     DIRECTORY_TREE_HEADING,
@@ -111,6 +112,7 @@ class ContextWindow:
         self.transcript_room = COMPACTION_THRESHOLD  # share of the budget a kept tool transcript may fill
         self.transcript_keep_share = transcript_keep_share
         self._tally: HistoryTally | None = None  # running figures over `history` (see history.py)
+        self.file_uses: dict[str, FileUse] = {}  # reads and tees per file, for the hot set (persisted)
 
     # --- copying (forks) -----------------------------------------------------------------------
     def clone(self) -> ContextWindow:
@@ -122,6 +124,7 @@ class ContextWindow:
         if counted is not None and counted.covers(self.history, self.chars_per_token):  # same turns: same figures
             twin._tally = replace(counted, history=twin.history)
         twin.files = dict(self.files)
+        twin.file_uses = dict(self.file_uses)
         twin.ledger = self.ledger.copy()
         twin.pending = Delta(
             dict(self.pending.content), dict(self.pending.diffs), dict(self.pending.notices), dict(self.pending.seen)
@@ -229,6 +232,7 @@ class ContextWindow:
 
     def record_read(self, path: str, sha256: str, size: int) -> None:
         """The model read a file with a tool: keep a manifest entry (lazy re-read later)."""
+        self.note_use(path)
         known = self.files.get(path)
         if known is not None and known.sha256 == sha256 and known.state == "current":
             self.files[path] = replace(known, last_used=self._touch())
@@ -236,8 +240,9 @@ class ContextWindow:
         self.files[path] = FileContext(path, sha256, size, last_used=self._touch())
 
     def observe(self, path: str, content: str, sha256: str, *, preloaded: bool = False) -> bool:
-        """Hold a file's current bytes (a tee or a preload); returns False when nothing changed. A new
-        version of a file already held arrives as what changed, when that is shorter than a copy."""
+        """Hold a file's current bytes (a tee, a preload, or a file the hot set took in after the model read
+        it); returns False when nothing changed. A new version of a file already held arrives as what
+        changed, when that is shorter than a copy."""
         known = self.files.get(path)
         if known is not None and known.sha256 == sha256 and known.content is not None and known.state == "current":
             keep_preloaded = known.preloaded and preloaded
@@ -275,6 +280,50 @@ class ContextWindow:
         how = "EDITED by an agent" if edited else "CHANGED"
         self.pending.notices[path] = f"- {path}: {how} since you last saw it; re-read it before relying on it."
         return True
+
+    # --- the hot set (hot_set.py) -----------------------------------------------------------------
+    def questions_asked(self) -> int:
+        """Questions this window has answered, counting those folded into the ledger."""
+        return self.summarized_pairs + self.qa_count()
+
+    def note_use(self, path: str) -> None:
+        """A read by the memory's model (`record_read`), or a read or edit an agent teed in (ingest)."""
+        count_uses(self.file_uses, (path,), self.questions_asked())
+
+    def held_tokens(self) -> int:
+        return sum(self.tokens(file_block(f)) for f in self.files.values() if f.content is not None)
+
+    def hold_costs(self, read_share: float, write_share: float) -> HoldCosts:
+        """What holding and re-reading cost in this window now (an extra round reads its whole prompt)."""
+        return HoldCosts(read_share, write_share, self.prompt_tokens())
+
+    def hot_admits(self, files: Sequence[tuple[str, int]], policy: HotSetPolicy, costs: HoldCosts) -> list[str]:
+        """Which of these files (path, bytes) should have their bytes held, by the hot set's rule (each one
+        taken in counts against the budget for the next); a file held already is not listed."""
+        held = self.held_tokens()
+        now = self.questions_asked()
+        admitted: list[str] = []
+        for path, size in dict(files).items():
+            known = self.files.get(path)
+            if known is not None and known.content is not None:
+                continue
+            tokens = round(size / self.chars_per_token * self.calibration)
+            if policy.admits(tokens, self.file_uses.get(path, FileUse()), now, costs, held):
+                admitted.append(path)
+                held += tokens
+        return admitted
+
+    def rechoose_hot_set(self, policy: HotSetPolicy, costs: HoldCosts) -> list[str]:
+        """At a compaction: keep the held files the rule still picks (preloads stay), shed the others'
+        bytes; returns the shed paths."""
+        held = {
+            p: self.tokens(file_block(f)) for p, f in self.files.items() if f.content is not None and not f.preloaded
+        }
+        kept = set(policy.choose(held, self.file_uses, self.questions_asked(), costs))
+        shed = sorted(p for p in held if p not in kept)
+        for path in shed:
+            self.shed_content(path)
+        return shed
 
     def earned(self, path: str) -> bool:
         """Whether a file has earned holding its bytes: it is held already, an answer cited it, or a

@@ -29,8 +29,11 @@ from live_memory.config import Settings
 from live_memory.constants import ECHO_GRACE_S
 from live_memory.context_window import ContextWindow
 from live_memory.errors import JailRefusal
+from live_memory.hot_set import HotSet, hot_set_of
+from live_memory.options import HoldFiles
 from live_memory.records import EventKind, FileEvent, IngestResult
 from live_memory.safe_files import sha256_file
+from live_memory.spend import cache_read_share, cache_write_share
 from live_memory.tools.jail import Jail
 from live_memory.workspace import WorkspaceState
 
@@ -38,11 +41,12 @@ from live_memory.workspace import WorkspaceState
 @dataclass(frozen=True)
 class IngestPolicy:
     passive_ingestion: bool
-    hold_files: str  # "earned" | "all" | "none": whose teed bytes are held (see options)
+    hold_files: HoldFiles  # whose teed bytes are held (see options)
     max_file_bytes: int
     file_globs: tuple[str, ...]
     secret_globs: tuple[str, ...]
     echo_grace_s: float
+    hot_set: HotSet | None = None  # the rule for hold_files "used"
 
     @classmethod
     def of(cls, settings: Settings) -> IngestPolicy:
@@ -53,6 +57,7 @@ class IngestPolicy:
             file_globs=settings.file_globs,
             secret_globs=settings.secret_globs,
             echo_grace_s=ECHO_GRACE_S,
+            hot_set=hot_set_of(settings, cache_read_share(settings), cache_write_share(settings)),
         )
 
 
@@ -147,7 +152,8 @@ class Ingestor:
                 result.accepted += 1
                 return
             content, sha, size, edited = event.content, event.sha256, event.size, event.kind == "write"
-            if self._hold(window, rel):
+            state.apply(lambda w: w.note_use(rel))
+            if self._hold(window, rel, size):
                 state.apply(lambda w: w.observe(rel, content, sha))
             else:
                 state.apply(lambda w: w.note_seen(rel, sha, size, edited=edited))
@@ -175,13 +181,17 @@ class Ingestor:
         else:
             result.ignore(rel, "not in memory")
 
-    def _hold(self, window: ContextWindow, rel: str) -> bool:
+    def _hold(self, window: ContextWindow, rel: str, size: int) -> bool:
         hold = self.policy.hold_files
         if hold == "all":
             return True
         known = window.files.get(rel)
         if known is not None and known.content is not None:
             return True  # one current copy: a held file (a preload, an earned one) stays current
+        hot = self.policy.hot_set
+        if hold == "used" and hot is not None:
+            costs = window.hold_costs(hot.read_share, hot.write_share)
+            return bool(window.hot_admits([(rel, size)], hot.policy, costs))
         return hold == "earned" and window.earned(rel)
 
     def _is_echo(self, state: WorkspaceState, rel: str, disk_sha: str | None) -> bool:

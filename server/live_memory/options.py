@@ -13,7 +13,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
 
 from live_memory import constants as C
 from live_memory.providers.profiles import PROFILES
@@ -23,6 +23,9 @@ CONFIG_FILE = "config.json"
 _SPEC = "live_memory.option"
 
 Caster = Callable[[object], object]
+
+# Which files keep their bytes in the window (see the option `hold_files`).
+HoldFiles: TypeAlias = Literal["used", "earned", "all", "none"]
 
 
 @dataclass(frozen=True)
@@ -188,10 +191,17 @@ class Options:
     passive_ingestion: bool = option(
         C.PASSIVE_INGESTION, "Hold the bytes of files the agents read or edit (teed by the hooks) in the window."
     )
-    hold_files: Literal["earned", "all", "none"] = option(
+    hold_files: HoldFiles = option(  # noqa: RUF009 (a Literal alias: ruff does not see through it)
         C.HOLD_FILES,
-        "Which teed files keep their bytes in the window: `earned` (ones an answer cited or a fact came from; "
-        "others are listed by name), `all`, or `none`.",
+        "Which files keep their bytes in the window: `used` (the hot set: files read by the memory or teed by "
+        "the agents while their expected re-reads cost more than holding them, within `hot_set_tokens`), "
+        "`earned` (teed files an answer cited or a fact came from), `all` teed files, or `none`.",
+    )
+    hot_set_tokens: int = option(
+        C.HOT_SET_TOKENS,
+        "Most tokens of file bytes the hot set holds (`hold_files` used); the files worth most per token stay.",
+        low=0,
+        high=1_000_000,
     )
     passive_max_file_bytes: int = option(
         C.PASSIVE_MAX_FILE_BYTES,

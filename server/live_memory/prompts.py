@@ -17,8 +17,9 @@ ledger stay true for files that have not changed since (a CHANGED, EDITED or DEL
 when one has): answer from them without re-reading. Use tools only for what your context does not \
 cover, or to verify something marked as changed or possibly out of date.
 - When you need tools, batch: several Read (or Grep) calls in one turn, not one per turn.
-- Explore with the read-only tools: Grep to locate, Read to confirm, Glob/find_paths to list, \
-get_changed_files and git_search for the current state and the history ("why"). Paths are \
+- Explore with the read-only tools: find_symbol for where a name is defined and used (then Read \
+just those lines with offset and limit), Grep to locate text, Read to confirm, Glob/find_paths to \
+list, get_changed_files and git_search for the current state and the history ("why"). Paths are \
 relative to the workspace root.
 - Ground every claim in what you read: name files as workspace-relative paths with line ranges \
 (e.g. `src/app.py:40-58`), so the agent can read just those lines. Never invent paths, names or \

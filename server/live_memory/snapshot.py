@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from live_memory.context_window import ContextWindow, FileContext
 from live_memory.history import Turn
+from live_memory.hot_set import FileUse
 from live_memory.ledger import Ledger, LedgerFact
 from live_memory.providers.base import Message, Part, TextPart, ToolResultPart, ToolUsePart
 from live_memory.records import Usage
@@ -73,6 +74,9 @@ class FileIn(_Model):
     state: Literal["current", "changed", "deleted"] = "current"
     last_used: int = 0
     held: bool = False  # its bytes were held: held again after a restart if the file is unchanged
+    uses: int = 0  # the hot set's counts (hot_set.FileUse), in questions asked of the workspace
+    first_use: int = 0
+    last_use: int = 0
 
 
 class FactIn(_Model):
@@ -263,11 +267,16 @@ def window_json(window: ContextWindow, history: HistoryEncoder | None = None) ->
                 "state": f.state,
                 "last_used": f.last_used,
                 "held": f.content is not None,
+                **_use_json(window.file_uses.get(f.path)),
             }
             for f in window.files.values()
         ],
         "history": turns,
     }
+
+
+def _use_json(use: FileUse | None) -> dict[str, int]:
+    return {} if use is None else {"uses": use.uses, "first_use": use.first, "last_use": use.last}
 
 
 def turn_json(turn: Turn) -> dict[str, Any]:
@@ -315,6 +324,7 @@ def restore_window(window: ContextWindow, data: WindowIn) -> list[str]:
         f.path: FileContext(f.path, f.sha256, f.size, state=f.state, last_used=f.last_used) for f in data.files
     }
     window.tick = max((f.last_used for f in window.files.values()), default=0)
+    window.file_uses = {f.path: FileUse(f.uses, f.first_use, f.last_use) for f in data.files if f.uses}
     window.history = [Turn(t.kind, _message(t.message), t.question, tuple(t.cites)) for t in data.history]
     window.frozen_volatile = None
     return [f.path for f in data.files if f.held and f.state == "current"]

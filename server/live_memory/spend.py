@@ -87,6 +87,14 @@ def cache_read_share(settings: Settings) -> float:
     return price.cache_read / price.input if price is not None and price.input > 0 else CACHE_READ_SHARE
 
 
+def cache_write_share(settings: Settings) -> float:
+    """A token written to the cache, priced as a share of an uncached one (1.0 where writes cost nothing more)."""
+    price = price_for(settings.model, price_overrides(settings))
+    if price is None or price.input <= 0 or settings.profile.cache_style != "explicit":
+        return 1.0
+    return price.cache_write / price.input
+
+
 class SpendTracker:
     def __init__(
         self, data_dir: Path, clock: Callable[[], float] = time.time, syncer: DirectorySyncer | None = None

@@ -94,6 +94,7 @@ async def test_the_walker_out_of_time_returns_what_it_has_marked_incomplete(work
 
 def test_every_ripgrep_call_ignores_user_config_and_includes_hidden_files() -> None:
     assert ripgrep_base_args("/bin/rg") == ["/bin/rg", "--no-config", "--no-require-git", "--hidden", "--no-messages"]
+    assert ripgrep_base_args("/bin/rg", at_root=True)[-1] == "--no-ignore-parent"
     assert GIT_EXCLUDE == ("--glob", "!.git")
 
 

@@ -23,7 +23,7 @@ _PROVIDER_SAFE_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 
 def test_schemas_are_anthropic_native_in_the_fixed_order() -> None:
     names = [schema["name"] for schema in TOOL_SCHEMAS]
-    assert names == ["Read", "Grep", "Glob", "find_paths", "get_changed_files", "git_search"]
+    assert names == ["Read", "Grep", "Glob", "find_paths", "get_changed_files", "git_search", "find_symbol"]
     assert frozenset(names) == TOOL_NAMES
     for schema in TOOL_SCHEMAS:
         assert set(schema) == {"name", "description", "input_schema"}
@@ -84,6 +84,7 @@ def test_only_the_path_and_pattern_tools_require_an_argument() -> None:
         "find_paths": [],
         "get_changed_files": [],
         "git_search": [],
+        "find_symbol": ["name"],
     }
 
 

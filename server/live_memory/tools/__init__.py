@@ -1,7 +1,8 @@
 """The read-only exploration tools the answering model calls: Read, Grep, Glob, find_paths,
-get_changed_files, git_search — their schemas (TOOL_SCHEMAS) and one dispatcher (Toolbox).
+get_changed_files, git_search, find_symbol — their schemas (TOOL_SCHEMAS) and one dispatcher (Toolbox).
 
     box = await Toolbox.create(root, limits)   # one per workspace; blocking setup in a thread
+    box = await Toolbox.create(root, limits, symbols=index)   # find_symbol answers from that SymbolIndex
     await box.run(name, arguments) -> ToolOutcome  # .files_read: FileRead(path, sha256, size) each
 
 Every path goes through one Jail (jail.py); every child process through run_bounded (subproc.py);
@@ -21,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from live_memory.symbol_index import SymbolIndex
 from live_memory.tools.context import FileRead, ToolContext, ToolLimits, ToolOutcome, bound_text, find_ripgrep
 from live_memory.tools.find_paths import run_find_paths
 from live_memory.tools.git import run_get_changed_files, run_git_search
@@ -28,6 +30,7 @@ from live_memory.tools.jail import Jail, show_path
 from live_memory.tools.read import run_read
 from live_memory.tools.schemas import TOOL_SCHEMAS
 from live_memory.tools.search import run_glob, run_grep
+from live_memory.tools.symbols import run_find_symbol
 
 __all__ = ["TOOL_NAMES", "TOOL_SCHEMAS", "FileRead", "Jail", "ToolLimits", "ToolOutcome", "Toolbox"]
 
@@ -43,6 +46,7 @@ _HANDLERS: dict[str, _Handler] = {
     "find_paths": run_find_paths,
     "get_changed_files": run_get_changed_files,
     "git_search": run_git_search,
+    "find_symbol": run_find_symbol,
 }
 assert set(_HANDLERS) == TOOL_NAMES, "every schema needs a handler and vice versa"
 
@@ -57,15 +61,32 @@ class Toolbox:
     event loop. Calling `Toolbox(...)` directly is fine outside an event loop (tests, scripts).
     """
 
-    def __init__(self, root: Path, limits: ToolLimits = ToolLimits()) -> None:  # noqa: B008 - frozen
+    def __init__(
+        self,
+        root: Path,
+        limits: ToolLimits = ToolLimits(),  # noqa: B008 - frozen
+        *,
+        symbols: SymbolIndex | None = None,  # the workspace's index for find_symbol (default: an empty one)
+    ) -> None:
         self.limits = limits
         self.jail = Jail(root, limits.secret_globs)
-        self.context = ToolContext(jail=self.jail, limits=limits, ripgrep=find_ripgrep(limits))
+        self.context = ToolContext(
+            jail=self.jail,
+            limits=limits,
+            ripgrep=find_ripgrep(limits),
+            symbols=symbols if symbols is not None else SymbolIndex(),
+        )
 
     @classmethod
-    async def create(cls, root: Path, limits: ToolLimits = ToolLimits()) -> Toolbox:  # noqa: B008 - frozen
+    async def create(
+        cls,
+        root: Path,
+        limits: ToolLimits = ToolLimits(),  # noqa: B008 - frozen
+        *,
+        symbols: SymbolIndex | None = None,
+    ) -> Toolbox:
         """Build a toolbox off the event loop."""
-        return await asyncio.to_thread(cls, root, limits)
+        return await asyncio.to_thread(lambda: cls(root, limits, symbols=symbols))
 
     @property
     def root(self) -> Path:

@@ -28,6 +28,7 @@ from live_memory.constants import (
     TOOL_HASH_MAX_BYTES,
     TOOL_SUBPROCESS_TIMEOUT_S,
 )
+from live_memory.symbol_index import SymbolIndex
 from live_memory.tools.jail import Jail
 
 __all__ = [
@@ -100,11 +101,14 @@ def _discover_ripgrep(explicit: str | None, executable: str, search_path: str) -
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Everything a handler may use: the workspace's jail and the limits."""
+    """Everything a handler may use: the workspace's jail, the limits and the symbol index."""
 
     jail: Jail
     limits: ToolLimits = field(default_factory=ToolLimits)
     ripgrep: str | None = None
+    # The workspace's definitions and uses (find_symbol); empty unless the owner hands one in and keeps
+    # it current. Tools only read it.
+    symbols: SymbolIndex = field(default_factory=SymbolIndex)
 
     @property
     def root(self) -> Path:

@@ -153,7 +153,7 @@ def ripgrep_argv(ctx: ToolContext, query: GrepQuery) -> list[str]:
     assert ctx.ripgrep is not None
     mode_flag = {"content": "--line-number", "files_with_matches": "--files-with-matches", "count": "--count"}
     argv = [
-        *ripgrep_base_args(ctx.ripgrep),
+        *ripgrep_base_args(ctx.ripgrep, at_root=not query.start_rel),
         "--null",
         "--with-filename",
         "--no-heading",

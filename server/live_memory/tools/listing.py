@@ -35,10 +35,13 @@ class FileListing:
     complete: bool  # False when the cap or the timeout cut the listing short
 
 
-def ripgrep_base_args(ripgrep: str) -> list[str]:
+def ripgrep_base_args(ripgrep: str, *, at_root: bool = False) -> list[str]:
     """Flags every ripgrep call shares: no user config, gitignore even outside a repo, hidden files
-    included. Callers append GIT_EXCLUDE *after* any glob of their own: ripgrep lets a later glob win."""
-    return [ripgrep, "--no-config", "--no-require-git", "--hidden", "--no-messages"]
+    included. Callers append GIT_EXCLUDE *after* any glob of their own: ripgrep lets a later glob win.
+    `at_root`: the search starts at the workspace root, so ignore files above it (another repository's,
+    which may ignore this whole checkout) do not apply, as git does not apply them either."""
+    base = [ripgrep, "--no-config", "--no-require-git", "--hidden", "--no-messages"]
+    return [*base, "--no-ignore-parent"] if at_root else base
 
 
 GIT_EXCLUDE = ("--glob", "!.git")
@@ -48,7 +51,7 @@ async def list_files(ctx: ToolContext, start_rel: str) -> FileListing:
     """All non-ignored regular files under `start_rel` ("" is the root), sorted by path.
     Raises JailRefusal or OSError when the start directory cannot be opened safely."""
     if ctx.ripgrep is not None:
-        argv = [*ripgrep_base_args(ctx.ripgrep), "--files", "--null", *GIT_EXCLUDE]
+        argv = [*ripgrep_base_args(ctx.ripgrep, at_root=not start_rel), "--files", "--null", *GIT_EXCLUDE]
         start_fd = await opened_off_loop(lambda: ctx.jail.open_dir(ctx.root / start_rel), os.close)
         try:
             result = await run_bounded(

@@ -4,7 +4,8 @@ never built from anything that varies per workspace, configuration or run.
 
 Names and core parameters follow Claude Code's Read/Grep/Glob so a model trained on them is at home;
 deliberate divergences (see DESIGN.md "Tool schema design"): workspace-relative paths, case-insensitive
-Grep by default, a Glob limit, and three bespoke explorers standing in for find / git status / git log.
+Grep by default, a Glob limit, three bespoke explorers standing in for find / git status / git log, and
+find_symbol (definitions and uses from the workspace's file cards).
 """
 
 from __future__ import annotations
@@ -142,4 +143,35 @@ _GIT_SEARCH: dict[str, Any] = {
     },
 }
 
-TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (_READ, _GREP, _GLOB, _FIND_PATHS, _CHANGED, _GIT_SEARCH)
+# -- find_symbol (tools/symbols.py) -----------------------------------------------------------------
+_FIND_SYMBOL: dict[str, Any] = {
+    "name": "find_symbol",
+    "description": (
+        "Find where a name is defined and which files use it: a class, function, method, type, constant "
+        'or Markdown heading, bare ("render") or qualified ("Card.render"). Shows each definition as '
+        "path:start-end with its signature (Read that range) and the files referencing the name, at most "
+        '20 definitions and 30 files. kind: "definition", "uses" or "both" (default).'
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "Symbol name, bare or qualified (Class.method)"},
+            "kind": {
+                "type": "string",
+                "enum": ["definition", "uses", "both"],
+                "description": 'What to show (default "both")',
+            },
+        },
+        "required": ["name"],
+    },
+}
+
+TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
+    _READ,
+    _GREP,
+    _GLOB,
+    _FIND_PATHS,
+    _CHANGED,
+    _GIT_SEARCH,
+    _FIND_SYMBOL,
+)

@@ -1,0 +1,127 @@
+"""The hot set: which files keep their bytes in the window, chosen by use.
+
+A held file costs a cache read of its tokens on every request; a file that is not held costs, each time a
+question needs it again, a tool round (the cached prompt read once more) and its bytes sent afresh. So a
+file is worth holding while its expected re-reads cost more than holding it. Both sides are priced from
+what the workspace has seen:
+
+- use: every read by the memory's model, every read or edit an agent teed in, every answer citing it;
+- the rate of use: uses over the questions since the first one, with a prior (a file used once is taken to
+  be as likely to be needed again as one used once in `prior_questions`), halved for every `half_life`
+  questions since its last use;
+- the cost: the model's cache-read and cache-write shares of its input price, the prompt an extra round
+  reads, and how many requests a question sends (measured).
+
+A file enters the hot set when holding it until the next compaction costs less than its expected re-reads
+over that time, counting the one cache write of its bytes; it enters as a delta (never a prefix rewrite).
+At a compaction the set is re-chosen by the same rule under its token budget, best value per token first.
+This module only decides; `ContextWindow` holds the bytes and keeps the counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from live_memory.config import Settings
+from live_memory.constants import (
+    HOT_SET_HALF_LIFE_QUESTIONS,
+    HOT_SET_HORIZON_QUESTIONS,
+    HOT_SET_PRIOR_QUESTIONS,
+    HOT_SET_REQUESTS_PER_QUESTION,
+)
+
+
+@dataclass(frozen=True)
+class FileUse:
+    """How often a file was used, counted in questions asked of the workspace."""
+
+    uses: int = 0
+    first: int = 0  # questions asked before its first use
+    last: int = 0  # questions asked before its last use
+
+    def used(self, now: int) -> FileUse:
+        if self.uses == 0:
+            return FileUse(1, now, now)
+        return FileUse(self.uses + 1, self.first, now)
+
+
+@dataclass(frozen=True)
+class HoldCosts:
+    """Prices as shares of an uncached input token, and the prompt an extra tool round reads again."""
+
+    read_share: float  # a cached input token
+    write_share: float  # a token written to the cache (Anthropic: 1.25; an implicit cache: 1.0)
+    round_tokens: int  # the prompt a re-read's extra round reads from the cache
+    requests_per_question: float = HOT_SET_REQUESTS_PER_QUESTION  # requests that carry a held file, per question
+
+
+@dataclass(frozen=True)
+class HotSetPolicy:
+    budget_tokens: int
+    prior_questions: float = HOT_SET_PRIOR_QUESTIONS
+    half_life: float = HOT_SET_HALF_LIFE_QUESTIONS
+    horizon: float = HOT_SET_HORIZON_QUESTIONS  # questions a file entering the set is expected to stay
+
+    def rate(self, use: FileUse, now: int) -> float:
+        """Expected uses per question from here on."""
+        if use.uses == 0:
+            return 0.0
+        rate = use.uses / (max(0, now - use.first) + self.prior_questions)
+        decay: float = 0.5 ** (max(0, now - use.last) / self.half_life)
+        return rate * decay
+
+    def value(self, tokens: int, use: FileUse, now: int, costs: HoldCosts) -> float:
+        """What holding the file saves per question, in uncached input tokens (negative: it costs more)."""
+        reread = tokens * costs.write_share + tokens * costs.read_share + costs.round_tokens * costs.read_share
+        hold = tokens * costs.read_share * costs.requests_per_question
+        return self.rate(use, now) * reread - hold
+
+    def admits(self, tokens: int, use: FileUse, now: int, costs: HoldCosts, held_tokens: int) -> bool:
+        """Whether a file not held should enter now: it fits the budget, and over the horizon it saves more
+        than the one cache write of its bytes."""
+        if tokens <= 0 or held_tokens + tokens > self.budget_tokens:
+            return False
+        return self.value(tokens, use, now, costs) * self.horizon > tokens * costs.write_share
+
+    def choose(self, sizes: Mapping[str, int], uses: Mapping[str, FileUse], now: int, costs: HoldCosts) -> list[str]:
+        """The files to hold from `sizes` (path -> tokens): those worth holding, best value per token first,
+        while they fit the budget."""
+        worth = [
+            (self.value(tokens, uses.get(path, FileUse()), now, costs) / tokens, path)
+            for path, tokens in sizes.items()
+            if tokens > 0
+        ]
+        kept: list[str] = []
+        total = 0
+        for density, path in sorted(worth, key=lambda item: (-item[0], item[1])):
+            if density <= 0:
+                break
+            if total + sizes[path] <= self.budget_tokens:
+                kept.append(path)
+                total += sizes[path]
+        return kept
+
+
+def count_uses(uses: dict[str, FileUse], paths: Iterable[str], now: int) -> None:
+    """One use of each path (a path named twice in one event counts once)."""
+    for path in dict.fromkeys(paths):
+        uses[path] = uses.get(path, FileUse()).used(now)
+
+
+@dataclass(frozen=True)
+class HotSet:
+    """The hot set as configured for one runtime: the rule, the answering model's prices, the file cap."""
+
+    policy: HotSetPolicy
+    read_share: float
+    write_share: float
+    max_file_bytes: int
+
+
+def hot_set_of(settings: Settings, read_share: float, write_share: float) -> HotSet | None:
+    """The configured hot set, or None when `hold_files` is not "used"."""
+    if settings.hold_files != "used":
+        return None
+    policy = HotSetPolicy(settings.hot_set_tokens)
+    return HotSet(policy, read_share, write_share, settings.passive_max_file_bytes)

@@ -1,0 +1,232 @@
+"""The find_symbol tool: where a name is defined (path:start-end and signature) and which files use it.
+
+It answers from the workspace's symbol index (ToolContext.symbols) when the index knows the name.
+Otherwise it scans the workspace: ripgrep (the Grep engine, with its ignore rules and secret excludes)
+finds lines that look like a definition of the name and files that mention it; up to
+SYMBOL_SCAN_MAX_FILES of them are read through the jail and outlined (cards.py), so definitions come
+with line ranges and "uses" means a reference in code, not a word in a comment. A definition line in
+a file too large to outline is shown as ripgrep reported it, after the same re-check Grep makes.
+
+Must never: show a path outside the workspace, under .git or withheld as secret (index entries
+included), read a file but through the jail, change the index, or block the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from live_memory.cards import IDENTIFIER_PATTERN, FileCard, build_card, definition_regex, language_for
+from live_memory.constants import (
+    CARD_PARSE_MAX_BYTES,
+    SYMBOL_MAX_DEFINITIONS,
+    SYMBOL_MAX_USE_FILES,
+    SYMBOL_NAME_MAX_CHARS,
+    SYMBOL_SCAN_MAX_FILES,
+)
+from live_memory.errors import JailRefusal
+from live_memory.safe_files import read_prefix
+from live_memory.symbol_index import SymbolHit, SymbolIndex
+from live_memory.tools.args import ArgumentError, Arguments
+from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, opened_off_loop
+from live_memory.tools.grep_engines import GrepError, GrepHits, GrepQuery, ripgrep_grep
+from live_memory.tools.jail import show_path
+from live_memory.tools.recheck import Recheck
+
+__all__ = ["run_find_symbol"]
+
+_KINDS = ("definition", "uses", "both")
+_DOTTED = re.compile(rf"{IDENTIFIER_PATTERN}(?:\.{IDENTIFIER_PATTERN})*")
+_NOT_AFTER_NAME = r"(?:[^\w$]|$)"  # ripgrep has no look-ahead: the name ends at a non-word character
+
+
+@dataclass
+class _Found:
+    """What one call found, before it is rendered."""
+
+    source: str  # "symbol index" | "workspace scan"
+    definitions: list[SymbolHit] = field(default_factory=list)
+    lines: list[tuple[str, int, str]] = field(default_factory=list)  # definition lines without a range
+    users: list[str] = field(default_factory=list)
+    unexamined: int = 0  # files that mention the name but were not read (the scan's cap)
+    notes: list[str] = field(default_factory=list)
+
+
+async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+    try:
+        args = Arguments("find_symbol", arguments, known=("name", "kind"), aliases={"symbol": "name", "query": "name"})
+        raw = args.string("name", required=True, example="'FileCard' or 'FileCard.render'")
+        kind = args.choice("kind", _KINDS, default="both")
+    except ArgumentError as exc:
+        return ToolOutcome(str(exc), is_error=True)
+    assert raw is not None
+    name = raw.strip()
+    if not name or len(name) > SYMBOL_NAME_MAX_CHARS or any(c in name for c in "\x00\n\r"):
+        return ToolOutcome(
+            f"find_symbol: 'name' must be one line of 1 to {SYMBOL_NAME_MAX_CHARS} characters, "
+            "e.g. 'FileCard' or 'FileCard.render'",
+            is_error=True,
+        )
+    found = _from_index(ctx, name)
+    if found is None:
+        found = await _scan(ctx, name, kind)
+    text = _render(name, kind, found) + args.ignored_note()
+    return ToolOutcome(bound_text(text, ctx.limits.max_output_bytes, "ask for a more specific name"))
+
+
+def _shown(ctx: ToolContext, path: str) -> bool:
+    """Whether a path may be shown: a clean workspace-relative path, not under .git, not secret."""
+    try:
+        return ctx.jail.normalize(path) == path and path != ""
+    except JailRefusal:
+        return False
+
+
+def _from_index(ctx: ToolContext, name: str) -> _Found | None:
+    """The index's answer, or None when it knows nothing of the name."""
+    index = ctx.symbols
+    definitions = [hit for hit in index.lookup(name) if _shown(ctx, hit.path)]
+    users = [path for path in index.uses(name) if _shown(ctx, path)]
+    if not definitions and not users:
+        return None
+    return _Found("symbol index", definitions, users=users)
+
+
+async def _scan(ctx: ToolContext, name: str, kind: str) -> _Found:
+    found = _Found("workspace scan")
+    if not _DOTTED.fullmatch(name):
+        found.notes.append("The workspace scan looks for identifiers only (e.g. 'retry' or 'RateLimiter.allow').")
+        return found
+    if ctx.ripgrep is None:
+        found.notes.append("The workspace scan is unavailable (ripgrep was not found); Glob and Read still work.")
+        return found
+    bare = name.rsplit(".", 1)[-1]
+    word = bare.replace("$", r"\$")
+    assignment = rf"^{word}[ \t]*(?::[^=\n]*)?=(?:[^=]|$)"  # a top-level NAME = ... or NAME: T = ...
+    heading = rf"^ {{0,3}}#{{1,6}}[ \t]+(?:.*[^\w$])?{word}{_NOT_AFTER_NAME}"  # a Markdown heading naming it
+    definition = f"{definition_regex(word, variables=True)}{_NOT_AFTER_NAME}|{assignment}|{heading}"
+    mention = rf"(?:^|[^\w$]){word}{_NOT_AFTER_NAME}"
+    lines: list[tuple[str, int, str]] = []
+    mentions: list[str] = []
+    try:
+        if kind != "uses":
+            lines = (await _ripgrep(ctx, definition, "content", found)).lines
+        if kind != "definition":
+            mentions = (await _ripgrep(ctx, mention, "files_with_matches", found)).files
+    except (GrepError, JailRefusal, OSError) as exc:
+        found.notes.append(f"The workspace scan failed: {exc}")
+        return found
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(_examine, ctx, name, lines, mentions, found, stop)
+    finally:
+        stop.set()  # on cancellation the thread stops at its next file
+
+
+async def _ripgrep(ctx: ToolContext, pattern: str, mode: str, found: _Found) -> GrepHits:
+    """Grep's engine over the whole workspace, case-sensitive; a search cut short is noted in `found`."""
+    start = await opened_off_loop(lambda: ctx.jail.open_dir(ctx.root), os.close)
+    try:
+        query = GrepQuery(pattern, "", False, None, mode, ignore_case=False)
+        hits = (await ripgrep_grep(ctx, query, start_fd=start)).sort()
+    finally:
+        os.close(start)
+    if not hits.complete:
+        found.notes.append(f"[The scan stopped early ({hits.stop_reason}); results may be incomplete.]")
+    return hits
+
+
+def _read_card(ctx: ToolContext, rel: str) -> FileCard | None:
+    """The card of a file read through the jail (no link followed), or None: withheld, gone, binary,
+    reached through a link, or too large to outline."""
+    try:
+        real = ctx.jail.resolve(rel)
+        if ctx.jail.relative(real) != rel:
+            return None
+        fd = ctx.jail.open_text_fd(real)
+    except (JailRefusal, OSError):
+        return None
+    try:
+        data = read_prefix(fd, CARD_PARSE_MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return build_card(rel, data) if len(data) <= CARD_PARSE_MAX_BYTES else None
+
+
+def _examine(
+    ctx: ToolContext,
+    name: str,
+    lines: list[tuple[str, int, str]],
+    mentions: list[str],
+    found: _Found,
+    stop: threading.Event,
+) -> _Found:
+    """Outline the files ripgrep found (those with a definition line first) and look the name up in
+    their cards. Blocking: runs in a worker thread."""
+    candidates = [path for path in dict.fromkeys([path for path, _n, _t in lines] + mentions) if _shown(ctx, path)]
+    cards: dict[str, FileCard] = {}
+    for path in candidates[:SYMBOL_SCAN_MAX_FILES]:
+        if stop.is_set():
+            break
+        card = _read_card(ctx, path)
+        if card is not None:
+            cards[path] = card
+    found.unexamined = max(len(candidates) - SYMBOL_SCAN_MAX_FILES, 0)
+    index = SymbolIndex(cards.values())
+    found.definitions = index.lookup(name)
+    found.users = index.uses(name)
+    if "." in name:
+        return found  # a bare definition line cannot confirm the qualifier
+    # A parsed card is the authority on its file; a line ripgrep found elsewhere (a file too large to
+    # outline, or one outlined by pattern that missed it) is shown as it is on disk now.
+    covered = {(hit.path, line) for hit in found.definitions for line in range(hit.start, hit.end + 1)}
+    unparsed = [
+        (path, number, text)
+        for path, number, text in lines
+        if _shown(ctx, path)
+        and (path not in cards or (cards[path].approximate and (path, number) not in covered))
+        and (language_for(path) == "markdown" or not text.lstrip().startswith("#"))  # a comment, not a heading
+    ]
+    if unparsed:
+        with Recheck(str(ctx.root)) as recheck:
+            found.lines = [entry for entry in unparsed if recheck.line_matches(*entry)]
+    return found
+
+
+def _render(name: str, kind: str, found: _Found) -> str:
+    shown = show_path(name, SYMBOL_NAME_MAX_CHARS)
+    out: list[str] = []
+    if kind != "uses":
+        count = len(found.definitions) + len(found.lines)
+        if count == 0:
+            out.append(f"No definition of '{shown}' found ({found.source}).")
+        else:
+            out.append(f"Definitions of '{shown}' ({found.source}; Read a range to see the code):")
+            for hit in found.definitions[:SYMBOL_MAX_DEFINITIONS]:
+                span = str(hit.start) if hit.start == hit.end else f"{hit.start}-{hit.end}"
+                out.append(f"{hit.path}:{span}  {hit.qualified} ({hit.kind})  {hit.signature}")
+            room = max(SYMBOL_MAX_DEFINITIONS - len(found.definitions), 0)
+            for path, number, text in found.lines[:room]:
+                out.append(f"{path}:{number}  {text.strip()[:SYMBOL_NAME_MAX_CHARS]}")
+            if count > SYMBOL_MAX_DEFINITIONS:
+                out.append(f"[{count - SYMBOL_MAX_DEFINITIONS} more definitions not shown; ask for a qualified name]")
+    if kind != "definition":
+        users = found.users
+        if not users:
+            out.append(f"No file uses '{shown}' ({found.source}).")
+        else:
+            out.append(f"Used in {len(users)} file{'' if len(users) == 1 else 's'}:")
+            out.extend(users[:SYMBOL_MAX_USE_FILES])
+            if len(users) > SYMBOL_MAX_USE_FILES:
+                out.append(f"[{len(users) - SYMBOL_MAX_USE_FILES} more files not shown; Grep with a path narrows it]")
+        if found.unexamined:
+            out.append(f"[{found.unexamined} more files mention '{shown}' but were not examined; Grep lists them all]")
+    out.extend(found.notes)
+    return "\n".join(out)

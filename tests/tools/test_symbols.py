@@ -1,0 +1,198 @@
+"""find_symbol through the toolbox's dispatch: answers from the symbol index when it knows the name,
+else from a jailed workspace scan (ripgrep's rules, files outlined into cards); short, capped output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from live_memory.cards import build_card
+from live_memory.constants import (
+    CARD_PARSE_MAX_BYTES,
+    SYMBOL_MAX_DEFINITIONS,
+    SYMBOL_MAX_USE_FILES,
+    SYMBOL_NAME_MAX_CHARS,
+    SYMBOL_SCAN_MAX_FILES,
+)
+from live_memory.symbol_index import SymbolIndex
+from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
+from tests.fakes.repo_builder import OUTSIDE_MARKER, SECRET_MARKER
+
+_MODELS = "class Card:\n    def render(self) -> str:\n        return ''\n\n\ndef load(path):\n    return Card()\n"
+_VIEWS = "from models import Card, load\n\n\ndef show(path):\n    return load(path).render()\n"
+
+
+def _workspace(root: Path, files: dict[str, str]) -> Path:
+    (root / ".git").mkdir(parents=True)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+async def _text(box: Toolbox, **arguments: object) -> str:
+    outcome = await box.run("find_symbol", arguments)
+    assert not outcome.is_error, outcome.text
+    return outcome.text
+
+
+async def test_a_name_the_index_knows_is_answered_from_it_with_ranges_and_users(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws", {"models.py": _MODELS, "views.py": _VIEWS})
+    index = SymbolIndex([build_card("models.py", _MODELS), build_card("views.py", _VIEWS)])
+    box = await Toolbox.create(root, symbols=index)
+    assert (await _text(box, name="Card.render")).splitlines() == [
+        "Definitions of 'Card.render' (symbol index; Read a range to see the code):",
+        "models.py:2-3  Card.render (method)  def render(self) -> str",
+        "Used in 1 file:",
+        "views.py",
+    ]
+
+
+async def test_kind_asks_for_definitions_or_uses_only(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws", {"models.py": _MODELS, "views.py": _VIEWS})
+    box = await Toolbox.create(root, symbols=SymbolIndex([build_card("models.py", _MODELS)]))
+    definitions = await _text(box, name="load", kind="definition")
+    assert "models.py:6-7" in definitions and "Used in" not in definitions and "No file uses" not in definitions
+    uses = await _text(box, name="Card", kind="uses")
+    assert uses.splitlines() == ["Used in 1 file:", "models.py"]  # the index has only models.py's card
+
+
+async def test_index_entries_outside_the_workspace_under_git_or_secret_are_never_shown(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws", {"ok.py": "def planted():\n    pass\n"})
+    source = "def planted():\n    pass\n"
+    paths = ["../outside/evil.py", "/etc/evil.py", ".git/hooks/evil.py", ".env", "keys/server.pem", "ok.py"]
+    box = await Toolbox.create(root, symbols=SymbolIndex(build_card(p, source) for p in paths))
+    text = await _text(box, name="planted", kind="definition")
+    assert text.splitlines()[1:] == ["ok.py:1-2  planted (function)  def planted()"]
+
+
+async def test_without_an_index_the_workspace_scan_gives_ranges_and_users(toolbox: Toolbox) -> None:
+    assert (await _text(toolbox, name="retry")).splitlines() == [
+        "Definitions of 'retry' (workspace scan; Read a range to see the code):",
+        "src/app/helpers.py:1-5  retry (function)  def retry(fn, attempts=5)",
+        "Used in 1 file:",
+        "src/app/main.py",
+    ]
+
+
+async def test_the_scan_finds_qualified_names_module_constants_and_headings(toolbox: Toolbox) -> None:
+    method = await _text(toolbox, name="RateLimiter.allow", kind="definition")
+    assert method.splitlines()[1:] == ["src/app/main.py:10-11  RateLimiter.allow (method)  def allow(self) -> bool"]
+    constant = await _text(toolbox, name="FEATURE", kind="definition")
+    assert "src/app/feature.py:1  FEATURE (variable)  FEATURE = 'needle'" in constant
+    heading = await _text(toolbox, name="Guide", kind="definition")
+    assert "docs/guide.md:1-3  Guide (heading)  # Guide" in heading
+
+
+async def test_the_scan_never_follows_links_out_of_the_workspace(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.py").write_text(f"def planted_outside():\n    return '{OUTSIDE_MARKER}'\n")
+    root = _workspace(tmp_path / "ws", {"main.py": "print('hello')\n"})
+    (root / "escape.py").symlink_to(outside / "evil.py")
+    (root / "escape_dir").symlink_to(outside)
+    (root / "relative.py").symlink_to("../outside/evil.py")
+    box = await Toolbox.create(root)
+    text = await _text(box, name="planted_outside")
+    assert "No definition of 'planted_outside' found" in text
+    assert OUTSIDE_MARKER not in text and "escape" not in text and "relative" not in text
+
+
+async def test_the_scan_skips_secret_and_ignored_files(tmp_path: Path) -> None:
+    hidden = f"def hidden_helper():\n    return '{SECRET_MARKER}'\n"
+    root = _workspace(
+        tmp_path / "ws",
+        {".gitignore": "build/\n", ".env": hidden, "keys/server.pem": hidden, "build/gen.py": hidden},
+    )
+    text = await _text(await Toolbox.create(root), name="hidden_helper")
+    assert "No definition" in text and "No file uses" in text
+    assert SECRET_MARKER not in text and ".env" not in text and "build/" not in text
+
+
+async def test_a_definition_in_a_file_too_large_to_outline_is_shown_as_its_line(tmp_path: Path) -> None:
+    big = "# " + "x" * CARD_PARSE_MAX_BYTES + "\n\ndef huge_one():\n    return 1\n"
+    root = _workspace(tmp_path / "ws", {"big.py": big})
+    text = await _text(await Toolbox.create(root), name="huge_one", kind="definition")
+    assert text.splitlines()[1:] == ["big.py:3  def huge_one():"]
+
+
+async def test_definitions_and_users_are_capped_and_the_rest_counted(tmp_path: Path) -> None:
+    extra_defs, extra_users = 5, 7
+    cards = [
+        build_card(f"def_{i:02d}.py", "def dup():\n    pass\n") for i in range(SYMBOL_MAX_DEFINITIONS + extra_defs)
+    ]
+    cards += [build_card(f"use_{i:02d}.py", "dup()\n") for i in range(SYMBOL_MAX_USE_FILES + extra_users)]
+    box = await Toolbox.create(_workspace(tmp_path / "ws", {}), symbols=SymbolIndex(cards))
+    lines = (await _text(box, name="dup")).splitlines()
+    assert sum(line.startswith("def_") for line in lines) == SYMBOL_MAX_DEFINITIONS
+    assert f"[{extra_defs} more definitions not shown; ask for a qualified name]" in lines
+    assert f"Used in {SYMBOL_MAX_USE_FILES + extra_users} files:" in lines
+    assert sum(line.startswith("use_") for line in lines) == SYMBOL_MAX_USE_FILES
+    assert f"[{extra_users} more files not shown; Grep with a path narrows it]" in lines
+
+
+async def test_the_scan_reads_at_most_its_file_cap_and_says_how_many_it_left(tmp_path: Path) -> None:
+    extra = 3
+    files = {f"m{i:02d}.py": "from lib import thing\n\nthing()\n" for i in range(SYMBOL_SCAN_MAX_FILES + extra)}
+    box = await Toolbox.create(_workspace(tmp_path / "ws", files))
+    lines = (await _text(box, name="thing", kind="uses")).splitlines()
+    assert f"Used in {SYMBOL_SCAN_MAX_FILES} files:" in lines
+    assert f"[{extra} more files mention 'thing' but were not examined; Grep lists them all]" in lines
+
+
+async def test_every_answer_respects_the_byte_cap(tmp_path: Path) -> None:
+    cards = [build_card(f"pkg/module_{i:02d}.py", "def dup():\n    pass\n\ndup()\n") for i in range(60)]
+    box = await Toolbox.create(
+        _workspace(tmp_path / "ws", {}), ToolLimits(max_output_bytes=400), symbols=SymbolIndex(cards)
+    )
+    outcome = await box.run("find_symbol", {"name": "dup"})
+    assert not outcome.is_error and len(outcome.text.encode()) <= 400
+    assert "[output truncated at 400 bytes" in outcome.text
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ({}, "'name' is required"),
+        ({"name": 3}, "'name' must be a string"),
+        ({"name": "x", "kind": "all"}, "'kind' must be one of"),
+        ({"name": "x" * (SYMBOL_NAME_MAX_CHARS + 1)}, "must be one line"),
+        ({"name": "a\nb"}, "must be one line"),
+    ],
+)
+async def test_bad_arguments_are_correctable_errors(
+    toolbox: Toolbox, arguments: dict[str, object], fragment: str
+) -> None:
+    outcome = await toolbox.run("find_symbol", arguments)
+    assert outcome.is_error and fragment in outcome.text
+
+
+async def test_a_name_that_is_not_an_identifier_is_not_scanned(toolbox: Toolbox) -> None:
+    text = await _text(toolbox, name="rm -rf /")
+    assert "looks for identifiers only" in text
+
+
+async def test_without_ripgrep_the_index_answers_and_the_scan_says_it_is_unavailable(tmp_path: Path) -> None:
+    root = _workspace(tmp_path / "ws", {"models.py": _MODELS})
+    index = SymbolIndex([build_card("models.py", _MODELS)])
+    box = await Toolbox.create(root, ToolLimits(use_ripgrep=False), symbols=index)
+    assert "models.py:6-7  load (function)" in await _text(box, name="load")
+    assert "workspace scan is unavailable" in await _text(box, name="elsewhere")
+
+
+def test_the_schema_states_the_caps_the_constants_set() -> None:
+    schema = next(s for s in TOOL_SCHEMAS if s["name"] == "find_symbol")
+    assert f"at most {SYMBOL_MAX_DEFINITIONS} definitions and {SYMBOL_MAX_USE_FILES} files" in json.loads(
+        json.dumps(schema["description"])
+    )
+    assert schema["input_schema"]["required"] == ["name"]
+    assert schema["input_schema"]["properties"]["kind"]["enum"] == ["definition", "uses", "both"]
+
+
+async def test_a_comment_naming_the_symbol_is_not_taken_for_a_definition(tmp_path: Path) -> None:
+    big = "# " + "x" * CARD_PARSE_MAX_BYTES + "\n# retry_later is defined elsewhere\nretry_later()\n"
+    root = _workspace(tmp_path / "ws", {"big.py": big, "run.sh": "# retry_later here\nretry_later\n"})
+    text = await _text(await Toolbox.create(root), name="retry_later", kind="definition")
+    assert text == "No definition of 'retry_later' found (workspace scan)."
