@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import random
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -394,9 +395,18 @@ class Explorer(Protocol):
 
 
 class SelfExplorer:
-    """Arm A: the main agent greps and reads itself."""
+    """Arm A: the main agent greps and reads itself; where a name is defined, it greps for the line."""
 
     async def explore(self, agent: MainAgent, task: Task) -> None:
+        if task.kind == "locate":
+            if not all(agent.holds(p) for p in task.files):
+                call = tool_use("Grep", {"pattern": task.pattern, "output_mode": "content", "-n": True})
+                for _ in range(MAX_TURNS_PER_STAGE):
+                    if agent.turn(task, [call]):
+                        text = grep_content(agent.root, agent.files, task.pattern, task.grep_hits)
+                        agent.context.add(tool_result(text, "search"))
+                        return
+            return
         grepped = decoys_open = False
         for _ in range(MAX_TURNS_PER_STAGE):
             missing = [p for p in task.files if not agent.holds(p)]
@@ -417,6 +427,24 @@ def grep_result(root: str, hits: Sequence[str]) -> str:
     if not hits:
         return "No files found"
     return f"Found {len(hits)} files\n" + "\n".join(root + h for h in hits[:100])
+
+
+GREP_CONTENT_MAX_LINES = 100
+
+
+def grep_content(root: str, files: Files, pattern: str, hits: Sequence[str]) -> str:
+    """Claude Code's Grep in content mode with line numbers: `path:line:text` for each matching line."""
+    matcher = re.compile(pattern)
+    out: list[str] = []
+    for path in hits:
+        for number, line in enumerate(files.text(path).split("\n"), 1):
+            if matcher.search(line):
+                out.append(f"{root}{path}:{number}:{line[:READ_MAX_LINE_CHARS]}")
+    if not out:
+        return "No matches found"
+    shown = out[:GREP_CONTENT_MAX_LINES]
+    more = f"\n[{len(out) - len(shown)} more lines]" if len(out) > len(shown) else ""
+    return "\n".join(shown) + more
 
 
 class SubagentExplorer:
@@ -446,6 +474,11 @@ class SubagentExplorer:
     def run_subagent(self, task: Task, prompt: str) -> str:
         ctx = Context("subagent", self.prefix, self.cache, self.ledger, self.clock, SUB_STEP_S)
         ctx.add(Block("user:text", prompt, "question"))
+        if task.kind == "locate":  # the definition's line is in the search result: nothing to read
+            ctx.request(task.index, [tool_use("Grep", {"pattern": task.pattern, "output_mode": "content", "-n": True})])
+            ctx.add(tool_result(grep_content(PROJECT_ROOT, self.files, task.pattern, task.grep_hits), "search"))
+            ctx.request(task.index, [Block("assistant:text", task.answer, "report")], "output")
+            return task.answer
         ctx.request(task.index, [tool_use("Grep", {"pattern": task.pattern})])
         ctx.add(tool_result(grep_result(PROJECT_ROOT, task.grep_hits), "search"))
         reads = [*task.decoys, *task.files]

@@ -10,8 +10,10 @@ parser, so every arm's usage is split by block kind and cache state in one way.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tests.fakes.llm_server import (
@@ -63,16 +65,27 @@ CACHE_MODEL = {"sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-5", "haiku"
 
 
 class VirtualClock:
-    """The clock every cache sees: think time, generation time and session gaps advance it."""
+    """The clock every cache sees: think time, generation time and session gaps advance it. With `publish`,
+    each step is written to that file, so the server under test (`bench.virtual_serve`) keeps the same time."""
 
-    def __init__(self, start: float = 1_000.0) -> None:
+    def __init__(self, start: float = 1_000.0, publish: Path | None = None) -> None:
         self.now = start
+        self.publish = publish
+        self._write()
 
     def __call__(self) -> float:
         return self.now
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+        self._write()
+
+    def _write(self) -> None:
+        if self.publish is None:
+            return
+        partial = self.publish.with_name(self.publish.name + ".tmp")
+        partial.write_text(repr(self.now), encoding="ascii")
+        os.replace(partial, self.publish)  # the reader never sees half a number
 
 
 # -- blocks ------------------------------------------------------------------------------------------------

@@ -9,8 +9,16 @@
                observation, an earlier Read result of the same bytes, a Read in this question);
     trusting - skip that Read when an earlier answer or a ledger fact names the file and no change notice
                for it follows.
-  It Greps first when a file to read was never named in its context (then also opens the task's decoys),
-  and answers with the task's answer text (files named with line ranges). Summarizer requests (standalone,
+  Search rule: it searches whenever it must read a file whose location it has not been told for this task:
+  no line of its context names the file together with the name the task asks about (an answer, a ledger
+  fact, a file card, a result of this question's tools), and no earlier Read of the file showed that name.
+  An unrelated mention of the path does not count. It searches with the server's `find_symbol` tool when the
+  server offers it (one call per name; the result gives the definition's lines, so no decoy is opened),
+  else with Grep (then it also opens the task's decoys). Locate questions ("where is X defined") need the
+  definition's lines, not the file: strict takes them from held bytes, from a file card or lookup result
+  whose content hash matches the file on disk, or from this question's search; trusting also from an
+  earlier answer or fact that names the name with the file, unless a change notice for it followed.
+  It answers with the task's answer text (files named with line ranges). Summarizer requests (standalone,
   or folds that continue the conversation: `bench._common.summary_request`) get the ledger's changes naming
   files. Only the prompt and the disk are consulted: no server internals.
 - `MemoryExplorer`: the main agent's side (one ask per exploration task through the official MCP client);
@@ -21,6 +29,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -39,7 +48,7 @@ from tests.fakes.ports import free_port
 
 from bench._common import MATERIAL_HEADING, PATHISH, ledger_changes, summary_request
 from bench.bill_agents import PROJECT_ROOT, MainAgent, tool_result, tool_use, worth_exploring
-from bench.bill_workload import Repo, Task, symbols_in
+from bench.bill_workload import Repo, Task, definition_range, symbols_in
 
 HERE = Path(__file__).parent
 DEFAULT_SERVER_SRC = HERE.parent / "server"
@@ -50,9 +59,14 @@ MAX_TOOL_CALLS = 24  # per question: a safety stop, far above what the script ev
 
 _FENCE = re.compile(r"^### (\S+)\n```\n.*?\n```", re.S | re.M)
 _NUMBERED = re.compile(r"^\s*\d+\t(.*)$", re.M)
+_NUMBERED_LINE = re.compile(r"^\s*(\d+)\t(.*)$", re.M)
 _NOTICE = re.compile(r"CHANGED|DELETED|out of date|Modified by|re-read before|no longer exists", re.I)
 _NOTICE_SECTION = re.compile(r"out of date|stale|changed|deleted", re.I)
 _FILES_SECTION = re.compile(r"seen|re-read|current content|reference", re.I)
+_RANGE = re.compile(r"\b(\d+)-(\d+)\b")
+_CARD_HEADER = re.compile(r"^\s*(\S+) \((?:[^()]*\b)?sha ([0-9a-f]{6,})\b[^()]*\)")
+SYMBOL_TOOL = "find_symbol"  # the server's symbol lookup, used when it offers one
+SEARCH_TOOLS = ("Grep", SYMBOL_TOOL)
 
 
 # -- the server process ------------------------------------------------------------------------------------
@@ -71,7 +85,7 @@ class ServerCommand:
             shown = src.relative_to(HERE.parent.resolve()).as_posix() + "/"
         except ValueError:
             shown = f"another checkout's {src.name}/"
-        return f"python -m live_memory serve (PYTHONPATH={shown})"
+        return f"live-memory serve on the replay's virtual clock (bench/virtual_serve.py, PYTHONPATH={shown})"
 
 
 class ServerProcess:
@@ -102,6 +116,8 @@ class ServerProcess:
                 "LIVE_MEMORY_LOG_LEVEL": "WARNING",
             }
         )
+        self.clock_file = tmp / "virtual-clock"
+        env["LIVE_MEMORY_BENCH_CLOCK_FILE"] = str(self.clock_file)
         env.update({f"LIVE_MEMORY_{k.upper()}": v for k, v in options.items()})
         env.update(dict(command.extra_env))
         self.env = env
@@ -111,7 +127,7 @@ class ServerProcess:
     def __enter__(self) -> ServerProcess:
         handle = self.log.open("wb")
         self.process = subprocess.Popen(
-            [self.command.python, "-m", "live_memory", "serve"],
+            [self.command.python, str(HERE / "virtual_serve.py")],  # `serve` on the replay's clock
             cwd=self.cwd,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -234,10 +250,16 @@ class Questions:
         return -1, None
 
 
-def _read_holds(seg_text: str, current: str) -> bool:
-    """An earlier Read result shows the file's current content (from line 1)."""
-    shown = _NUMBERED.findall(seg_text)
-    return bool(shown) and current.splitlines()[: len(shown)] == shown
+def _read_holds(seg_text: str, current: str, lines: tuple[int, int] | None = None) -> bool:
+    """A Read result shows the file's current content: from line 1 to its end, or (with `lines`) every
+    line of that 1-based range, as the file has it now."""
+    now = current.splitlines()
+    if lines is None:  # from line 1
+        shown = _NUMBERED.findall(seg_text)
+        return bool(shown) and now[: len(shown)] == shown
+    first, last = lines
+    seen = {int(n): text for n, text in _NUMBERED_LINE.findall(seg_text) if first <= int(n) <= last}
+    return len(seen) == last - first + 1 and all(now[n - 1] == text for n, text in seen.items() if n <= len(now))
 
 
 class MemoryModel:
@@ -275,29 +297,72 @@ class MemoryModel:
         tail = segs[at + 1 :]
         if sum(1 for s in tail if s.kind == "tool_use") >= MAX_TOOL_CALLS:
             return Reply.text(task.answer)
-        missing = [p for p in task.files if not self.held(p, segs, tail)]
+        offered = {str(t.get("name")) for t in request.body.get("tools") or [] if isinstance(t, dict)}
+        searched = any(s.kind == "tool_use" and s.name in SEARCH_TOOLS for s in tail)
+        if task.kind == "locate":
+            return self.locate(task, segs, at, searched, offered)
+        names = dict(zip(task.files, task.symbols, strict=True))
+        missing = [p for p in task.files if not self.held(p, segs, tail, names[p])]
         if self.mode == "trusting":
             missing = [p for p in missing if not self.trusted(p, segs[:at])]
         if not missing:
             return Reply.text(task.answer)
+        unlocated = [p for p in missing if not self.located(p, names[p], segs, at)]
+        if not searched and unlocated:
+            return self.search(task, [names[p] for p in unlocated], offered)
         grepped = any(s.kind == "tool_use" and s.name == "Grep" for s in tail)
-        if not grepped and any(not self.known(p, segs) for p in missing):
-            return Reply.tool_calls([("Grep", {"pattern": task.pattern, "-i": False})])
         opened = {s.path for s in tail if s.kind == "tool_use" and s.name == "Read"}
         decoys = [d for d in task.decoys if d not in opened and d not in missing] if grepped else []
-        return Reply.tool_calls([("Read", {"file_path": p}) for p in [*decoys, *missing]])
+        reads = [("Read", {"file_path": p}) for p in decoys]
+        reads += [("Read", self.read_arguments(p, names[p], segs, at)) for p in missing]
+        return Reply.tool_calls(reads)
+
+    def read_arguments(self, path: str, name: str, segs: Sequence[Seg], at: int) -> dict[str, object]:
+        """The whole file, or only the definition's lines when the prompt gives them and they can be relied on
+        (the model reads the window the lookup or the card names, as the Read tool invites)."""
+        lines = self.definition_lines(path, name)
+        if lines is None or not self.range_told(path, name, segs, at):
+            return {"file_path": path}
+        first, last = lines
+        return {"file_path": path, "offset": first, "limit": last - first + 1}
+
+    def definition_lines(self, path: str, name: str) -> tuple[int, int] | None:
+        """The lines that define `name` in the file as it is now (the bench's own outline of the file)."""
+        current = self.current(path)
+        return definition_range(current, name) if current is not None else None
+
+    def search(self, task: Task, names: Sequence[str], offered: set[str]) -> Reply:
+        if SYMBOL_TOOL in offered:
+            return Reply.tool_calls([(SYMBOL_TOOL, {"name": name, "kind": "definition"}) for name in names])
+        return Reply.tool_calls([("Grep", {"pattern": task.pattern, "-i": False})])
+
+    def locate(self, task: Task, segs: Sequence[Seg], at: int, searched: bool, offered: set[str]) -> Reply:
+        """Where a name is defined: answered from what the prompt shows, else after one search."""
+        path, name = task.files[0], task.symbols[0]
+        told = self.held(path, segs, segs[at + 1 :], name) or self.range_told(path, name, segs, at)
+        if not told and self.mode == "trusting":
+            told = self.trusted(path, segs[:at]) and self.located(path, name, segs, at)
+        if told or searched:
+            return Reply.text(task.answer)
+        if SYMBOL_TOOL in offered:
+            return Reply.tool_calls([(SYMBOL_TOOL, {"name": name, "kind": "definition"})])
+        return Reply.tool_calls([("Grep", {"pattern": task.pattern, "-i": False, "output_mode": "content"})])
 
     # -- what the prompt shows -----------------------------------------------------------------------------
-    def held(self, path: str, segs: Sequence[Seg], tail: Sequence[Seg]) -> bool:
+    def held(self, path: str, segs: Sequence[Seg], tail: Sequence[Seg], name: str = "") -> bool:
+        """The prompt shows what the question needs of the file as it is now: the whole file, or (given the
+        name asked about) every line of that name's definition; a Read of it in this question counts."""
         if any(s.kind == "tool_use" and s.name == "Read" and s.path == path for s in tail):
             return True
         current = self.current(path)
         if current is None:
             return True  # nothing to read
+        lines = self.definition_lines(path, name) if name else None
         for seg in segs:
             if seg.kind == "text" and current in seg.text:
                 return True
-            if seg.kind == "tool_result" and seg.name == "Read" and seg.path == path and _read_holds(seg.text, current):
+            shows_file = seg.kind == "tool_result" and seg.name == "Read" and seg.path == path
+            if shows_file and (_read_holds(seg.text, current) or _read_holds(seg.text, current, lines)):
                 return True
         return False
 
@@ -328,13 +393,38 @@ class MemoryModel:
                     last_mention = position
         return last_mention > last_notice
 
-    def known(self, path: str, segs: Sequence[Seg]) -> bool:
-        """The file was named in the context (not only in the directory tree or a search result)."""
-        for seg in segs:
-            if seg.where == "tool" or (seg.where == "system" and seg.index == 0) or seg.kind == "tool_result":
+    def located(self, path: str, name: str, segs: Sequence[Seg], at: int) -> bool:
+        """This task's file was located for it: a line of the context names the file with the name asked
+        about (a card lists the name under the file's header), or an earlier Read of the file showed the
+        name. The directory tree and other questions' search results do not count."""
+        for i, seg in enumerate(segs):
+            if seg.where == "tool" or (seg.where == "system" and seg.index == 0):
                 continue
-            if path in seg.text or seg.path == path:
+            if seg.kind == "tool_result":
+                if seg.name == "Read" and seg.path == path and name in seg.text:
+                    return True
+                if i <= at:
+                    continue  # another question's search
+            if seg.kind in ("text", "tool_result") and any(p == path for p, _ in _named_with(seg.text, name)):
                 return True
+        return False
+
+    def range_told(self, path: str, name: str, segs: Sequence[Seg], at: int) -> bool:
+        """The prompt gives the lines defining `name` in `path` and they can be relied on: from a file card
+        or lookup result whose hash matches the file's current bytes, or from this question's own search."""
+        current = self.current(path)
+        digest = hashlib.sha256(current.encode()).hexdigest() if current is not None else ""
+        for i, seg in enumerate(segs):
+            if (
+                seg.where == "tool"
+                or (seg.where == "system" and seg.index == 0)
+                or seg.kind not in ("text", "tool_result")
+            ):
+                continue
+            this_question = i > at and seg.kind == "tool_result"
+            for named_path, sha in _named_with(seg.text, name, ranged=True):
+                if named_path == path and (this_question or (sha and digest.startswith(sha))):
+                    return True
         return False
 
     def ledger(self, text: str) -> str:
@@ -346,6 +436,29 @@ class MemoryModel:
             if path in self.repo.files
         ]
         return ledger_changes(text, found)
+
+
+def _named_with(text: str, name: str, *, ranged: bool = False) -> list[tuple[str, str]]:
+    """(path, content hash or "") of each line of `text` that names `name` with a path: on the same line
+    (`path:12-30`, "path defines name"), or under a file card's header (`path (40 lines, sha 1a2b...)`).
+    With `ranged`, only lines that also give a line range count."""
+    if name not in text:
+        return []
+    out: list[tuple[str, str]] = []
+    header: tuple[str, str] | None = None
+    for line in text.splitlines():
+        card = _CARD_HEADER.match(line)
+        if card is not None:
+            header = (card.group(1), card.group(2))
+            continue
+        if not line.startswith((" ", "\t")):
+            header = None
+        if not re.search(rf"\b{re.escape(name)}\b", line) or (ranged and not _RANGE.search(line)):
+            continue
+        if header is not None:
+            out.append(header)
+        out += [(m.group(0).rstrip(":.,"), "") for m in PATHISH.finditer(line)]
+    return out
 
 
 # -- classification of the server's prompts ----------------------------------------------------------------

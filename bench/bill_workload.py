@@ -49,6 +49,10 @@ LOCALITY_ZIPF = {"high": 1.4, "medium": 1.0, "low": 0.5}  # exponent over ranked
 SIZE_CLASSES = ("small", "natural", "large")
 SIZE_QUANTILE = 0.4  # small: the smallest 40% of eligible files; large: the largest 40%
 ROTATIONS = 10  # a sequence's rotations start at each tenth of it: together every task sits in every decile
+# Of the one-file questions that edit nothing, this share asks where a name is defined ("locate"); the rest ask
+# how it works ("explain"). Edit tasks ask which lines to change ("edit"); several files: how they fit together.
+LOCATE_SHARE = 0.35
+QUESTION_KINDS = ("locate", "explain", "edit")
 
 _DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w{3,})", re.M)
 _HEADING_WORD = re.compile(r"^#+[ \t]+.*?\b([A-Za-z][A-Za-z_]{6,})\b", re.M)
@@ -180,11 +184,14 @@ class Workload:
     sessions: tuple[int, ...]  # tasks per session
     variant: int = 0  # another task sequence of the same shape (its name, hence its seed, differs)
     rotation: int = 0  # the same tasks, started this many tenths of the way in (one session only)
+    decoys: bool = True  # False: the control row, the same tasks with no decoy files opened while locating
 
     @property
     def sequence(self) -> str:
-        """The name of the task sequence (a rotation keeps its sequence's tasks, hence its seed)."""
-        return self.name.removesuffix(f"-r{self.rotation}") if self.rotation else self.name
+        """The name of the task sequence (a rotation keeps its sequence's tasks, hence its seed; so does the
+        decoy-free control row)."""
+        name = self.name.removesuffix(NO_DECOYS_SUFFIX)
+        return name.removesuffix(f"-r{self.rotation}") if self.rotation else name
 
     @property
     def tasks(self) -> int:
@@ -197,13 +204,20 @@ class Workload:
         return f"{len(self.sessions)} x {self.sessions[0]} tasks"
 
 
-def workload(locality: str, sizes: str, sessions: Sequence[int], variant: int = 0, rotation: int = 0) -> Workload:
+NO_DECOYS_SUFFIX = "-nodecoy"
+
+
+def workload(
+    locality: str, sizes: str, sessions: Sequence[int], variant: int = 0, rotation: int = 0, decoys: bool = True
+) -> Workload:
     bad_rotation = rotation < 0 or rotation >= ROTATIONS or (rotation and len(sessions) != 1)
     if locality not in LOCALITY_ZIPF or sizes not in SIZE_CLASSES or not sessions or variant < 0 or bad_rotation:
         raise ValueError(f"bad workload {locality}/{sizes}/{sessions}/{variant}/{rotation}")
     shape = str(sessions[0]) if len(sessions) == 1 else f"{len(sessions)}x{sessions[0]}"
     suffix = (f"-v{variant}" if variant else "") + (f"-r{rotation}" if rotation else "")
-    return Workload(f"{locality}-{sizes}-{shape}{suffix}", locality, sizes, tuple(sessions), variant, rotation)
+    suffix += "" if decoys else NO_DECOYS_SUFFIX
+    name = f"{locality}-{sizes}-{shape}{suffix}"
+    return Workload(name, locality, sizes, tuple(sessions), variant, rotation, decoys)
 
 
 @dataclass(frozen=True)
@@ -227,6 +241,8 @@ class Task:
     answer: str  # the memory's answer / the subagent's report
     reply: str  # the main agent's final reply to the user
     edit: EditOp | None = None
+    symbols: tuple[str, ...] = ()  # the name asked about in each needed file (same order as `files`)
+    kind: str = "chat"  # locate | explain | edit | chat (no files)
 
 
 def _zipf_pick(rng: random.Random, items: Sequence[str], s: float, exclude: Iterable[str] = ()) -> str | None:
@@ -246,7 +262,7 @@ def _size_pool(repo: Repo, sizes: str) -> list[str]:
     return sorted(ranked[:cut] if sizes == "small" else ranked[-cut:])
 
 
-def _definition_range(text: str, symbol: str) -> tuple[int, int]:
+def definition_range(text: str, symbol: str) -> tuple[int, int]:
     """1-based (first, last) lines of the definition of `symbol` (or its first mention +-10 lines)."""
     lines = text.splitlines()
     for m in _DEF.finditer(text):
@@ -281,6 +297,11 @@ _QUESTIONS = (
     "What happens when `{sym}` fails, and where is that handled?",
     "Walk me through `{sym}` step by step.",
     "What does `{sym}` do, and is there anything surprising in it?",
+)
+_LOCATE_QUESTIONS = (
+    "Where is `{sym}` defined?",
+    "Which file and lines define `{sym}`?",
+    "Find the definition of `{sym}`.",
 )
 _MULTI_QUESTIONS = (
     "How do {syms} fit together?",
@@ -328,7 +349,7 @@ def _filler(rng: random.Random, words: Sequence[str], target: int) -> str:
 def _answer(rng: random.Random, repo: Repo, files: Sequence[str], symbols: Sequence[str]) -> str:
     """~180-450 tokens naming every file with a line range (the memory's answer, the subagent's report)."""
     target = rng.randint(*ANSWER_CHARS) + ANSWER_CHARS_PER_FILE * len(files)
-    ranges = [(p, s, *_definition_range(repo.files[p], s)) for p, s in zip(files, symbols, strict=True)]
+    ranges = [(p, s, *definition_range(repo.files[p], s)) for p, s in zip(files, symbols, strict=True)]
     lines = ["Short answer: " + "; ".join(f"`{s}` is in {p}:{a}-{b}" for p, s, a, b in ranges) + "."]
     size = len(lines[0])
     while size < target:
@@ -341,9 +362,17 @@ def _answer(rng: random.Random, repo: Repo, files: Sequence[str], symbols: Seque
     return "\n".join(lines)
 
 
+def _locate_answer(repo: Repo, path: str, symbol: str) -> str:
+    """A locate question's answer: the file, the line range and the definition's first line."""
+    text = repo.files[path]
+    a, b = definition_range(text, symbol)
+    first = text.splitlines()[a - 1].strip() if text.splitlines() else ""
+    return f"`{symbol}` is defined in {path}:{a}-{b}: `{first[:100]}`."
+
+
 def _edit_op(text: str, path: str, symbol: str, index: int) -> EditOp:
     lines = text.splitlines(keepends=True)
-    start, _ = _definition_range(text, symbol)
+    start, _ = definition_range(text, symbol)
     line = lines[start - 1] if lines else "\n"
     if text.count(line) != 1 or not line.strip():
         line = next((candidate for candidate in lines if candidate.strip() and text.count(candidate) == 1), line)
@@ -431,14 +460,21 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
                 siblings = [p for h in sorted(homes) for p in sorted(by_dir.get(h, [])) if p not in files]
                 candidates = list(dict.fromkeys(others[:6] + siblings))
                 decoys = tuple(rng.sample(candidates, min(wanted, len(candidates))))
+            if not load.decoys:
+                decoys = ()  # the control row: the same draws, no decoy opened
             edit_symbol: str | None = None
             answer = reply = ""
+            kind = "chat"
+            # A draw of its own, so the kinds leave every other draw of the sequence as it was.
+            locate = random.Random(f"{seed}:{repo.name}:{load.sequence}:kind:{index}").random() < LOCATE_SHARE
             if not files:
                 text = rng.choice(_CHAT_TEXTS)
                 question = ""
             else:
                 quoted = [f"`{sym}`" for sym in symbols]
+                kind = "explain"
                 if rng.random() < EDIT_SHARE:
+                    kind = "edit"
                     text = rng.choice(_EDIT_TEXTS).format(sym=symbols[0])
                     if len(files) > 1:
                         text += f" Keep {', '.join(quoted[1:])} in mind."
@@ -447,6 +483,9 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
                     edit_symbol = symbols[0]
                 elif len(files) == 1:
                     text = base = rng.choice(_QUESTIONS).format(sym=symbols[0])
+                    if locate:
+                        kind = "locate"
+                        text = base = _LOCATE_QUESTIONS[index % len(_LOCATE_QUESTIONS)].format(sym=symbols[0])
                 else:
                     text = base = rng.choice(_MULTI_QUESTIONS).format(
                         syms=", ".join(quoted[:-1]) + " and " + quoted[-1]
@@ -459,9 +498,25 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
                 seen_questions.add(question)
                 if edit_symbol is None:
                     text = question
-                answer = _answer(rng, repo, files, symbols)
+                answer = _answer(rng, repo, files, symbols)  # drawn for every kind: the draws stay in step
+                if kind == "locate":
+                    answer = _locate_answer(repo, files[0], symbols[0])
             reply = "Here is what I found. " + _filler(rng, list(symbols) + list(files), rng.randint(*REPLY_CHARS))
-            draft = Task(index, session, think, text, question, files, pattern, hits, decoys, answer, reply)
+            draft = Task(
+                index,
+                session,
+                think,
+                text,
+                question,
+                files,
+                pattern,
+                hits,
+                decoys,
+                answer,
+                reply,
+                symbols=tuple(symbols),
+                kind=kind,
+            )
             drafts.append((draft, edit_symbol))
             index += 1
     return drafts

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import logging
 import multiprocessing
 import re
@@ -102,6 +103,7 @@ from bench.bill_workload import (
     EDIT_SHARE,
     FILES_PER_TASK_WEIGHTS,
     LOCALITY_ZIPF,
+    QUESTION_KINDS,
     ROTATIONS,
     THINK_TIMES_S,
     THINK_WEIGHTS,
@@ -133,6 +135,10 @@ FULL_WORKLOADS = (
     workload("medium", "natural", (30,)),
     workload("medium", "natural", (120,)),
     workload("medium", "natural", (20, 20, 20)),
+    # Control rows: the same tasks with no decoy opened while locating (decoys weigh on every arm but B's
+    # knowledge, so these show the margin without them).
+    workload("medium", "natural", (60,), decoys=False),
+    workload("low", "natural", (60,), decoys=False),
     workload("medium", "natural", (10,) * 6),
     # More 120-task sequences: one sequence's deciles swing with its task mix (which files, how large).
     *(workload("medium", "natural", (120,), variant=v) for v in range(1, TREND_SEQUENCES)),
@@ -159,10 +165,10 @@ LIMITS = (
     "tokens).",
     "The OS watcher is off in the server (the hooks' FileChanged events report the edits); the server keeps "
     "running across sessions (a long-running service); the fake provider has no rate limits or latency.",
-    "The server times the provider's cache on its own clock, while the run's time is virtual: after the hour "
-    "between split sessions it still folds old Q&A into the ledger by continuing the conversation, which then "
-    "writes the whole prompt again; a real server sees the cache expired and sends the cheaper standalone call. "
-    "This overstates the memory's spend on the split-session rows (by 2% on Django's 6 x 10).",
+    "Every process keeps the run's virtual time: the simulated clients, the fake provider's cache, and the "
+    "server under test (started by bench/virtual_serve.py with a clock that reads the replay's time), so the "
+    "server's cache estimates (whether a fold still reads the cached conversation) see the same hour between "
+    "sessions the provider does.",
     "Tool results follow Claude Code 2.1.332 (a test checks the Read, Edit and Explore renderings against it); "
     "its main head measured ~12.7k tokens, not the ~22k modelled, which would weigh the helpers' spend more. "
     "Its Explore agent describes itself as reading excerpts; here it reads whole files, like the memory.",
@@ -273,6 +279,20 @@ class ArmRun:
             helper["usd"] = round(sum(helper_usd), 6)
             helper["usd_per_question"] = round(sum(helper_usd) / q, 6) if q else 0.0
             helper["questions"] = q
+            helper.update(_rounds(self.helper, self.tasks, self.delegated))
+            helper["by_question_kind"] = _by_kind_of_question(self.helper, self.tasks, self.delegated)
+            if self.helper_label == "subagent":
+                # Claude Code's Explore agent inherits the session's model unless the Agent call names one
+                # (docs/benchmarks.md gives the source): the same requests priced at the main model.
+                for model in ("sonnet", "opus"):
+                    inherited = self.helper.per_task(n, PRICES[model])
+                    main_usd = self.main.per_task(n, PRICES[model])
+                    out[f"total_usd_{model}_inherit"] = round(sum(main_usd) + sum(inherited), 6)
+                    out[f"per_task_usd_{model}_inherit"] = [
+                        round(a + b, 6) for a, b in zip(main_usd, inherited, strict=True)
+                    ]
+                    helper[f"usd_per_question_inherit_{model}"] = round(sum(inherited) / q, 6) if q else 0.0
+                helper["usd_per_question_inherit"] = helper["usd_per_question_inherit_sonnet"]
             helper["reads"], helper["rereads"] = self.helper_reads
             helper["by_kind"] = _kinds(self.helper, PRICES["haiku"])
             helper["deciles_per_question_usd"] = deciles(helper_usd, questions)
@@ -280,6 +300,53 @@ class ArmRun:
             out[self.helper_label] = helper
         out.update(self.extra)
         return out
+
+
+UPKEEP_LABEL = "ledger upkeep (summarizer)"
+
+
+def _answering(call: Any) -> bool:
+    """A request made to answer a question (not the memory's ledger upkeep)."""
+    return any(label != UPKEEP_LABEL for pieces in call.labels for label, _ in pieces)
+
+
+def _rounds(ledger: Ledger, tasks: Sequence[Task], delegated: frozenset[int]) -> dict[str, Any]:
+    """Requests per question asked, and tool rounds (requests that ended in tool calls rather than the answer):
+    each round is a wait the user sees."""
+    asked = [t.index for t in tasks if t.index in delegated]
+    requests = [c for c in ledger.calls if c.task in delegated and _answering(c)]
+    by_task: dict[int, int] = {}
+    for call in requests:
+        by_task[call.task] = by_task.get(call.task, 0) + 1
+    after = [by_task.get(i, 0) for i in asked[20:]]
+    return {
+        "requests_per_question": round(len(requests) / len(asked), 3) if asked else None,
+        "tool_rounds_per_question": round((len(requests) - len(by_task)) / len(asked), 3) if asked else None,
+        "requests_per_question_after_20": round(sum(after) / len(after), 3) if after else None,
+        "single_request_share": round(sum(1 for i in asked if by_task.get(i) == 1) / len(asked), 3) if asked else None,
+    }
+
+
+def _by_kind_of_question(ledger: Ledger, tasks: Sequence[Task], delegated: frozenset[int]) -> dict[str, Any]:
+    """Cost and requests per question of each kind (locate, explain, edit), at Haiku prices."""
+    kind_of = {t.index: t.kind for t in tasks}
+    usd: dict[str, float] = {}
+    requests: dict[str, int] = {}
+    for call in ledger.calls:
+        if call.task in delegated:
+            kind = kind_of[call.task]
+            usd[kind] = usd.get(kind, 0.0) + call.cost(PRICES["haiku"])
+            requests[kind] = requests.get(kind, 0) + int(_answering(call))
+    out: dict[str, Any] = {}
+    for kind in QUESTION_KINDS:
+        n = sum(1 for t in tasks if t.kind == kind and t.index in delegated)
+        if n:
+            out[kind] = {
+                "questions": n,
+                "usd_per_question": round(usd.get(kind, 0.0) / n, 6),
+                "requests_per_question": round(requests.get(kind, 0) / n, 3),
+            }
+    return out
 
 
 # -- the arms ----------------------------------------------------------------------------------------------
@@ -354,16 +421,20 @@ def run_memory(
     RUNS_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"bill-{repo.name}-", dir=RUNS_DIR) as name:
         tmp = Path(name).resolve()
+        clock = VirtualClock(publish=tmp / "virtual-clock")
         with (
-            fake_provider(VirtualClock()) as fake,
+            fake_provider(clock) as fake,
             ServerProcess(command, fake.base_url, tmp, {**SERVER_OPTIONS, **options}) as server,
         ):
             for mode in modes:
                 for load in loads:
                     tasks = build_tasks(repo, load, seed)
                     workspace = copy_workspace(repo, tmp / mode / load.name)
+                    # Each run's clock starts a day after the last one ended: the server's clock never runs
+                    # backwards, and no cache outlives the gap.
+                    clock = VirtualClock(clock.now + 86_400.0, publish=server.clock_file)
                     out.setdefault(load.name, {})[f"B-{mode}"] = _memory_workload(
-                        repo, tasks, mode, fake, server, workspace
+                        repo, tasks, mode, fake, server, workspace, clock
                     )
     return out
 
@@ -380,9 +451,14 @@ async def plugin_head(asker: McpAsker, checkout: Path) -> tuple[str, str]:
 
 
 def _memory_workload(
-    repo: Repo, tasks: Sequence[Task], mode: str, fake: Any, server: ServerProcess, repo_dir: Path
+    repo: Repo,
+    tasks: Sequence[Task],
+    mode: str,
+    fake: Any,
+    server: ServerProcess,
+    repo_dir: Path,
+    clock: VirtualClock,
 ) -> ArmRun:
-    clock = VirtualClock()
     fake.clock = clock
     fake.reset_cache()
     model = MemoryModel(repo_dir, repo, tasks, mode, clock)
@@ -519,7 +595,9 @@ def describe(repo: Repo, load: Workload, tasks: Sequence[Task]) -> dict[str, Any
         "edits": sum(1 for t in tasks if t.edit),
         "files_needed": len(needed),
         "distinct_files": len(set(needed)),
-        "decoys": sum(len(t.decoys) for t in tasks),
+        "decoys": load.decoys,
+        "decoys_opened": sum(len(t.decoys) for t in tasks),
+        "question_kinds": {k: sum(1 for t in tasks if t.kind == k) for k in QUESTION_KINDS},
         "needed_file_tokens_mean": round(sum(len(repo.files[p]) / 4 for p in needed) / max(1, len(needed))),
     }
 
@@ -549,9 +627,17 @@ def compare(arms: dict[str, Any]) -> dict[str, Any]:
                 )
             ],
         }
+        figures["memory_over_subagent_inherit_per_question"] = _ratio(
+            b["memory"]["usd_per_question"], c["subagent"].get("usd_per_question_inherit")
+        )
+        first, last = _first_and_last(b["memory"]["per_task_usd"], c["subagent"]["per_task_usd"], 20)
+        figures["memory_over_subagent_first_20"], figures["memory_over_subagent_last_20"] = first, last
+        figures["memory_over_subagent_last_over_first_20"] = _ratio(last, first)
+        figures["memory_over_subagent_by_third"] = _by_third(b["memory"]["per_task_usd"], c["subagent"]["per_task_usd"])
         for model in ("sonnet", "opus"):
             figures[f"b_over_a_{model}"] = _ratio(b[f"total_usd_{model}"], a[f"total_usd_{model}"])
             figures[f"b_over_c_{model}"] = _ratio(b[f"total_usd_{model}"], c[f"total_usd_{model}"])
+            figures[f"b_over_c_inherit_{model}"] = _ratio(b[f"total_usd_{model}"], c.get(f"total_usd_{model}_inherit"))
             ours = cumulative(b[f"per_task_usd_{model}"])
             figures[f"break_even_vs_a_{model}"] = break_even(ours, cumulative(a[f"per_task_usd_{model}"]))
             figures[f"break_even_vs_c_{model}"] = break_even(ours, cumulative(c[f"per_task_usd_{model}"]))
@@ -560,6 +646,20 @@ def compare(arms: dict[str, Any]) -> dict[str, Any]:
         first, last = arm["deciles_per_task_usd_sonnet"][0], arm["deciles_per_task_usd_sonnet"][-1]
         out.setdefault("decile_last_over_first_sonnet", {})[name] = _ratio(last, first)
     return out
+
+
+def _first_and_last(ours: Sequence[float], theirs: Sequence[float], span: int) -> tuple[Any, Any]:
+    """The memory's spend ÷ the subagent's over the first and the last `span` tasks (the same tasks)."""
+    if len(ours) < 2 * span:
+        return None, None
+    return _ratio(sum(ours[:span]), sum(theirs[:span])), _ratio(sum(ours[-span:]), sum(theirs[-span:]))
+
+
+def _by_third(ours: Sequence[float], theirs: Sequence[float]) -> list[float | None]:
+    """The memory's spend ÷ the subagent's in each third of the session (the same tasks)."""
+    n = len(ours)
+    cuts = [0, n // 3, 2 * n // 3, n]
+    return [_ratio(sum(ours[a:b]), sum(theirs[a:b])) for a, b in itertools.pairwise(cuts)]
 
 
 def _first_last(deciles: Sequence[float | None]) -> float | None:
@@ -881,6 +981,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 _WORKLOAD_NAME = re.compile(
     r"(?P<locality>[a-z]+)-(?P<sizes>[a-z]+)-(?P<shape>\d+(?:x\d+)?)(?:-v(?P<v>[1-9]\d*))?(?:-r(?P<r>[1-9]))?"
+    r"(?P<nodecoy>-nodecoy)?"
 )
 
 
@@ -891,11 +992,19 @@ def parse_workload(name: str) -> Workload:
             raise ValueError(name)
         sessions = [int(x) for x in match["shape"].split("x")]
         shaped = sessions if len(sessions) == 1 else [sessions[1]] * sessions[0]
-        return workload(match["locality"], match["sizes"], shaped, int(match["v"] or 0), int(match["r"] or 0))
+        return workload(
+            match["locality"],
+            match["sizes"],
+            shaped,
+            int(match["v"] or 0),
+            int(match["r"] or 0),
+            decoys=not match["nodecoy"],
+        )
     except ValueError as exc:
         raise SystemExit(
             f"bad workload name {name!r}: use LOCALITY-SIZES-TASKS or LOCALITY-SIZES-NxTASKS, optionally -vN "
-            "(another sequence), then -rN (that sequence started N tenths of the way in; one session only)"
+            "(another sequence), then -rN (that sequence started N tenths of the way in; one session only), then "
+            "-nodecoy (the same tasks with no decoy files opened)"
         ) from exc
 
 

@@ -201,7 +201,8 @@ def test_charts_are_written_linked_and_byte_identical_when_redrawn(tmp_path: Pat
     for name, data in (("savings", savings_result()), ("prefix_cache", prefix_cache_result())):
         (results_dir / f"{name}.json").write_text(json.dumps(data))
     (results_dir / "notify_bench.json").write_text(json.dumps(notify_result()))
-    assert report.main(["--results", str(results_dir), "--doc", str(doc), "--img", str(img), "--dpi", "30"]) == 0
+    paths = ["--results", str(results_dir), "--doc", str(doc), "--img", str(img), "--readme", str(tmp_path / "R.md")]
+    assert report.main([*paths, "--dpi", "30"]) == 0
     assert sorted(p.name for p in img.glob("*.png")) == sorted(report.CHART_FILES.values())
     assert "![Context fill per question: the watermark sawtooth](img/context_fill.png)" in doc.read_text()
     again = report.write_charts({"notify_bench": notify_result()}, tmp_path / "again", tmp_path, dpi=30)
@@ -209,6 +210,5 @@ def test_charts_are_written_linked_and_byte_identical_when_redrawn(tmp_path: Pat
     name = "notify_throughput.png"
     assert (tmp_path / "again" / name).read_bytes() == (img / name).read_bytes()
     # Regenerating one section keeps its charts linked (and the others' text as it was).
-    only = ["--only", "prefix_cache", "--results", str(results_dir), "--doc", str(doc), "--img", str(img)]
-    assert report.main([*only, "--dpi", "30"]) == 0
+    assert report.main(["--only", "prefix_cache", *paths, "--dpi", "30"]) == 0
     assert "![Context fill per question: the watermark sawtooth](img/context_fill.png)" in doc.read_text()

@@ -20,7 +20,7 @@ from live_memory.summarizer import Conversation, Summarizer
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.windows import ask
 
-LOAD = workload("medium", "natural", (5, 5))
+LOAD = workload("medium", "natural", (6, 6))
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_every_arm_reports_costs_per_task_and_per_decile(quick: dict[str, Any]) 
     run = quick["runs"][f"live-memory/{LOAD.name}"]
     assert list(run["arms"]) == ["A", "C", "B-strict", "B-trusting"]
     for name, arm in run["arms"].items():
-        assert len(arm["per_task_usd_sonnet"]) == run["tasks"] == 10, name
+        assert len(arm["per_task_usd_sonnet"]) == run["tasks"] == 12, name
         assert len(arm["deciles_per_task_usd_sonnet"]) == 10, name
         assert arm["total_usd_opus"] > arm["total_usd_sonnet"] > 0, name
     for name in ("C", "B-strict", "B-trusting"):
