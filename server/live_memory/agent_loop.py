@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from live_memory import constants as C
 from live_memory import prompts
+from live_memory.cited_lines import citations, cut
 from live_memory.context_window import ContextWindow
 from live_memory.errors import PromptTooLongError, ProviderError
 from live_memory.hot_set import HotSet
@@ -33,6 +34,7 @@ from live_memory.providers.base import (
     ToolResultPart,
     ToolUsePart,
 )
+from live_memory.question_names import found_definitions, names_in
 from live_memory.records import Usage
 from live_memory.safe_files import read_for_revalidation
 
@@ -69,6 +71,8 @@ class ToolRunner(Protocol):
     async def run(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcomeLike: ...
 
 
+LOOKUP_TOOL = "find_symbol"  # looks up the names a question mentions before the model sees it
+
 # Called before the prompt is built (None) and after a prompt-too-long error (the provider's stated
 # limit, 0 when it named none); `compaction.Compactor` is the implementation.
 CompactionHook = Callable[[ContextWindow, int | None], Awaitable[Any]]
@@ -84,7 +88,8 @@ class LoopLimits:
     reserve_s: float = C.FINAL_ANSWER_RESERVE_S  # kept back from the deadline for the wrap-up call
     retry_base_s: float = C.RETRY_BASE_DELAY_S  # the first retry's backoff; it doubles per attempt
     long_cache: LongCache = "off"
-    hot_set: HotSet | None = None  # files read worth holding are taken in after the answer (hot_set.py)
+    question_names: int = C.QUESTION_NAMES_MAX  # names in the question looked up first (question_names.py)
+    hot_set: HotSet | None = None  # lines the answer cited worth holding are taken in after it (hot_set.py)
 
 
 @dataclass
@@ -146,6 +151,7 @@ class QuestionLoop:
             time_budget_s=self.limits.timeout_s,
             answer_tokens=self.limits.answer_tokens,
             recently_modified=window.drain_recently_modified(),
+            definitions=await self._look_up_names(question),
         )
         self.hint = hint
         out.question_message = Message("user", (TextPart(prompts.question_block(question)),))
@@ -170,23 +176,38 @@ class QuestionLoop:
         window.add_exchange(
             out.question_message, question, out.answer, out.files_read, transcript=transcript[1:], sent_at=started
         )
-        if self.limits.hot_set is not None and out.files_read:
-            await self._take_in_hot_files(window, out.files_read, self.limits.hot_set)
+        if self.limits.hot_set is not None and out.answer:
+            await self._hold_cited_lines(window, out.answer, self.limits.hot_set)
         return out
 
-    async def _take_in_hot_files(self, window: ContextWindow, paths: Sequence[str], hot: HotSet) -> None:
-        """Hold the bytes of the files this question read that the hot set wants: they reach the next
-        question as a delta. Only bytes that still match what the model read are taken in."""
-        read = {p: window.files[p] for p in paths if p in window.files and window.files[p].state == "current"}
-        sizes = [(p, f.size) for p, f in read.items() if f.size <= hot.max_file_bytes]
-        wanted = window.hot_admits(sizes, hot.policy, window.hold_costs(hot.read_share, hot.write_share))
-        if not wanted:
+    async def _look_up_names(self, question: str) -> list[str]:
+        """find_symbol's answers for the names the question mentions (question_names.py), in parallel."""
+        names = names_in(question, self.limits.question_names)
+        if not names:
+            return []
+        outcomes = await asyncio.gather(
+            *(self.tools.run(LOOKUP_TOOL, {"name": name, "kind": "definition"}) for name in names)
+        )
+        found = (found_definitions(o.text, o.is_error) for o in outcomes)
+        return [text for text in found if text is not None]
+
+    async def _hold_cited_lines(self, window: ContextWindow, answer: str, hot: HotSet) -> None:
+        """Hold the lines the answer cited that the hot set takes (cited_lines.py): they reach the next
+        question as a delta. Only lines of files whose bytes on disk are still what the window knows."""
+        known = {p for p, f in window.files.items() if f.state == "current" and f.size <= hot.max_file_bytes}
+        cited = [c for c in citations(answer, known) if (c.path, c.first, c.last) not in window.cited]
+        if not cited:
             return
-        disk = await asyncio.to_thread(read_for_revalidation, self.root, wanted, wanted, hot.max_file_bytes)
-        for path in wanted:
-            found = disk.get(path)
-            if found is not None and found.text is not None and found.sha256 == read[path].sha256:
-                window.observe(path, found.text, found.sha256)
+        paths = sorted({c.path for c in cited})
+        disk = await asyncio.to_thread(read_for_revalidation, self.root, paths, paths, hot.max_file_bytes)
+        costs = window.hold_costs(hot.read_share, hot.write_share)
+        for citation in cited:
+            found, known_file = disk.get(citation.path), window.files.get(citation.path)
+            if found is None or found.text is None or known_file is None or found.sha256 != known_file.sha256:
+                continue
+            lines = cut(found.text, found.sha256, citation)
+            if lines is not None:
+                window.admit_cited(lines, hot.policy, costs)
 
     def cut_deadline(self, seconds_from_now: float) -> None:
         """Bring the soft deadline forward (shutdown): the loop then returns its best answer."""

@@ -159,13 +159,19 @@ HOLD_FILES = "none"
 # The hot set (hot_set.py; hold_files "used"): at most this many tokens of held bytes...
 HOT_SET_TOKENS = 24_000
 # ...a file used once is taken to be as likely to be needed again as one used once in this many questions...
-HOT_SET_PRIOR_QUESTIONS = 4.0
+HOT_SET_PRIOR_QUESTIONS = 8.0
 # ...its rate of use halves for every this many questions since its last use...
 HOT_SET_HALF_LIFE_QUESTIONS = 8.0
 # ...a file entering the set is expected to stay about this many questions (until a compaction re-chooses)...
 HOT_SET_HORIZON_QUESTIONS = 10.0
 # ...and a question sends about this many requests, each carrying every held file (until measured).
 HOT_SET_REQUESTS_PER_QUESTION = 2.0
+# A citation `path:first-last` spanning this many lines or more names a file, not lines to hold.
+CITED_LINES_MAX_LINES = 200
+# The code names a question mentions are looked up before the model sees it (question_names.py), at most
+# this many per question (0: none); measured by bench/session_bill.py: a "where" question then takes one
+# request, and the others read only the lines they need without a search round.
+QUESTION_NAMES_MAX = 4
 PASSIVE_MAX_FILE_BYTES = 256 * 1024
 PRELOAD_MAX_TOTAL_BYTES = 2 * 1024 * 1024
 NOTIFY_MAX_BODY_BYTES = 8 * 1024 * 1024

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from live_memory.cited_lines import CitedLines, relocated
+from live_memory.cited_lines import render as render_cited
 from live_memory.constants import (
     CHARS_PER_TOKEN,
     COMPACTION_THRESHOLD,
@@ -33,6 +35,8 @@ from live_memory.history import EXCHANGE_KINDS, HistoryTally, Sent, Turn, messag
 from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses
 from live_memory.ledger import Ledger
 from live_memory.prompts import (
+    CITED_HEADING,
+    CITED_NOTE,
     DIRECTORY_TREE_HEADING,
     FROZEN_LEDGER_POINTER,
     LEDGER_RENUMBERED,
@@ -83,6 +87,7 @@ class Delta:
     diffs: dict[str, str] = field(default_factory=dict)  # held path -> what changed (instead of a new copy)
     notices: dict[str, str] = field(default_factory=dict)  # path -> notice line
     seen: dict[str, int] = field(default_factory=dict)  # path -> size: read by the agents, bytes not held
+    cited: dict[tuple[str, int, int], None] = field(default_factory=dict)  # lines newly held (cited_lines.py)
 
 
 class ContextWindow:
@@ -113,6 +118,7 @@ class ContextWindow:
         self.transcript_keep_share = transcript_keep_share
         self._tally: HistoryTally | None = None  # running figures over `history` (see history.py)
         self.file_uses: dict[str, FileUse] = {}  # reads and tees per file, for the hot set (persisted)
+        self.cited: dict[tuple[str, int, int], CitedLines] = {}  # lines answers cited, held (hot set)
 
     # --- copying (forks) -----------------------------------------------------------------------
     def clone(self) -> ContextWindow:
@@ -125,9 +131,14 @@ class ContextWindow:
             twin._tally = replace(counted, history=twin.history)
         twin.files = dict(self.files)
         twin.file_uses = dict(self.file_uses)
+        twin.cited = dict(self.cited)
         twin.ledger = self.ledger.copy()
         twin.pending = Delta(
-            dict(self.pending.content), dict(self.pending.diffs), dict(self.pending.notices), dict(self.pending.seen)
+            dict(self.pending.content),
+            dict(self.pending.diffs),
+            dict(self.pending.notices),
+            dict(self.pending.seen),
+            dict(self.pending.cited),
         )
         twin.recently_modified = dict(self.recently_modified)
         return twin
@@ -178,6 +189,8 @@ class ContextWindow:
             parts.append(PRELOADED_HEADING + "\n" + "\n\n".join(file_block(f) for f in preloaded))
         if observed:
             parts.append(OBSERVED_HEADING + "\n" + "\n\n".join(file_block(f) for f in observed))
+        if self.cited:
+            parts.append(CITED_HEADING + "\n" + render_cited(self.cited))
         listed = self.manifest_entries()
         if listed:
             parts.append(MANIFEST_HEADING + "\n" + "\n".join(f.manifest_line() for f in listed))
@@ -251,6 +264,7 @@ class ContextWindow:
         self.files[path] = FileContext(
             path, sha256, len(content.encode()), content=content, preloaded=preloaded, last_used=self._touch()
         )
+        self._drop_cited(path, keep_sha=sha256)
         self.pending.notices.pop(path, None)
         self.pending.seen.pop(path, None)
         self.recently_modified.pop(path, None)
@@ -271,6 +285,7 @@ class ContextWindow:
             self.files[path] = replace(known, last_used=self._touch())
             return False
         self.files[path] = FileContext(path, sha256, size, last_used=self._touch())
+        self._drop_cited(path, keep_sha=sha256)
         self.pending.content.pop(path, None)
         self.pending.diffs.pop(path, None)
         if known is None and not self.ledger.cites(path):
@@ -291,39 +306,61 @@ class ContextWindow:
         count_uses(self.file_uses, (path,), self.questions_asked())
 
     def held_tokens(self) -> int:
-        return sum(self.tokens(file_block(f)) for f in self.files.values() if f.content is not None)
+        files = sum(self.tokens(file_block(f)) for f in self.files.values() if f.content is not None)
+        return files + sum(self.tokens(lines.block()) for lines in self.cited.values())
+
+    def hold_cited(self, lines: CitedLines) -> bool:
+        """Hold lines an answer cited (queued as a delta); False when these very lines are held already."""
+        held = self.cited.get(lines.key)
+        if held is not None and held.sha256 == lines.sha256:
+            return False
+        self.cited[lines.key] = lines
+        self.pending.cited[lines.key] = None
+        return True
+
+    def relocate_cited(self, path: str, content: str, sha256: str) -> None:
+        """The file is now `content` (a tee): held lines it still has, unchanged, are held at their new
+        place (an edit above them only moves them); the others are dropped."""
+        for key, held in [(k, v) for k, v in self.cited.items() if k[0] == path and v.sha256 != sha256]:
+            del self.cited[key]
+            self.pending.cited.pop(key, None)
+            moved = relocated(held, content, sha256)
+            if moved is not None:
+                self.cited[moved.key] = moved
+                self.pending.cited[moved.key] = None
+
+    def _drop_cited(self, path: str, keep_sha: str | None = None) -> None:
+        """The file changed: its held lines are no longer current (those of `keep_sha` stay)."""
+        for key in [k for k, lines in self.cited.items() if k[0] == path and lines.sha256 != keep_sha]:
+            del self.cited[key]
+            self.pending.cited.pop(key, None)
 
     def hold_costs(self, read_share: float, write_share: float) -> HoldCosts:
         """What holding and re-reading cost in this window now (an extra round reads its whole prompt)."""
         return HoldCosts(read_share, write_share, self.prompt_tokens())
 
-    def hot_admits(self, files: Sequence[tuple[str, int]], policy: HotSetPolicy, costs: HoldCosts) -> list[str]:
-        """Which of these files (path, bytes) should have their bytes held, by the hot set's rule (each one
-        taken in counts against the budget for the next); a file held already is not listed."""
-        held = self.held_tokens()
-        now = self.questions_asked()
-        admitted: list[str] = []
-        for path, size in dict(files).items():
-            known = self.files.get(path)
-            if known is not None and known.content is not None:
-                continue
-            tokens = round(size / self.chars_per_token * self.calibration)
-            if policy.admits(tokens, self.file_uses.get(path, FileUse()), now, costs, held):
-                admitted.append(path)
-                held += tokens
-        return admitted
+    def admit_cited(self, lines: CitedLines, policy: HotSetPolicy, costs: HoldCosts) -> bool:
+        """Hold these cited lines if the hot set's rule takes them (they fit its budget and are worth more
+        than their one cache write); True when they were taken in."""
+        if lines.key in self.cited:
+            return False
+        use = self.file_uses.get(lines.path, FileUse())
+        tokens = self.tokens(lines.block())
+        if not policy.admits(tokens, use, self.questions_asked(), costs, self.held_tokens()):
+            return False
+        return self.hold_cited(lines)
 
     def rechoose_hot_set(self, policy: HotSetPolicy, costs: HoldCosts) -> list[str]:
-        """At a compaction: keep the held files the rule still picks (preloads stay), shed the others'
-        bytes; returns the shed paths."""
-        held = {
-            p: self.tokens(file_block(f)) for p, f in self.files.items() if f.content is not None and not f.preloaded
-        }
-        kept = set(policy.choose(held, self.file_uses, self.questions_asked(), costs))
-        shed = sorted(p for p in held if p not in kept)
-        for path in shed:
+        """At a compaction: keep the held files and cited lines the rule still picks (preloads stay), shed
+        the others; returns what was shed (a path, or `path:first-last`)."""
+        files = {p: (p, self.tokens(file_block(f))) for p, f in self.files.items() if f.content and not f.preloaded}
+        lines = {f"{k[0]}:{k[1]}-{k[2]}": (k[0], self.tokens(v.block())) for k, v in self.cited.items()}
+        kept = set(policy.choose({**files, **lines}, self.file_uses, self.questions_asked(), costs))
+        for path in (k for k in files if k not in kept):
             self.shed_content(path)
-        return shed
+        for key in [k for k in self.cited if f"{k[0]}:{k[1]}-{k[2]}" not in kept]:
+            del self.cited[key]
+        return sorted(k for k in (*files, *lines) if k not in kept)
 
     def earned(self, path: str) -> bool:
         """Whether a file has earned holding its bytes: it is held already, an answer cited it, or a
@@ -360,7 +397,8 @@ class ContextWindow:
         return True
 
     def _unqueue(self, path: str) -> None:
-        """Drop queued content for a file whose bytes are no longer current or held."""
+        """Drop queued content for a file whose bytes are no longer current or held (its cited lines too)."""
+        self._drop_cited(path)
         self.pending.content.pop(path, None)
         self.pending.diffs.pop(path, None)
         self.pending.seen.pop(path, None)
@@ -409,6 +447,10 @@ class ContextWindow:
             if held is None or held.content is None:
                 continue
             self._append_observation(f"[observation] {path} was edited; what changed (unified diff):\n\n{change}")
+            added += 1
+        new_lines = {key: self.cited[key] for key in self.pending.cited if key in self.cited}
+        if new_lines:
+            self._append_observation(f"[observation] {CITED_NOTE}\n\n{render_cited(new_lines)}")
             added += 1
         if self.pending.seen:
             listed = ", ".join(named(p, size) for p, size in self.pending.seen.items())

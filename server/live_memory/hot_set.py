@@ -84,22 +84,25 @@ class HotSetPolicy:
             return False
         return self.value(tokens, use, now, costs) * self.horizon > tokens * costs.write_share
 
-    def choose(self, sizes: Mapping[str, int], uses: Mapping[str, FileUse], now: int, costs: HoldCosts) -> list[str]:
-        """The files to hold from `sizes` (path -> tokens): those worth holding, best value per token first,
-        while they fit the budget."""
+    def choose(
+        self, items: Mapping[str, tuple[str, int]], uses: Mapping[str, FileUse], now: int, costs: HoldCosts
+    ) -> list[str]:
+        """The keys to hold of `items` (key -> (the file it is of, tokens)): those worth holding, best value
+        per token first, while they fit the budget."""
         worth = [
-            (self.value(tokens, uses.get(path, FileUse()), now, costs) / tokens, path)
-            for path, tokens in sizes.items()
+            (self.value(tokens, uses.get(path, FileUse()), now, costs) / tokens, key)
+            for key, (path, tokens) in items.items()
             if tokens > 0
         ]
         kept: list[str] = []
         total = 0
-        for density, path in sorted(worth, key=lambda item: (-item[0], item[1])):
+        for density, key in sorted(worth, key=lambda item: (-item[0], item[1])):
             if density <= 0:
                 break
-            if total + sizes[path] <= self.budget_tokens:
-                kept.append(path)
-                total += sizes[path]
+            tokens = items[key][1]
+            if total + tokens <= self.budget_tokens:
+                kept.append(key)
+                total += tokens
         return kept
 
 

@@ -29,11 +29,9 @@ from live_memory.config import Settings
 from live_memory.constants import ECHO_GRACE_S
 from live_memory.context_window import ContextWindow
 from live_memory.errors import JailRefusal
-from live_memory.hot_set import HotSet, hot_set_of
 from live_memory.options import HoldFiles
 from live_memory.records import EventKind, FileEvent, IngestResult
 from live_memory.safe_files import sha256_file
-from live_memory.spend import cache_read_share, cache_write_share
 from live_memory.tools.jail import Jail
 from live_memory.workspace import WorkspaceState
 
@@ -46,7 +44,6 @@ class IngestPolicy:
     file_globs: tuple[str, ...]
     secret_globs: tuple[str, ...]
     echo_grace_s: float
-    hot_set: HotSet | None = None  # the rule for hold_files "used"
 
     @classmethod
     def of(cls, settings: Settings) -> IngestPolicy:
@@ -57,7 +54,6 @@ class IngestPolicy:
             file_globs=settings.file_globs,
             secret_globs=settings.secret_globs,
             echo_grace_s=ECHO_GRACE_S,
-            hot_set=hot_set_of(settings, cache_read_share(settings), cache_write_share(settings)),
         )
 
 
@@ -153,7 +149,8 @@ class Ingestor:
                 return
             content, sha, size, edited = event.content, event.sha256, event.size, event.kind == "write"
             state.apply(lambda w: w.note_use(rel))
-            if self._hold(window, rel, size):
+            state.apply(lambda w: w.relocate_cited(rel, content, sha))
+            if self._hold(window, rel):
                 state.apply(lambda w: w.observe(rel, content, sha))
             else:
                 state.apply(lambda w: w.note_seen(rel, sha, size, edited=edited))
@@ -181,17 +178,15 @@ class Ingestor:
         else:
             result.ignore(rel, "not in memory")
 
-    def _hold(self, window: ContextWindow, rel: str, size: int) -> bool:
+    def _hold(self, window: ContextWindow, rel: str) -> bool:
+        """Whether a teed file's bytes are held. With `used` (the hot set) they are not: the lines answers
+        cite are (cited_lines.py), and the tee counts as a use of the file."""
         hold = self.policy.hold_files
         if hold == "all":
             return True
         known = window.files.get(rel)
         if known is not None and known.content is not None:
             return True  # one current copy: a held file (a preload, an earned one) stays current
-        hot = self.policy.hot_set
-        if hold == "used" and hot is not None:
-            costs = window.hold_costs(hot.read_share, hot.write_share)
-            return bool(window.hot_admits([(rel, size)], hot.policy, costs))
         return hold == "earned" and window.earned(rel)
 
     def _is_echo(self, state: WorkspaceState, rel: str, disk_sha: str | None) -> bool:

@@ -37,6 +37,13 @@ STALE_LEDGER_HEADING = (
 OBSERVED_HEADING = "## Files the agents recently read or edited (current content)"
 PRELOADED_HEADING = "## Reference documents (configured preload; current content)"
 MANIFEST_HEADING = "## Files you have seen (re-read with Read when you need their content)"
+CITED_HEADING = (
+    "## Lines your answers cited (current while the file's sha is unchanged; a CHANGED notice says when not)"
+)
+CITED_NOTE = (
+    "Lines that answer cited, kept for later questions (current while the file's sha is unchanged; a "
+    "CHANGED notice says when not):"
+)
 
 QUESTION_HEADING = "## Question"
 HINT_HEADING = "## Budgets for this question"
@@ -58,8 +65,14 @@ SHRUNK_TOOL_RESULT = (
 OBSERVATION_ACK = "Noted."
 
 
-def question_hint(*, time_budget_s: float, answer_tokens: int, recently_modified: list[str]) -> str:
-    """The per-question trailing hint: never cached, never stored in history."""
+DEFINITIONS_HEADING = "## Where the names in the question are defined (looked up just now, in the current files)"
+
+
+def question_hint(
+    *, time_budget_s: float, answer_tokens: int, recently_modified: list[str], definitions: Sequence[str] = ()
+) -> str:
+    """The per-question trailing hint: never cached, never stored in history. `definitions`: what
+    find_symbol found for the names the question mentions."""
     lines = [
         HINT_HEADING,
         f"- Time: about {time_budget_s:.0f} s for exploring and answering; a best-effort answer is taken then.",
@@ -71,6 +84,8 @@ def question_hint(*, time_budget_s: float, answer_tokens: int, recently_modified
         lines.append(
             f"- Modified by the agents since you last saw them (re-read before relying on them): {shown}{more}"
         )
+    if definitions:
+        lines += ["", DEFINITIONS_HEADING, *definitions]
     return "\n".join(lines)
 
 
