@@ -1,12 +1,15 @@
 """Arm B of the session bill: the real Live Memory server in its own process, answered by a scripted model.
 
-- `ServerProcess`: `python -m live_memory serve` (any checkout: the interpreter and the `server/` directory
-  put on PYTHONPATH are options) on a free loopback port, configured only through its environment, against
-  the fake provider (`tests.fakes.llm_server.FakeLLM`, Anthropic cache rules, the run's virtual clock).
+- `ServerProcess`: `live-memory serve` on the run's virtual clock (bench/virtual_serve.py; any checkout: the
+  interpreter and the `server/` directory put on PYTHONPATH are options) on a free loopback port, configured
+  only through its environment, against the fake provider (`tests.fakes.llm_server.FakeLLM`, Anthropic cache
+  rules, the same clock).
 - `MemoryModel`: the fake's responder. It reads the prompt the server sent, finds the current question,
   and decides like a model would:
-    strict   - Read every needed file whose current bytes are not in the prompt verbatim (a held copy, an
-               observation, an earlier Read result of the same bytes, a Read in this question);
+    strict   - Read what the question needs of every file whose current bytes the prompt does not show (a
+               held copy, an observation, held lines, an earlier Read result of the same bytes, a Read in
+               this question): the definition's lines when it was told them reliably (`range_told`), else
+               the whole file;
     trusting - skip that Read when an earlier answer or a ledger fact names the file and no change notice
                for it follows.
   Search rule: it searches whenever it must read a file whose location it has not been told for this task:
@@ -16,7 +19,8 @@
   server offers it (one call per name; the result gives the definition's lines, so no decoy is opened),
   else with Grep (then it also opens the task's decoys). Locate questions ("where is X defined") need the
   definition's lines, not the file: strict takes them from held bytes, from a file card or lookup result
-  whose content hash matches the file on disk, or from this question's search; trusting also from an
+  whose content hash matches the file on disk, or from this question's search or the lookup the server made
+  for it (the question's hint); trusting also from an
   earlier answer or fact that names the name with the file, unless a change notice for it followed.
   It answers with the task's answer text (files named with line ranges). Summarizer requests (standalone,
   or folds that continue the conversation: `bench._common.summary_request`) get the ledger's changes naming
@@ -57,7 +61,7 @@ SERVER_START_TIMEOUT_S = 60.0
 SERVER_STOP_TIMEOUT_S = 20.0
 MAX_TOOL_CALLS = 24  # per question: a safety stop, far above what the script ever asks for
 
-_FENCE = re.compile(r"^### (\S+)\n```\n.*?\n```", re.S | re.M)
+_FENCE = re.compile(r"^### (\S+)[^\n]*\n```\n.*?\n```", re.S | re.M)  # held files and held cited lines
 _NUMBERED = re.compile(r"^\s*\d+\t(.*)$", re.M)
 _NUMBERED_LINE = re.compile(r"^\s*(\d+)\t(.*)$", re.M)
 _NOTICE = re.compile(r"CHANGED|DELETED|out of date|Modified by|re-read before|no longer exists", re.I)
@@ -333,7 +337,7 @@ class MemoryModel:
 
     def search(self, task: Task, names: Sequence[str], offered: set[str]) -> Reply:
         if SYMBOL_TOOL in offered:
-            return Reply.tool_calls([(SYMBOL_TOOL, {"name": name, "kind": "definition"}) for name in names])
+            return Reply.tool_calls([(SYMBOL_TOOL, {"name": n, "kind": "definition", "code": True}) for n in names])
         return Reply.tool_calls([("Grep", {"pattern": task.pattern, "-i": False})])
 
     def locate(self, task: Task, segs: Sequence[Seg], at: int, searched: bool, offered: set[str]) -> Reply:
@@ -345,7 +349,7 @@ class MemoryModel:
         if told or searched:
             return Reply.text(task.answer)
         if SYMBOL_TOOL in offered:
-            return Reply.tool_calls([(SYMBOL_TOOL, {"name": name, "kind": "definition"})])
+            return Reply.tool_calls([(SYMBOL_TOOL, {"name": name, "kind": "definition", "code": True})])
         return Reply.tool_calls([("Grep", {"pattern": task.pattern, "-i": False, "output_mode": "content"})])
 
     # -- what the prompt shows -----------------------------------------------------------------------------
@@ -360,6 +364,10 @@ class MemoryModel:
         lines = self.definition_lines(path, name) if name else None
         for seg in segs:
             if seg.kind == "text" and current in seg.text:
+                return True
+            shown = lines is not None and seg.kind in ("text", "tool_result")  # held lines, or a lookup's code
+            blocks = _line_blocks(seg.text, path) if shown else []
+            if any(_read_holds(block, current, lines) for block in blocks):
                 return True
             shows_file = seg.kind == "tool_result" and seg.name == "Read" and seg.path == path
             if shows_file and (_read_holds(seg.text, current) or _read_holds(seg.text, current, lines)):
@@ -411,7 +419,8 @@ class MemoryModel:
 
     def range_told(self, path: str, name: str, segs: Sequence[Seg], at: int) -> bool:
         """The prompt gives the lines defining `name` in `path` and they can be relied on: from a file card
-        or lookup result whose hash matches the file's current bytes, or from this question's own search."""
+        or lookup result whose hash matches the file's current bytes, or from this question's own search or
+        the lookup the server made for it."""
         current = self.current(path)
         digest = hashlib.sha256(current.encode()).hexdigest() if current is not None else ""
         for i, seg in enumerate(segs):
@@ -421,7 +430,8 @@ class MemoryModel:
                 or seg.kind not in ("text", "tool_result")
             ):
                 continue
-            this_question = i > at and seg.kind == "tool_result"
+            # This question's own results, and what the server looked up for it (the hint): fresh.
+            this_question = (i > at and seg.kind == "tool_result") or (i >= at and seg.where == "user")
             for named_path, sha in _named_with(seg.text, name, ranged=True):
                 if named_path == path and (this_question or (sha and digest.startswith(sha))):
                     return True
@@ -436,6 +446,14 @@ class MemoryModel:
             if path in self.repo.files
         ]
         return ledger_changes(text, found)
+
+
+def _line_blocks(text: str, path: str) -> list[str]:
+    """The numbered lines of each block of `text` headed `### path:first-last` (lines held for the model)."""
+    if f"### {path}:" not in text:
+        return []
+    heading = rf"^### {re.escape(path)}:\d+-\d+[^\n]*\n```\n(.*?)\n```"
+    return [m.group(1) for m in re.finditer(heading, text, re.M | re.S)]
 
 
 def _named_with(text: str, name: str, *, ranged: bool = False) -> list[tuple[str, str]]:

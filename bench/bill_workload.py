@@ -263,8 +263,12 @@ def _size_pool(repo: Repo, sizes: str) -> list[str]:
 
 
 def definition_range(text: str, symbol: str) -> tuple[int, int]:
-    """1-based (first, last) lines of the definition of `symbol` (or its first mention +-10 lines)."""
+    """1-based (first, last) lines of the definition of `symbol`: a function or class, the section of the
+    first Markdown heading naming it, or else its first mention +-10 lines."""
     lines = text.splitlines()
+    section = _heading_section(lines, symbol)
+    if section is not None:
+        return section
     for m in _DEF.finditer(text):
         if m.group(2) == symbol:
             start = text.count("\n", 0, m.start()) + 1
@@ -282,6 +286,30 @@ def definition_range(text: str, symbol: str) -> tuple[int, int]:
         if symbol in line:
             return max(1, number - 10), min(len(lines), number + 10)
     return 1, max(1, min(len(lines), 20))
+
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]")
+
+
+def _heading_section(lines: Sequence[str], symbol: str) -> tuple[int, int] | None:
+    """The first Markdown heading naming `symbol` (as a word), through the line before the next heading of
+    the same or a higher level (trailing blank lines left out)."""
+    word = re.compile(rf"\b{re.escape(symbol)}\b")
+    for number, line in enumerate(lines, 1):
+        heading = _HEADING.match(line)
+        if heading is None or not word.search(line):
+            continue
+        level = len(heading.group(1))
+        end = len(lines)
+        for later in range(number + 1, len(lines) + 1):
+            other = _HEADING.match(lines[later - 1])
+            if other is not None and len(other.group(1)) <= level:
+                end = later - 1
+                break
+        while end > number and not lines[end - 1].strip():
+            end -= 1
+        return number, end
+    return None
 
 
 _ANSWER_SENTENCES = (
@@ -400,13 +428,26 @@ def build_tasks(repo: Repo, load: Workload, seed: int) -> list[Task]:
     state = {p: repo.files[p] for p in repo.files}  # the edits change files as the session goes
     tasks: list[Task] = []
     for index, (draft, edit_symbol) in enumerate(drafts):
+        answer = _current_ranges(draft, repo, state)
         edit = None
         if edit_symbol is not None:
             path = draft.files[0]
             edit = _edit_op(state[path], path, edit_symbol, index)
             state[path] = apply_edit(state[path], edit)
-        tasks.append(replace(draft, index=index, edit=edit))
+        tasks.append(replace(draft, index=index, edit=edit, answer=answer))
     return tasks
+
+
+def _current_ranges(task: Task, repo: Repo, state: dict[str, str]) -> str:
+    """The task's answer with each definition's lines as the file has them when the task is asked (the
+    edits of earlier tasks move them): an answer cites the code as it is."""
+    answer = task.answer
+    for path, symbol in zip(task.files, task.symbols, strict=True):
+        a, b = definition_range(repo.files[path], symbol)
+        c, d = definition_range(state[path], symbol)
+        if (a, b) != (c, d):
+            answer = answer.replace(f"{path}:{a}-{b}", f"{path}:{c}-{d}")
+    return answer
 
 
 def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str | None]]:

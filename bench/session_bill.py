@@ -10,8 +10,11 @@ Arms (same tasks, same edits, same virtual clock rules; each arm has its own cac
        the fake provider with a scripted model (strict or trusting, below); the hooks' tees (each Read's
        content, each Edit's new content, the FileChanged event) go to `POST /notify` as hooks/notify.py sends
        them. The main agent reads nothing for a question; the answer enters its context.
-    C  Explore subagent: one Agent call per exploration task; a fresh Haiku context (~6.6k-token head)
-       Greps, Reads the decoys and the needed files, and reports an answer of the same text as B's.
+    C  Explore subagent: one Agent call per exploration task; a fresh context (~6.6k-token head) Greps, Reads
+       the decoys and the needed files, and reports an answer of the same text as B's; for a "where is X
+       defined" question it Greps in content mode and reads nothing. Priced two ways: on Haiku (the Agent
+       call names the model) and inheriting the main model (Claude Code 2.1.332's default: its built-in
+       Explore agent is defined with model "inherit").
     In every arm an edit task Reads the file (unless its current content is in context), then Edits it; every
     task ends with the same reply to the user.
 
@@ -27,21 +30,31 @@ task. Priced at Sonnet 4.5 and at Opus 4.5; the memory and the subagent at Haiku
 
 Cache: the Anthropic rules of tests/fakes/llm_server.py for every client (blocks counted at ceil(chars/4),
 breakpoints where each client puts them, 20-block lookback, 5-minute TTL refreshed on hit, the model's
-minimum cacheable prefix), on one virtual clock per arm: user think time 30/120/600 s (40/40/20 %) before each
-task, 6 s per main-agent request, 3 s per subagent or memory request, 1 h between sessions.
+minimum cacheable prefix), on one virtual clock per arm, which the server under test keeps too
+(bench/virtual_serve.py): user think time 30/120/600 s (40/40/20 %) before each task, 6 s per main-agent
+request, 3 s per subagent or memory request, 1 h between sessions.
 
 Memory models (the scripted model that answers the real server)
-    strict    Reads every needed file whose current bytes the prompt does not hold verbatim.
+    strict    Reads what the question needs of every file whose current bytes the prompt does not show: the
+              definition's lines when the prompt gives them and they can be relied on (a lookup made for this
+              question, or lines whose file hash matches the file), else the whole file.
     trusting  skips that Read when an earlier answer or ledger fact names the file and no change notice for it
               follows. A real model sits between the two; both are reported.
-    Both Grep first when a file to read was never named in their context (then they open the task's decoys too),
-    and answer with the task's answer text; summarizer requests, standalone or folds that continue the
-    conversation, get the ledger's changes (a fact per newly named file, read from the same material either way).
+    Both search whenever they must read a file whose location they were not told for this task (no line of
+    their context names the file with the name asked about; an unrelated mention of the path does not count),
+    with the server's find_symbol when it offers one, else with Grep (then they open the task's decoys too).
+    A "where is X defined" question needs the definition's lines: answered at once when the prompt gives them,
+    else after one search. They answer with the task's answer text; summarizer requests, standalone or folds
+    that continue the conversation, get the ledger's changes (a fact per newly named file, read from the same
+    material either way).
 
 Workloads: tasks needing 0-4 files (10/35/30/15/10 %), drawn with Zipf locality over directories then files
 (exponent 1.4 / 1.0 / 0.5 for high / medium / low), from the smallest 40 % / all / the largest 40 % of the
-eligible files (small / natural / large); 30 % of the tasks with files edit the first one; 0-2 decoys per
-task (40/40/20 %). Sessions: one of 10/30/60/120 tasks, or 3 x 20 and 6 x 10; three more 120-task sequences,
+eligible files (small / natural / large); 30 % of the tasks with files edit the first one (asking which lines
+to change: "edit"), 35 % of the other one-file tasks ask where a name is defined ("locate"), the rest how
+code works ("explain"); answers cite each definition's lines as the earlier edits left them; 0-2 decoys per
+task (40/40/20 %), and decoy-free control rows (`-nodecoy`: the same tasks, no decoy opened). Sessions: one
+of 10/30/60/120 tasks, or 3 x 20 and 6 x 10; three more 120-task sequences,
 and the first one run from each tenth of the way in (its rotations), for the trend of cost per question as the
 memory learns with the task order cancelled out. Repositories: this checkout
 (`git ls-files`, .py and .md files eligible) and the Django 5.1.4 sdist (django/**/*.py eligible).
@@ -157,8 +170,9 @@ LIMITS = (
     "may explore more or less. Strict and trusting bracket a real memory model's reading.",
     "The main agent and the subagent are simulations of Claude Code's requests (sizes from observed runs, "
     "filler text); only arm B's memory side is the real server. Token counts are ceil(chars/4) per block.",
-    "Every arm's exploration is idealised the same way: the Grep pattern finds the files, a task's decoys are "
-    "opened once, and every needed file is read whole (no offset/limit windows).",
+    "Every arm's exploration is idealised the same way: the Grep pattern finds the files and a task's decoys are "
+    "opened once. Only an explorer told a definition's lines reads just those lines: the memory, from its symbol "
+    "lookups; the main agent and the subagent, whose searches name files, read whole files.",
     "The main agent in A knows where every file it read this session is (it never greps for them again); in B "
     "and C it trusts the answer for questions and reads only the file it edits, and, as the skill says, it "
     f"delegates no task whose files it holds, nor the edit of a small file it has read (<= {SMALL_FILE_TOKENS:,} "
@@ -171,7 +185,7 @@ LIMITS = (
     "sessions the provider does.",
     "Tool results follow Claude Code 2.1.332 (a test checks the Read, Edit and Explore renderings against it); "
     "its main head measured ~12.7k tokens, not the ~22k modelled, which would weigh the helpers' spend more. "
-    "Its Explore agent describes itself as reading excerpts; here it reads whole files, like the memory.",
+    "Its Explore agent describes itself as reading excerpts; here it reads the files its Grep lists whole.",
 )
 
 

@@ -365,3 +365,146 @@ async def test_a_deadline_during_a_tool_run_still_sends_a_well_formed_wrap_up(ro
     answered = [p.tool_use_id for m in wrap_up.messages for p in m.parts if isinstance(p, ToolResultPart)]
     assert uses == answered == ["g1"]
     assert out.answer == "VERSION is probably 3"
+
+
+# -- the names a question mentions, looked up before the first request ----------------------------
+MODELS = "class Card:\n    def render(self) -> str:\n        return ''\n\n\ndef load(path):\n    return Card()\n"
+LOAD = "models.py:6-7  load (function)  def load(path)"
+
+
+class RecordingTools:
+    """The loop's tool seam around a real toolbox: notes each call and how many model requests came before."""
+
+    def __init__(self, box: Toolbox, provider: ScriptedProvider) -> None:
+        self.box = box
+        self.provider = provider
+        self.calls: list[tuple[str, dict[str, Any], int]] = []
+
+    async def run(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
+        self.calls.append((name, dict(arguments), len(self.provider.requests)))
+        return await self.box.run(name, arguments)
+
+
+@pytest.fixture
+def models_root(root: Path) -> Path:
+    (root / "models.py").write_text(MODELS)
+    return root
+
+
+async def recording_loop(
+    root: Path, provider: ScriptedProvider, **overrides: object
+) -> tuple[QuestionLoop, RecordingTools]:
+    tools = RecordingTools(await Toolbox.create(root), provider)
+    loop = QuestionLoop(provider, tools, TOOL_SCHEMAS, limits(**overrides), workspace_root=root, cache_key="ws-1")
+    return loop, tools
+
+
+def hint_of(request: ChatRequest) -> str:
+    hint = last_parts(request)[-1]
+    assert isinstance(hint, TextPart) and hint.text.startswith(prompts.HINT_HEADING)
+    return hint.text
+
+
+async def test_the_names_a_question_mentions_are_looked_up_with_find_symbol_before_the_first_request(
+    models_root: Path,
+) -> None:
+    provider = ScriptedProvider(text_response("ok"))
+    loop, tools = await recording_loop(models_root, provider)
+    await loop.answer(ContextWindow(budget_tokens=100_000), "Does `load` call `Card.render` or parse_config?")
+    looked_up = [(tool, arguments["name"], arguments["kind"], before) for tool, arguments, before in tools.calls]
+    assert looked_up == [
+        ("find_symbol", "load", "definition", 0),
+        ("find_symbol", "Card.render", "definition", 0),
+        ("find_symbol", "parse_config", "definition", 0),
+    ]
+
+
+async def test_only_as_many_names_as_the_limit_allows_are_looked_up_and_zero_turns_it_off(models_root: Path) -> None:
+    question = "Does `load` call `Card.render`?"
+    provider = ScriptedProvider(text_response("ok"), text_response("ok"))
+    one, tools = await recording_loop(models_root, provider, question_names=1)
+    await one.answer(ContextWindow(budget_tokens=100_000), question)
+    assert [arguments["name"] for _, arguments, _ in tools.calls] == ["load"]
+    off, tools = await recording_loop(models_root, provider, question_names=0)
+    await off.answer(ContextWindow(budget_tokens=100_000), question)
+    assert tools.calls == []
+    assert prompts.DEFINITIONS_HEADING not in hint_of(provider.requests[-1])
+
+
+async def test_the_definitions_found_ride_in_the_hint_of_every_request_of_the_question(models_root: Path) -> None:
+    provider = ScriptedProvider(read("app.py"), text_response("done"))
+    out = await (await loop_for(models_root, provider)).answer(
+        ContextWindow(budget_tokens=100_000), "What does `load` return?"
+    )
+    for request in provider.requests:
+        hint = hint_of(request)
+        definitions = hint.split(prompts.DEFINITIONS_HEADING + "\n", 1)[1]
+        assert definitions.startswith("Definitions of 'load' (workspace scan") and LOAD in definitions
+    assert out.tool_calls == 1  # the model's Read; the lookup is not one of its calls
+
+
+async def test_the_definitions_are_never_stored_and_the_next_question_does_not_carry_them(models_root: Path) -> None:
+    window = ContextWindow(budget_tokens=100_000)
+    provider = ScriptedProvider(text_response("first"), text_response("second"))
+    loop = await loop_for(models_root, provider)
+    await loop.answer(window, "Where is `load` defined?")
+    await loop.answer(window, "And what else is there?")
+    assert LOAD in hint_of(provider.requests[0])
+    later = provider.requests[1]
+    assert not any(LOAD in m.text or prompts.DEFINITIONS_HEADING in m.text for m in later.messages)
+    assert not any(prompts.DEFINITIONS_HEADING in t.message.text for t in window.history)
+
+
+async def test_a_name_without_a_definition_adds_nothing_to_the_hint(models_root: Path) -> None:
+    provider = ScriptedProvider(text_response("none"), text_response("one"))
+    loop = await loop_for(models_root, provider, timeout_s=30.0, answer_tokens=256)
+    await loop.answer(ContextWindow(budget_tokens=100_000), "Where is `nowhere_defined` defined?")
+    plain = prompts.question_hint(time_budget_s=30.0, answer_tokens=256, recently_modified=[])
+    assert hint_of(provider.requests[0]) == plain
+    await loop.answer(ContextWindow(budget_tokens=100_000), "Is `nowhere_defined` near `load`?")
+    definitions = hint_of(provider.requests[1]).split(prompts.DEFINITIONS_HEADING, 1)[1]
+    assert LOAD in definitions and "nowhere_defined" not in definitions
+
+
+def answer_from_the_hint(request: ChatRequest) -> ChatResponse:
+    """A model that answers a "where" question at once from the definitions in the hint."""
+    found = [line for line in hint_of(request).splitlines() if line.startswith("models.py:")]
+    return text_response(f"`load` is defined at {found[0].split()[0]}." if found else "I would have to search.")
+
+
+async def test_a_where_question_is_answered_with_one_request_that_already_names_the_lines(models_root: Path) -> None:
+    provider = ScriptedProvider(responder=answer_from_the_hint)
+    out = await (await loop_for(models_root, provider)).answer(
+        ContextWindow(budget_tokens=100_000), "Where is `load` defined?"
+    )
+    [request] = provider.requests
+    assert "models.py:6-7" in hint_of(request)
+    assert out.answer == "`load` is defined at models.py:6-7."
+    assert (out.tool_calls, out.files_read) == (0, [])
+
+
+async def test_looking_up_the_names_is_bounded_by_the_questions_deadline(root: Path) -> None:
+    tools = BlockingTools()  # a find_symbol that never finishes (a slow scan)
+    loop = QuestionLoop(Silent(), tools, TOOL_SCHEMAS, limits(timeout_s=0.0), workspace_root=root)
+    with anyio.fail_after(5):
+        out = await loop.answer(ContextWindow(budget_tokens=100_000), "Where is `load` defined?")
+    assert out.timed_out
+    assert out.answer.startswith("No complete answer within the time budget")
+
+
+async def test_a_shutdown_cut_while_the_names_are_looked_up_returns_the_shutdown_notice(root: Path) -> None:
+    tools = BlockingTools()  # a find_symbol that never finishes (a slow scan)
+    loop = QuestionLoop(Silent(), tools, TOOL_SCHEMAS, limits(), workspace_root=root, clock=Clock())
+    results: list[LoopOutcome] = []
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+
+            async def ask() -> None:
+                results.append(await loop.answer(ContextWindow(budget_tokens=100_000), "Where is `load` defined?"))
+
+            tasks.start_soon(ask)
+            await tools.started.wait()
+            loop.cut_deadline(0.0)
+    [out] = results
+    assert out.timed_out and loop.cut_short
+    assert out.answer.startswith("No complete answer: Live Memory is shutting down")

@@ -13,11 +13,14 @@ import pytest
 
 from live_memory.admission import DistillGate
 from live_memory.agent_loop import LoopLimits, QuestionLoop
+from live_memory.cited_lines import Citation, CitedLines, cut
 from live_memory.compaction import CompactionReport, Compactor, history_tokens
 from live_memory.constants import SUMMARY_MAX_TOKENS
 from live_memory.context_window import ContextWindow
 from live_memory.errors import OverloadedError
+from live_memory.hot_set import HotSet, HotSetPolicy
 from live_memory.ledger import LedgerFact
+from live_memory.prompts import CITED_HEADING
 from live_memory.providers.base import ChatRequest, ChatResponse, Message, TextPart
 from live_memory.summarizer import Summarizer
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
@@ -253,3 +256,81 @@ async def test_a_history_past_its_maximum_folds_down_to_its_floor_and_keeps_the_
     kept = [t.question for t in window.history if t.kind == "question"]
     assert kept[-2:] == ["question number 18", "question number 19"]
     assert report.summarized_pairs == 20 - len(kept)
+
+
+# --- the hot set --------------------------------------------------------------------------------
+
+APP = "def main():\n    return serve()\n"
+OLD = "LEGACY = True\n"
+
+
+def cited(text: str, path: str, first: int, last: int) -> CitedLines:
+    lines = cut(text, sha(text), Citation(path, first, last))
+    assert lines is not None
+    return lines
+
+
+def hot_set(budget: int = 24_000) -> HotSet:
+    return HotSet(HotSetPolicy(budget_tokens=budget), read_share=0.1, write_share=1.25, max_file_bytes=256 * 1024)
+
+
+async def test_a_compaction_rechooses_the_hot_set_and_sheds_lines_no_longer_used() -> None:
+    window = ContextWindow(budget_tokens=4000)
+    window.freeze()
+    window.record_read("src/old.py", sha(OLD), len(OLD))  # used once, in the first question
+    window.hold_cited(cited(OLD, "src/old.py", 1, 1))
+    for index in range(24):  # src/app.py is used in every question since
+        window.record_read("src/app.py", sha(APP), len(APP))
+        add_exchange(window, index, size=200)
+    window.hold_cited(cited(APP, "src/app.py", 1, 2))
+    for index in range(6):
+        window.observe(f"docs/file{index}.md", f"content {index} " * 150, sha(str(index)))
+    window.sync_deltas()
+    assert window.fill() > 0.85
+    compact = Compactor(
+        summarizer=Summarizer(ScriptedProvider(responder=summary_of)),
+        gate=DistillGate(60.0, Clock()),
+        threshold=0.85,
+        floor=0.6,
+        hot_set=hot_set(),
+    )
+    report = await compact(window)
+    assert report is not None
+    assert "src/old.py:1-1" in report.shed and "src/app.py:1-2" not in report.shed
+    assert list(window.cited) == [("src/app.py", 1, 2)]
+    block = window.frozen_volatile or ""
+    assert CITED_HEADING in block and "1\tdef main():\n2\t    return serve()" in block
+    assert "LEGACY" not in block
+
+
+async def test_without_a_hot_set_a_compaction_keeps_held_lines_as_they_are() -> None:
+    window = filled_window()
+    window.hold_cited(cited(OLD, "src/mod0.py", 1, 1))
+    report = await compactor(ScriptedProvider(responder=summary_of), Clock())(window)
+    assert report is not None and "src/mod0.py:1-1" not in report.shed
+    assert list(window.cited) == [("src/mod0.py", 1, 1)]
+
+
+async def test_a_file_whose_lines_are_held_stays_known_so_a_later_change_drops_them() -> None:
+    """Manifest entries are evicted least recently used first; one whose lines the hot set keeps is not,
+    or a later edit of the file would find no entry to mark and leave its lines shown as current."""
+    window = ContextWindow(budget_tokens=1500)
+    window.record_read("src/app.py", sha(APP), len(APP))  # the least recently read file...
+    for index in range(150):
+        window.record_read(f"src/mod{index:03}.py", sha(f"m{index}"), 100)
+    window.freeze()
+    for index in range(10):  # ...but the one every question used
+        window.note_use("src/app.py")
+        add_exchange(window, index, size=50)
+    window.hold_cited(cited(APP, "src/app.py", 1, 2))
+    window.sync_deltas()
+    assert window.fill() > 0.85
+    compact = Compactor(summarizer=None, gate=DistillGate(60.0, Clock()), threshold=0.85, floor=0.6, hot_set=hot_set())
+    report = await compact(window)
+    assert report is not None and len(report.evicted) > 10  # manifest entries did go, the oldest first
+    assert list(window.cited) == [("src/app.py", 1, 2)]
+    assert "src/app.py" in window.files
+    assert window.invalidate("src/app.py")
+    assert window.cited == {}
+    window.sync_deltas()
+    assert "src/app.py: CHANGED since you read it" in window.history[-2].message.text

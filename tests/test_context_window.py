@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import replace
 
-from live_memory.context_window import ContextWindow
+from live_memory.cited_lines import Citation, CitedLines, cut
+from live_memory.context_window import ContextWindow, file_block
+from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy
 from live_memory.prompt_layout import build_prompt
-from live_memory.prompts import MANIFEST_HEADING, OBSERVED_HEADING
+from live_memory.prompts import CITED_HEADING, CITED_NOTE, MANIFEST_HEADING, OBSERVED_HEADING
 from live_memory.providers.base import Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.snapshot import window_json
 from tests.fakes.windows import HINT, ask, sha
@@ -175,3 +178,189 @@ def test_the_manifest_skips_files_a_trusted_fact_spells_out_and_sizes_only_large
     listed = (window.frozen_volatile or "").partition(MANIFEST_HEADING)[2].strip().splitlines()
     # known.py: a trusted fact names its whole path; stale.py's fact is in doubt; small.py's names a basename only.
     assert listed == ["- lib/src/known.py", "- src/big.py (39 KB)", "- src/small.py", "- src/stale.py"]
+
+
+# --- cited lines and the hot set ----------------------------------------------------------------
+
+APP = "import os\n\n\ndef main():\n    port = os.environ['PORT']\n    return serve(port)\n"
+ANTHROPIC = HoldCosts(read_share=0.1, write_share=1.25, round_tokens=20_000)
+
+
+def lines_of(text: str, first: int, last: int, path: str = "src/app.py") -> CitedLines:
+    lines = cut(text, sha(text), Citation(path, first, last))
+    assert lines is not None
+    return lines
+
+
+def answered(window: ContextWindow, count: int) -> None:
+    """`count` more questions answered (nothing cited)."""
+    for index in range(count):
+        window.add_exchange(Message("user", (TextPart(f"## Question\nq{index}"),)), f"q{index}", "ok", ())
+
+
+def used_every_question(window: ContextWindow, path: str, questions: int) -> None:
+    for _ in range(questions):
+        window.note_use(path)
+        answered(window, 1)
+
+
+def observations(window: ContextWindow) -> list[str]:
+    return [t.message.text for t in window.history if t.kind == "observation"]
+
+
+def test_held_cited_lines_reach_the_next_question_as_one_observation_with_their_numbers() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.freeze()
+    frozen = window.frozen_volatile
+    assert window.hold_cited(lines_of(APP, 4, 6))
+    assert window.hold_cited(lines_of(APP, 1, 1))
+    assert window.sync_deltas() == 1
+    [observed] = observations(window)
+    assert CITED_NOTE in observed
+    assert f"### src/app.py:4-6 (sha {sha(APP)[:12]})" in observed and "### src/app.py:1-1" in observed
+    assert "4\tdef main():\n5\t    port = os.environ['PORT']\n6\t    return serve(port)" in observed
+    assert window.frozen_volatile == frozen  # a delta, never a prefix rewrite
+
+
+def test_holding_the_same_lines_again_changes_nothing() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    assert window.hold_cited(lines_of(APP, 4, 6))
+    window.sync_deltas()
+    assert not window.hold_cited(lines_of(APP, 4, 6))
+    assert window.sync_deltas() == 0
+    assert list(window.cited) == [("src/app.py", 4, 6)]
+
+
+def test_held_lines_count_toward_the_held_tokens() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    assert window.held_tokens() == 0
+    lines = lines_of(APP, 4, 6)
+    window.hold_cited(lines)
+    assert window.held_tokens() == window.tokens(lines.block())
+    window.observe("src/db.py", "URL = 1\n", sha("URL = 1\n"))
+    assert window.held_tokens() == window.tokens(lines.block()) + window.tokens(file_block(window.files["src/db.py"]))
+
+
+def test_lines_of_a_file_in_steady_use_are_admitted_and_those_of_an_unused_file_are_not() -> None:
+    window = ContextWindow(budget_tokens=100_000)
+    used_every_question(window, "src/app.py", 6)
+    policy = HotSetPolicy(budget_tokens=24_000)
+    costs = window.hold_costs(0.1, 1.25)
+    assert costs.round_tokens == window.prompt_tokens()
+    assert window.admit_cited(lines_of(APP, 4, 6), policy, costs)
+    assert not window.admit_cited(lines_of(APP, 4, 6), policy, costs)  # held already
+    assert not window.admit_cited(lines_of("URL = 1\n", 1, 1, path="src/db.py"), policy, costs)
+    assert list(window.cited) == [("src/app.py", 4, 6)]
+
+
+def test_cited_lines_are_not_admitted_past_the_hot_set_budget() -> None:
+    window = ContextWindow(budget_tokens=100_000)
+    used_every_question(window, "src/app.py", 6)
+    first, second = lines_of(APP, 4, 6), lines_of(APP, 1, 2)
+    room = window.tokens(first.block()) + window.tokens(second.block()) - 1
+    policy = HotSetPolicy(budget_tokens=room)
+    assert window.admit_cited(first, policy, ANTHROPIC)
+    assert not window.admit_cited(second, policy, ANTHROPIC)  # the first one left too little room
+    assert list(window.cited) == [first.key]
+
+
+def test_a_change_to_the_file_drops_its_held_lines() -> None:
+    other = APP.replace("serve", "run")
+    changes: dict[str, Callable[[ContextWindow], bool]] = {
+        "invalidate": lambda w: w.invalidate("src/app.py"),
+        "mark_deleted": lambda w: w.mark_deleted("src/app.py"),
+        "note_seen": lambda w: w.note_seen("src/app.py", sha(other), len(other), edited=True),
+        "observe": lambda w: w.observe("src/app.py", other, sha(other)),
+    }
+    for name, change in changes.items():
+        window = ContextWindow(budget_tokens=10_000)
+        window.record_read("src/app.py", sha(APP), len(APP))
+        window.hold_cited(lines_of(APP, 4, 6))
+        window.hold_cited(lines_of("URL = 1\n", 1, 1, path="src/db.py"))
+        change(window)
+        assert list(window.cited) == [("src/db.py", 1, 1)], name
+        window.sync_deltas()
+        assert not any("4\tdef main()" in text for text in observations(window)), name
+
+
+def test_seeing_the_same_version_of_the_file_keeps_its_held_lines() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.record_read("src/app.py", sha(APP), len(APP))
+    window.hold_cited(lines_of(APP, 4, 6))
+    window.note_seen("src/app.py", sha(APP), len(APP), edited=False)
+    window.observe("src/app.py", APP, sha(APP))
+    assert list(window.cited) == [("src/app.py", 4, 6)]
+
+
+def test_an_edit_that_only_moves_held_lines_renumbers_them_and_one_inside_them_drops_them() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.hold_cited(lines_of(APP, 4, 6))
+    window.hold_cited(lines_of(APP, 1, 1))
+    window.sync_deltas()
+    edited = "import os\nimport sys\n\n\ndef main():\n    port = os.environ['PORT']\n    return serve(port)\n"
+    window.relocate_cited("src/app.py", edited, sha(edited))
+    assert sorted(window.cited) == [("src/app.py", 1, 1), ("src/app.py", 5, 7)]
+    assert {lines.sha256 for lines in window.cited.values()} == {sha(edited)}
+    assert window.cited[("src/app.py", 5, 7)].text.startswith("5\tdef main():")
+    assert window.sync_deltas() == 1
+    assert "### src/app.py:5-7" in observations(window)[-1]
+    rewritten = edited.replace("return serve(port)", "return serve(int(port))")
+    window.relocate_cited("src/app.py", rewritten, sha(rewritten))
+    assert list(window.cited) == [("src/app.py", 1, 1)]
+
+
+def test_the_frozen_block_shows_held_lines_under_their_heading() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    lines = lines_of(APP, 4, 6)
+    window.hold_cited(lines)
+    window.sync_deltas()
+    window.freeze()
+    block = window.frozen_volatile or ""
+    assert f"{CITED_HEADING}\n{lines.block()}" in block
+    assert observations(window) == []  # the delta was folded into the block
+
+
+def test_a_compaction_sheds_held_lines_and_files_the_rule_no_longer_picks() -> None:
+    window = ContextWindow(budget_tokens=100_000)
+    window.observe("docs/old.md", "old notes\n" * 20, sha("old"))
+    window.observe("docs/intro.md", "welcome\n", sha("intro"), preloaded=True)
+    window.note_use("docs/old.md")
+    window.hold_cited(lines_of("URL = 1\n", 1, 1, path="src/db.py"))
+    window.note_use("src/db.py")
+    answered(window, 30)
+    used_every_question(window, "src/app.py", 10)
+    window.hold_cited(lines_of(APP, 4, 6))
+    shed = window.rechoose_hot_set(HotSetPolicy(budget_tokens=24_000), window.hold_costs(0.1, 1.25))
+    assert shed == ["docs/old.md", "src/db.py:1-1"]
+    assert list(window.cited) == [("src/app.py", 4, 6)]
+    assert window.files["docs/old.md"].content is None  # known by name, still re-readable
+    assert window.files["docs/intro.md"].content == "welcome\n"  # a preload stays
+    assert window.rechoose_hot_set(HotSetPolicy(budget_tokens=24_000), window.hold_costs(0.1, 1.25)) == []
+
+
+def test_a_forked_window_holds_its_cited_lines_independently() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.record_read("src/app.py", sha(APP), len(APP))
+    window.hold_cited(lines_of(APP, 4, 6))
+    fork = window.clone()
+    fork.hold_cited(lines_of(APP, 1, 1))
+    window.invalidate("src/app.py")
+    assert window.cited == {} and window.sync_deltas() == 1  # only the CHANGED notice
+    assert sorted(fork.cited) == [("src/app.py", 1, 1), ("src/app.py", 4, 6)]
+    assert fork.sync_deltas() == 1  # the fork still has both queued
+
+
+def test_questions_asked_count_those_folded_into_the_ledger() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    answered(window, 3)
+    window.summarized_pairs = 5
+    assert window.questions_asked() == 8
+
+
+def test_a_use_is_counted_in_questions_asked() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.record_read("src/app.py", sha(APP), len(APP))  # the model read it during the first question
+    answered(window, 2)
+    window.note_use("src/app.py")  # an agent teed it in after two questions
+    window.note_use("src/db.py")
+    assert window.file_uses == {"src/app.py": FileUse(2, 0, 2), "src/db.py": FileUse(1, 2, 2)}

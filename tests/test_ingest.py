@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from live_memory.admission import AdmissionLimits
+from live_memory.cited_lines import Citation, cut
 from live_memory.constants import DEFAULT_SECRET_GLOBS
+from live_memory.hot_set import FileUse
 from live_memory.ingest import Ingestor, IngestPolicy, in_scope
 from live_memory.ledger import LedgerFact
+from live_memory.options import HoldFiles
 from live_memory.records import FileEvent
 from live_memory.workspace import Location, WorkspacePolicy, WorkspaceState, new_state
 from tests.fakes.engine import engine_for
@@ -267,3 +270,43 @@ async def test_by_default_a_teed_file_is_named_not_copied(tmp_path: Path, worksp
     first, last = (str(r) for r in (provider.requests[0], provider.requests[-1]))
     assert "src/app.py" in first and "return 'v1'" not in first
     assert "return 'v2'" not in last and "src/app.py: EDITED by an agent" in last
+
+
+async def test_each_teed_read_or_write_counts_one_use_of_the_file(workspace: Path) -> None:
+    state = state_for(workspace)
+    ingest = Ingestor(replace(POLICY, hold_files="used"))
+    await ingest.apply(state, workspace, [read("src/app.py")])
+    assert state.window.file_uses == {"src/app.py": FileUse(1, 0, 0)}
+    assert state.window.files["src/app.py"].content is None  # the hot set holds cited lines, not teed files
+    edited = "def main():\n    return 'v2'\n"
+    await ingest.apply(state, workspace, [FileEvent("src/app.py", "write", edited), read("src/db.py", "URL = 1\n")])
+    assert state.window.file_uses == {"src/app.py": FileUse(2, 0, 0), "src/db.py": FileUse(1, 0, 0)}
+
+
+@pytest.mark.parametrize("hold_files", ["used", "all"])
+async def test_an_edit_above_held_cited_lines_keeps_them_renumbered(workspace: Path, hold_files: HoldFiles) -> None:
+    state = state_for(workspace)
+    ingest = Ingestor(replace(POLICY, hold_files=hold_files))
+    await ingest.apply(state, workspace, [read("src/app.py")])
+    lines = cut(APP, sha(APP), Citation("src/app.py", 2, 2))
+    assert lines is not None and state.window.hold_cited(lines)
+    edited = "import os\n" + APP
+    await ingest.apply(state, workspace, [FileEvent("src/app.py", "write", edited)])
+    [moved] = state.window.cited.values()
+    assert (moved.first, moved.last, moved.sha256, moved.text) == (3, 3, sha(edited), "3\t    return 'v1'")
+    state.window.sync_deltas()
+    assert any("### src/app.py:3-3" in t.message.text for t in state.window.history)
+
+
+async def test_an_edit_of_held_cited_lines_drops_them(workspace: Path) -> None:
+    state = state_for(workspace)
+    ingest = Ingestor(replace(POLICY, hold_files="used"))
+    await ingest.apply(state, workspace, [read("src/app.py")])
+    lines = cut(APP, sha(APP), Citation("src/app.py", 2, 2))
+    assert lines is not None and state.window.hold_cited(lines)
+    state.window.sync_deltas()
+    edited = APP.replace("'v1'", "'v2'")
+    await ingest.apply(state, workspace, [FileEvent("src/app.py", "write", edited)])
+    assert state.window.cited == {}
+    state.window.sync_deltas()
+    assert "src/app.py: EDITED by an agent" in state.window.history[-2].message.text

@@ -74,3 +74,32 @@ def test_the_summary_request_shows_the_ledger_then_the_material() -> None:
         "## Current ledger\n- a fact\n\n## Material being retired from memory\nQ: q\nA: a"
     )
     assert prompts.summary_request_text("", "m").startswith("## Current ledger\n(empty)\n\n")
+
+
+def test_the_hint_ends_with_the_definitions_found_under_their_heading_in_order() -> None:
+    definitions = [
+        "Definitions of 'load' (workspace scan; Read a range to see the code):\nmodels.py:6-7  load (function)",
+        "Definitions of 'Card' (symbol index; Read a range to see the code):\nmodels.py:1-3  Card (class)",
+    ]
+    hint = prompts.question_hint(
+        time_budget_s=30, answer_tokens=500, recently_modified=["a.py"], definitions=definitions
+    )
+    budgets = prompts.question_hint(time_budget_s=30, answer_tokens=500, recently_modified=["a.py"])
+    assert hint == "\n".join([budgets, "", prompts.DEFINITIONS_HEADING, *definitions])
+
+
+def test_without_definitions_the_hint_has_no_definitions_heading() -> None:
+    plain = prompts.question_hint(time_budget_s=30, answer_tokens=500, recently_modified=[])
+    assert prompts.question_hint(time_budget_s=30, answer_tokens=500, recently_modified=[], definitions=[]) == plain
+    assert prompts.DEFINITIONS_HEADING not in plain
+
+
+def test_the_definitions_heading_is_a_distinct_one_line_markdown_heading() -> None:
+    others = [prompts.HINT_HEADING, prompts.QUESTION_HEADING, prompts.MANIFEST_HEADING, prompts.OBSERVED_HEADING]
+    assert prompts.DEFINITIONS_HEADING.startswith("## ") and "\n" not in prompts.DEFINITIONS_HEADING
+    assert prompts.DEFINITIONS_HEADING not in others
+
+
+def test_the_system_prompt_sends_the_model_to_find_symbol_for_where_a_name_is_defined() -> None:
+    [sentence] = [s for s in prompts.SYSTEM_PROMPT.split("\n- ") if "find_symbol" in s]
+    assert "defined" in sentence and "Read" in sentence  # look the name up, then read just those lines

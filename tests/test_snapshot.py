@@ -8,6 +8,7 @@ import json
 import pytest
 
 from live_memory.context_window import ContextWindow
+from live_memory.hot_set import FileUse
 from live_memory.ledger import LedgerFact
 from live_memory.providers.base import Message, TextPart
 from live_memory.snapshot import (
@@ -18,6 +19,7 @@ from live_memory.snapshot import (
     restore_stats,
     restore_window,
     snapshot_payload,
+    window_json,
 )
 from live_memory.workspace import WorkspaceStats
 
@@ -116,3 +118,33 @@ def test_a_snapshot_encoded_incrementally_is_byte_identical_to_a_fresh_encoding(
         "plain",
         "after the compaction",
     ]
+
+
+def test_the_hot_sets_counts_of_use_survive_the_round_trip() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.record_read("src/app.py", sha("app"), 40)  # used in the first question
+    window.observe("src/quiet.py", "QUIET = 1\n", sha("quiet"))  # preloaded, say: known, never used
+    answered(window, "q1", "a1")
+    answered(window, "q2", "a2")
+    window.note_use("src/app.py")  # used again after two questions
+    data = stored(window)
+    files = {f["path"]: f for f in window_json(window)["files"]}
+    app = files["src/app.py"]
+    assert (app["uses"], app["first_use"], app["last_use"]) == (2, 0, 2)
+    assert "uses" not in files["src/quiet.py"]
+    restored = ContextWindow(budget_tokens=10_000)
+    restore_window(restored, parse_snapshot(json.loads(json.dumps(data))).window)
+    assert restored.file_uses == {"src/app.py": FileUse(2, 0, 2)}
+
+
+def test_a_snapshot_written_before_counts_of_use_still_loads() -> None:
+    data = {
+        "schema": SCHEMA_VERSION,
+        "saved_at": 1.0,
+        "workspace": "/repo",
+        "window": {"files": [{"path": "src/app.py", "sha256": sha("app"), "size": 40, "last_used": 3}]},
+    }
+    restored = ContextWindow(budget_tokens=10_000)
+    restore_window(restored, parse_snapshot(data).window)
+    assert restored.files["src/app.py"].last_used == 3
+    assert restored.file_uses == {}

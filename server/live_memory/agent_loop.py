@@ -151,7 +151,7 @@ class QuestionLoop:
             time_budget_s=self.limits.timeout_s,
             answer_tokens=self.limits.answer_tokens,
             recently_modified=window.drain_recently_modified(),
-            definitions=await self._look_up_names(question),
+            definitions=await self._look_up_names_in_time(question),
         )
         self.hint = hint
         out.question_message = Message("user", (TextPart(prompts.question_block(question)),))
@@ -180,13 +180,23 @@ class QuestionLoop:
             await self._hold_cited_lines(window, out.answer, self.limits.hot_set)
         return out
 
+    async def _look_up_names_in_time(self, question: str) -> list[str]:
+        """`_look_up_names` within the question's deadline (a shutdown's cut included): past it, none."""
+        try:
+            async with asyncio.timeout_at(self._loop_time(self.deadline - self.reserve)) as self._timeout:
+                return await self._look_up_names(question)
+        except TimeoutError:
+            return []  # out of time: the loop below gives its best answer at once
+        finally:
+            self._timeout = None
+
     async def _look_up_names(self, question: str) -> list[str]:
         """find_symbol's answers for the names the question mentions (question_names.py), in parallel."""
         names = names_in(question, self.limits.question_names)
         if not names:
             return []
         outcomes = await asyncio.gather(
-            *(self.tools.run(LOOKUP_TOOL, {"name": name, "kind": "definition"}) for name in names)
+            *(self.tools.run(LOOKUP_TOOL, {"name": name, "kind": "definition", "code": True}) for name in names)
         )
         found = (found_definitions(o.text, o.is_error) for o in outcomes)
         return [text for text in found if text is not None]

@@ -71,12 +71,18 @@ def relocated(held: CitedLines, text: str, sha256: str) -> CitedLines | None:
     """`held`'s lines in the file's new `text`, wherever they now start (None when they changed or went)."""
     old = "\n".join(line.split("\t", 1)[1] for line in held.text.split("\n"))
     at = text.find(old)
-    while at > 0 and text[at - 1] != "\n":  # a match must start a line
+    while at >= 0 and not _whole_lines(text, at, at + len(old)):
         at = text.find(old, at + 1)
     if at < 0:
         return None
     first = text.count("\n", 0, at) + 1
     return cut(text, sha256, Citation(held.path, first, first + held.last - held.first))
+
+
+def _whole_lines(text: str, start: int, end: int) -> bool:
+    """Whether `text[start:end]` is whole lines: it starts a line and ends one (a line that only begins
+    like the held one was changed)."""
+    return (start == 0 or text[start - 1] == "\n") and (end == len(text) or text[end] == "\n")
 
 
 def render(held: Mapping[tuple[str, int, int], CitedLines]) -> str:

@@ -155,7 +155,11 @@ class Compactor:
         """Re-readable material: manifest entries (LRU), then the tool turns of past questions (oldest
         first; their answers stay). Neither loses knowledge: the files on disk are the source of truth."""
         projected = window.projected_tokens()
-        listed = sorted((f for f in window.manifest_entries() if f.content is None), key=lambda f: f.last_used)
+        lines_held = {path for path, _, _ in window.cited}  # their entry is what a later change marks
+        listed = sorted(
+            (f for f in window.manifest_entries() if f.content is None and f.path not in lines_held),
+            key=lambda f: f.last_used,
+        )
         for f in listed:
             if projected <= target:
                 return

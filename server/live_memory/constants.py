@@ -159,7 +159,7 @@ HOLD_FILES = "none"
 # The hot set (hot_set.py; hold_files "used"): at most this many tokens of held bytes...
 HOT_SET_TOKENS = 24_000
 # ...a file used once is taken to be as likely to be needed again as one used once in this many questions...
-HOT_SET_PRIOR_QUESTIONS = 8.0
+HOT_SET_PRIOR_QUESTIONS = 30.0
 # ...its rate of use halves for every this many questions since its last use...
 HOT_SET_HALF_LIFE_QUESTIONS = 8.0
 # ...a file entering the set is expected to stay about this many questions (until a compaction re-chooses)...
@@ -344,3 +344,7 @@ SYMBOL_MAX_DEFINITIONS = 20
 SYMBOL_MAX_USE_FILES = 30
 SYMBOL_SCAN_MAX_FILES = 40
 SYMBOL_NAME_MAX_CHARS = 200
+# find_symbol with code: the lines of a name's definitions come with the answer while there are at most this
+# many definitions, each at most this many lines (a longer one is shown by its range only).
+SYMBOL_CODE_MAX_DEFINITIONS = 2
+SYMBOL_CODE_MAX_LINES = 80

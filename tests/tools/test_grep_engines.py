@@ -173,3 +173,10 @@ def test_hits_sort_by_path_keeping_each_files_lines_in_order() -> None:
     assert hits.lines == [("a.py", 3, "y"), ("a.py", 9, "w"), ("b.py", 1, "x"), ("b.py", 2, "z")]
     assert hits.files == ["a.py", "b.py"]
     assert hits.counts == [("a.py", 2), ("b.py", 1)]
+
+
+async def test_only_a_search_from_the_root_ignores_the_ignore_files_above_the_workspace(ctx: ToolContext) -> None:
+    assert "--no-ignore-parent" in ripgrep_argv(ctx, query())
+    # Below the root, the workspace's own ignore files are the start's parents: they must still apply.
+    assert "--no-ignore-parent" not in ripgrep_argv(ctx, query(start="src"))
+    assert "--no-ignore-parent" not in ripgrep_argv(ctx, query(start="src/app.py", is_file=True))

@@ -13,6 +13,7 @@ from live_memory.errors import JailRefusal
 from live_memory.tools.context import ToolContext, ToolLimits, find_ripgrep
 from live_memory.tools.jail import Jail
 from live_memory.tools.listing import GIT_EXCLUDE, FileListing, list_files, ripgrep_base_args, walk_listing
+from tests.fakes.repo_builder import RepoBuilder
 
 FILES = {
     ".gitignore": "build/\n*.log\n",
@@ -111,3 +112,20 @@ async def test_ignore_rules_apply_without_a_git_repository(tmp_path: Path, engin
     root = await asyncio.to_thread(plain_tree)
     listing = await list_files(await context(root, ripgrep=engine), "")
     assert listing.paths == [".ignore", "index.js"]
+
+
+@pytest.mark.parametrize("parent_ignore", ["nested/", "*"])
+async def test_a_nested_repository_is_listed_at_its_root_whatever_its_parent_ignores(
+    tmp_path: Path, engine: bool, parent_ignore: str
+) -> None:
+    def nested_repository() -> Path:
+        (tmp_path / "parent").mkdir()
+        (tmp_path / "parent" / ".gitignore").write_text(parent_ignore + "\n")
+        repo = RepoBuilder(tmp_path / "parent" / "nested").write(".gitignore", "build/\n")
+        return repo.write("src/app.py", "app\n").write("build/out.js", "ignored\n").root
+
+    root = await asyncio.to_thread(nested_repository)
+    if engine and find_ripgrep(ToolLimits()) is None:
+        pytest.skip("ripgrep is not installed (the `ripgrep` wheel provides it): only it reads ignore files above")
+    listing = await list_files(await context(root, ripgrep=engine), "")
+    assert listing == FileListing([".gitignore", "src/app.py"], complete=True)  # its own .gitignore still applies

@@ -11,7 +11,7 @@ import pytest
 from live_memory.tools import Toolbox, ToolLimits
 from live_memory.tools.grep_engines import GrepHits
 from live_memory.tools.search import ShownCheck, format_grep, withheld_filter
-from tests.fakes.repo_builder import IGNORED_MARKER, SECRET_MARKER
+from tests.fakes.repo_builder import IGNORED_MARKER, SECRET_MARKER, RepoBuilder
 
 
 async def _text(box: Toolbox, name: str, **arguments: Any) -> str:
@@ -295,3 +295,50 @@ def test_entries_failing_the_last_check_are_dropped_and_the_next_ones_shown(tool
     assert format_grep(hits, "content", 2, withheld, check) == "a.py:1:x\nc.py:1:z"
     assert format_grep(hits, "files_with_matches", 2, withheld, check) == "Found 2 files\na.py\nc.py"
     assert format_grep(hits, "count", 2, withheld, check) == "a.py:2\nc.py:4\nFound 6 matching lines in 2 files."
+
+
+# -- a workspace inside a directory whose ignore file would hide it ------------------------------
+# "nested/" names the workspace (git does not apply it inside the workspace's own repository);
+# "*" is a home directory kept in git that ignores everything it does not add.
+PARENT_IGNORES = ["nested/", "*"]
+
+
+def nested_workspace(base: Path, parent_ignore: str) -> Path:
+    """parent/.gitignore holds `parent_ignore`; parent/nested is a git repository of its own whose .gitignore
+    files (at its root and in src/) hide build/ and src/*.tmp."""
+    (base / "parent").mkdir()
+    (base / "parent" / ".gitignore").write_text(parent_ignore + "\n")
+    repo = RepoBuilder(base / "parent" / "nested")
+    repo.write(".gitignore", "build/\n").write("src/app.py", "def hello_world():\n    return 'needle'\n")
+    repo.write("build/gen.py", "def hello_world():\n    return 'needle'\n")
+    repo.write("src/.gitignore", "*.tmp\n").write("src/notes.tmp", "needle\n")
+    return repo.root
+
+
+@pytest.fixture(params=PARENT_IGNORES)
+def nested(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    return nested_workspace(tmp_path, request.param)
+
+
+def needs_ripgrep(box: Toolbox) -> Toolbox:
+    if box.ripgrep is None:
+        pytest.skip("ripgrep is not installed (the `ripgrep` wheel provides it): only it reads ignore files above")
+    return box
+
+
+async def test_grep_at_the_root_finds_a_nested_repositorys_files_its_parent_ignores(nested: Path) -> None:
+    box = needs_ripgrep(await Toolbox.create(nested))
+    assert (await _text(box, "Grep", pattern="needle")).splitlines() == ["Found 1 file", "src/app.py"]
+    content = await _text(box, "Grep", pattern="hello_world", output_mode="content")
+    assert content.splitlines() == ["src/app.py:1:def hello_world():"]  # build/ and src/*.tmp stay ignored
+
+
+@pytest.mark.parametrize("ripgrep", [True, False], ids=["ripgrep", "walker"])
+async def test_glob_at_the_root_lists_the_files_of_a_nested_repository_its_parent_ignores(
+    nested: Path, ripgrep: bool
+) -> None:
+    box = await Toolbox.create(nested, ToolLimits(use_ripgrep=ripgrep))
+    if ripgrep:
+        needs_ripgrep(box)
+    listed = (await _text(box, "Glob", pattern="**/*")).splitlines()
+    assert listed == [".gitignore", "src/.gitignore", "src/app.py"]  # not build/gen.py nor src/notes.tmp

@@ -18,7 +18,7 @@ from live_memory.constants import (
 )
 from live_memory.symbol_index import SymbolIndex
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
-from tests.fakes.repo_builder import OUTSIDE_MARKER, SECRET_MARKER
+from tests.fakes.repo_builder import OUTSIDE_MARKER, SECRET_MARKER, RepoBuilder
 
 _MODELS = "class Card:\n    def render(self) -> str:\n        return ''\n\n\ndef load(path):\n    return Card()\n"
 _VIEWS = "from models import Card, load\n\n\ndef show(path):\n    return load(path).render()\n"
@@ -196,3 +196,19 @@ async def test_a_comment_naming_the_symbol_is_not_taken_for_a_definition(tmp_pat
     root = _workspace(tmp_path / "ws", {"big.py": big, "run.sh": "# retry_later here\nretry_later\n"})
     text = await _text(await Toolbox.create(root), name="retry_later", kind="definition")
     assert text == "No definition of 'retry_later' found (workspace scan)."
+
+
+@pytest.mark.parametrize("parent_ignore", ["nested/", "*"])
+async def test_the_scan_finds_a_nested_repositorys_definitions_its_parent_ignores(
+    tmp_path: Path, parent_ignore: str
+) -> None:
+    (tmp_path / "parent").mkdir()
+    (tmp_path / "parent" / ".gitignore").write_text(parent_ignore + "\n")
+    repo = RepoBuilder(tmp_path / "parent" / "nested").write(".gitignore", "build/\n")
+    repo.write("src/app.py", "def hello_world():\n    return 1\n")
+    repo.write("build/gen.py", "def hello_world():\n    pass\n")
+    box = await Toolbox.create(repo.root)
+    if box.ripgrep is None:
+        pytest.skip("ripgrep is not installed (the `ripgrep` wheel provides it): the workspace scan needs it")
+    text = await _text(box, name="hello_world", kind="definition")
+    assert text.splitlines()[1:] == ["src/app.py:1-2  hello_world (function)  def hello_world()"]  # not build/

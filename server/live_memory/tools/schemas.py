@@ -150,7 +150,8 @@ _FIND_SYMBOL: dict[str, Any] = {
         "Find where a name is defined and which files use it: a class, function, method, type, constant "
         'or Markdown heading, bare ("render") or qualified ("Card.render"). Shows each definition as '
         "path:start-end with its signature (Read that range) and the files referencing the name, at most "
-        '20 definitions and 30 files. kind: "definition", "uses" or "both" (default).'
+        '20 definitions and 30 files. kind: "definition", "uses" or "both" (default). code: true also shows '
+        "the lines of a name's one or two short definitions, so no Read is needed."
     ),
     "input_schema": {
         "type": "object",
@@ -161,6 +162,7 @@ _FIND_SYMBOL: dict[str, Any] = {
                 "enum": ["definition", "uses", "both"],
                 "description": 'What to show (default "both")',
             },
+            "code": {"type": "boolean", "description": "Also show the lines of short definitions (default false)"},
         },
         "required": ["name"],
     },

@@ -6,6 +6,8 @@ finds lines that look like a definition of the name and files that mention it; u
 SYMBOL_SCAN_MAX_FILES of them are read through the jail and outlined (cards.py), so definitions come
 with line ranges and "uses" means a reference in code, not a word in a comment. A definition line in
 a file too large to outline is shown as ripgrep reported it, after the same re-check Grep makes.
+With `code`, the lines of a name's few, short definitions come with the answer (numbered as Read shows
+them, under a `### path:start-end` heading), read through the jail now: the model need not Read them.
 
 Must never: show a path outside the workspace, under .git or withheld as secret (index entries
 included), read a file but through the jail, change the index, or block the event loop.
@@ -24,6 +26,8 @@ from typing import Any
 from live_memory.cards import IDENTIFIER_PATTERN, FileCard, build_card, definition_regex, language_for
 from live_memory.constants import (
     CARD_PARSE_MAX_BYTES,
+    SYMBOL_CODE_MAX_DEFINITIONS,
+    SYMBOL_CODE_MAX_LINES,
     SYMBOL_MAX_DEFINITIONS,
     SYMBOL_MAX_USE_FILES,
     SYMBOL_NAME_MAX_CHARS,
@@ -55,13 +59,17 @@ class _Found:
     users: list[str] = field(default_factory=list)
     unexamined: int = 0  # files that mention the name but were not read (the scan's cap)
     notes: list[str] = field(default_factory=list)
+    code: dict[tuple[str, int, int], str] = field(default_factory=dict)  # (path, start, end) -> numbered lines
 
 
 async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
     try:
-        args = Arguments("find_symbol", arguments, known=("name", "kind"), aliases={"symbol": "name", "query": "name"})
+        args = Arguments(
+            "find_symbol", arguments, known=("name", "kind", "code"), aliases={"symbol": "name", "query": "name"}
+        )
         raw = args.string("name", required=True, example="'FileCard' or 'FileCard.render'")
         kind = args.choice("kind", _KINDS, default="both")
+        code = args.boolean("code", default=False)
     except ArgumentError as exc:
         return ToolOutcome(str(exc), is_error=True)
     assert raw is not None
@@ -75,6 +83,9 @@ async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> Too
     found = _from_index(ctx, name)
     if found is None:
         found = await _scan(ctx, name, kind)
+    shown = found.definitions[:SYMBOL_CODE_MAX_DEFINITIONS] if code and kind != "uses" else []
+    if shown and len(found.definitions) <= SYMBOL_CODE_MAX_DEFINITIONS:
+        found.code = await asyncio.to_thread(_definition_code, ctx, shown)
     text = _render(name, kind, found) + args.ignored_note()
     return ToolOutcome(bound_text(text, ctx.limits.max_output_bytes, "ask for a more specific name"))
 
@@ -160,6 +171,31 @@ def _read_card(ctx: ToolContext, rel: str) -> FileCard | None:
     return build_card(rel, data) if len(data) <= CARD_PARSE_MAX_BYTES else None
 
 
+def _definition_code(ctx: ToolContext, hits: list[SymbolHit]) -> dict[tuple[str, int, int], str]:
+    """The numbered lines of each short definition, read through the jail now (a file that changed since
+    its card was made shows what it holds now at those lines). Blocking: runs in a worker thread."""
+    out: dict[tuple[str, int, int], str] = {}
+    for hit in hits:
+        if hit.end - hit.start >= SYMBOL_CODE_MAX_LINES:
+            continue
+        try:
+            real = ctx.jail.resolve(hit.path)
+            fd = ctx.jail.open_text_fd(real)
+        except (JailRefusal, OSError):
+            continue
+        try:
+            data = read_prefix(fd, CARD_PARSE_MAX_BYTES + 1)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        lines = data.decode("utf-8", "replace").split("\n")
+        if hit.end <= len(lines):
+            numbered = (f"{n}\t{lines[n - 1][: ctx.limits.max_line_chars]}" for n in range(hit.start, hit.end + 1))
+            out[(hit.path, hit.start, hit.end)] = "\n".join(numbered)
+    return out
+
+
 def _examine(
     ctx: ToolContext,
     name: str,
@@ -212,6 +248,9 @@ def _render(name: str, kind: str, found: _Found) -> str:
             for hit in found.definitions[:SYMBOL_MAX_DEFINITIONS]:
                 span = str(hit.start) if hit.start == hit.end else f"{hit.start}-{hit.end}"
                 out.append(f"{hit.path}:{span}  {hit.qualified} ({hit.kind})  {hit.signature}")
+                lines = found.code.get((hit.path, hit.start, hit.end))
+                if lines is not None:
+                    out.append(f"### {hit.path}:{hit.start}-{hit.end}\n```\n{lines}\n```")
             room = max(SYMBOL_MAX_DEFINITIONS - len(found.definitions), 0)
             for path, number, text in found.lines[:room]:
                 out.append(f"{path}:{number}  {text.strip()[:SYMBOL_NAME_MAX_CHARS]}")
