@@ -8,7 +8,8 @@ Claude Code would, with the arm's way of exploring:
   needed file the context does not hold, in one parallel turn. Read results stay until compaction.
 - B (`MemoryExplorer`, bench/bill_memory.py): one ask_live_memory call per exploration task.
 - C (`SubagentExplorer`): one Agent call; a fresh subagent context (Grep, Read decoys and files, report).
-Then, for edit tasks, Read the file unless its current content is held, and Edit it; then the reply.
+Then, for edit tasks, Read the file unless its current content is held (only the lines the answer cited when
+an explorer's answer named them: Claude Code accepts an Edit after a partial Read), and Edit it; then the reply.
 
 Compaction (Claude Code in -p mode): when a request would exceed the context limit the API answers "prompt
 is too long" (not billed); a compaction request (the conversation that last fit + an instruction) returns a
@@ -347,12 +348,34 @@ class MainAgent:
             if self.turn(task, [Block("assistant:text", task.reply, "user & replies")], "output"):
                 break
 
+    async def read_window(self, task: Task, path: str, lines: tuple[int, int], tee: Tee | None = None) -> bool:
+        """One Read of the lines an answer cited (offset/limit): the agent then holds only those lines."""
+        first, last = lines
+        call = tool_use("Read", {"file_path": self.abs(path), "offset": first, "limit": last - first + 1})
+        if not self.turn(task, [call]):
+            return False
+        text = self.files.text(path)
+        self.context.add(tool_result(window_result(text, first, last), "file reads"))
+        self.known.add(path)
+        self.reads.note(path, text, task.index)
+        if tee is not None:  # the hook tees the file as it is on disk, whatever window was read
+            await tee([{"path": self.abs(path), "kind": "read", "content": text}])
+        return True
+
     async def _edit(self, task: Task, tee: Tee | None) -> None:
         op = task.edit
         assert op is not None
+        # An answer (the memory's or the subagent's) that cited the lines to change: the agent reads just those,
+        # unless the file is small (then it reads it whole and holds it for the tasks that come back to it).
+        large = len(self.files.text(op.path)) // 4 > SMALL_FILE_TOKENS
+        cited = cited_lines(task.answer, op.path) if task.index in self.delegated and large else None
+        windowed = False
         for _ in range(MAX_TURNS_PER_STAGE):
-            if not self.holds(op.path):
-                await self.read_files(task, [op.path], tee)
+            if not self.holds(op.path) and not windowed:
+                if cited is not None:
+                    windowed = await self.read_window(task, op.path, cited, tee)
+                else:
+                    await self.read_files(task, [op.path], tee)
                 continue
             call = tool_use(
                 "Edit", {"file_path": self.abs(op.path), "old_string": op.old, "new_string": op.new}, "edits"
@@ -361,12 +384,25 @@ class MainAgent:
                 continue
             text = apply_edit(self.files.text(op.path), op)
             self.files.write(op.path, text)
-            self.held[op.path] = version(text)
+            if not windowed:  # after a whole Read the agent's view of the file is current; after a window, partial
+                self.held[op.path] = version(text)
             self.context.add(tool_result(edit_result(self.abs(op.path)), "edits"))
             if tee is not None:
                 await tee([{"path": self.abs(op.path), "kind": "write", "content": text}])  # PostToolUse Edit
                 await tee([{"path": self.abs(op.path), "kind": "change"}])  # FileChanged (the watcher)
             return
+
+
+def cited_lines(answer: str, path: str) -> tuple[int, int] | None:
+    """The first `path:first-last` an answer cites for `path`."""
+    found = re.search(rf"(?<![\w/.-]){re.escape(path)}:(\d+)-(\d+)", answer)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def window_result(text: str, first: int, last: int) -> str:
+    """Claude Code's Read output for offset/limit: the window's lines after their own numbers."""
+    lines = text.split("\n")
+    return "\n".join(f"{n}\t{lines[n - 1][:READ_MAX_LINE_CHARS]}" for n in range(first, min(last, len(lines)) + 1))
 
 
 def edit_result(path: str) -> str:

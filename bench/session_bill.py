@@ -15,8 +15,10 @@ Arms (same tasks, same edits, same virtual clock rules; each arm has its own cac
        defined" question it Greps in content mode and reads nothing. Priced two ways: on Haiku (the Agent
        call names the model) and inheriting the main model (Claude Code 2.1.332's default: its built-in
        Explore agent is defined with model "inherit").
-    In every arm an edit task Reads the file (unless its current content is in context), then Edits it; every
-    task ends with the same reply to the user.
+    In every arm an edit task Reads the file (unless its current content is in context), then Edits it; where
+    an answer (B's or C's, the same text) cited the lines to change in a file larger than a small one, the
+    Read is that window (Claude Code accepts an Edit after a partial Read). Every task ends with the same
+    reply to the user.
 
 Main agent (simulated Claude Code): ~22k tokens of tools + system on every request (+ the plugin's ask tool and
 context lines in B, measured from their real texts). Tool results as Claude Code 2.1.332 returns them (checked

@@ -135,6 +135,15 @@ async def test_a_cold_memory_answer_without_tools_is_sent_back_to_explore_once(r
     assert provider.requests[1].messages[-1].parts[0] == TextPart(prompts.COLD_EXPLORE_NUDGE, cache=True)
 
 
+async def test_a_cold_memory_whose_question_names_a_defined_name_answers_without_the_nudge(root: Path) -> None:
+    (root / "tools.py").write_text("def make_widget(size):\n    return size * 2\n")
+    provider = ScriptedProvider(text_response("`make_widget` is in tools.py:1-2"))
+    loop = await loop_for(root, provider, force_explore_when_cold=True)
+    out = await loop.answer(ContextWindow(budget_tokens=100_000), "Where is `make_widget` defined?")
+    assert out.answer == "`make_widget` is in tools.py:1-2" and len(provider.requests) == 1
+    assert "tools.py:1-2" in provider.requests[0].messages[-1].text  # the lookup grounded it
+
+
 async def test_a_warm_memory_answers_without_the_explore_nudge(root: Path) -> None:
     window = ContextWindow(budget_tokens=100_000)
     window.observe("app.py", APP, hashlib.sha256(APP.encode()).hexdigest())

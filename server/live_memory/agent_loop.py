@@ -137,6 +137,7 @@ class QuestionLoop:
         self._timeout: asyncio.Timeout | None = None
         self.hint = ""
         self.cut_short = False  # the deadline was brought forward by a shutdown
+        self.grounded = False  # the question's names were found in the current files (no cold nudge then)
 
     async def answer(self, window: ContextWindow, question: str, outcome: LoopOutcome | None = None) -> LoopOutcome:
         """Run the loop on `window` (mutated: deltas synced, reads recorded, exchange appended)."""
@@ -147,11 +148,14 @@ class QuestionLoop:
         window.sync_deltas()
         if self.compactor is not None:
             await self.compactor(window, None)
+        definitions = await self._look_up_names_in_time(question)
+        # Definitions looked up in the current files ground an answer even in an empty memory.
+        self.grounded = bool(definitions)
         hint = prompts.question_hint(
             time_budget_s=self.limits.timeout_s,
             answer_tokens=self.limits.answer_tokens,
             recently_modified=window.drain_recently_modified(),
-            definitions=await self._look_up_names_in_time(question),
+            definitions=definitions,
         )
         self.hint = hint
         out.question_message = Message("user", (TextPart(prompts.question_block(question)),))
@@ -235,7 +239,7 @@ class QuestionLoop:
         return asyncio.get_running_loop().time() + max(when - self.clock(), 0.0)
 
     async def _run(self, window: ContextWindow, transcript: list[Message], out: LoopOutcome) -> None:
-        guard_used = not (self.limits.force_explore_when_cold and window.cold)
+        guard_used = self.grounded or not (self.limits.force_explore_when_cold and window.cold)
         for iteration in range(self.limits.max_iterations):
             out.status = f"thinking (turn {iteration + 1})"
             response = await self._call(window, transcript, out)
