@@ -23,7 +23,7 @@ from live_memory.answerer import Answerer, validate_question
 from live_memory.errors import LiveMemoryError
 from live_memory.jobs import JobRegistry
 from live_memory.records import QuestionResult
-from live_memory.shutdown import StopSignal
+from live_memory.shutdown import EndListens, StopSignal
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +81,7 @@ def build_mcp_server(
         version=__version__,
         instructions="Call ask_live_memory with your question and the absolute repository root as cwd.",
     )
+    mcp.middleware.append(EndListens(stop))  # a stop ends the clients' standing event streams
 
     @mcp.tool(
         structured_output=False,

@@ -193,13 +193,13 @@ class Options:
     )
     hold_files: HoldFiles = option(  # noqa: RUF009 (a Literal alias: ruff does not see through it)
         C.HOLD_FILES,
-        "Which files keep their bytes in the window: `used` (the hot set: files read by the memory or teed by "
-        "the agents while their expected re-reads cost more than holding them, within `hot_set_tokens`), "
+        "Which bytes the window holds: `used` (the hot set: the lines answers cite, while their expected "
+        "re-reads cost more than holding them, within `hot_set_tokens`; measured dearer on the session bill), "
         "`earned` (teed files an answer cited or a fact came from), `all` teed files, or `none`.",
     )
     hot_set_tokens: int = option(
         C.HOT_SET_TOKENS,
-        "Most tokens of file bytes the hot set holds (`hold_files` used); the files worth most per token stay.",
+        "Most tokens the hot set holds (`hold_files` used); what is worth most per token stays.",
         low=0,
         high=1_000_000,
     )

@@ -5,10 +5,13 @@ deadlines so they return their best answer within the grace period, and once no 
 on its way (at once when none runs) end idle MCP streams and let the server stop listening; the
 lifespan then cancels the background tasks and flushes every snapshot under a deadline.
 
-Idle streams: a connected MCP client (Claude Code) holds a `GET /mcp` server-sent-events stream that,
-in stateless mode, only ever carries keep-alive pings. `IdleStreams` serves that stream itself so it
-can end it when a stop begins; otherwise it would hold shutdown open until uvicorn's timeout.
-Streams that carry an answer (`POST /mcp`) are left to finish.
+Idle streams: a connected MCP client holds an event stream that carries nothing but keep-alive pings
+and would hold shutdown open until uvicorn's timeout (then cancelled, with a traceback in the log).
+A handshake-era client (the SDK's) opens it with `GET /mcp`: `IdleStreams` serves that stream itself
+so it can end it when a stop begins. A client of the 2026-07-28 protocol (Claude Code) opens it as a
+`subscriptions/listen` request: `EndListens`, an MCP middleware (the SDK's public hook around every
+request), ends it with the listen result the protocol defines for a deliberate close, as the SDK's own
+`ListenHandler.close` would. Streams that carry an answer are left to finish.
 """
 
 from __future__ import annotations
@@ -22,14 +25,19 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from types import FrameType
+from typing import Any
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
+from mcp_types import SubscriptionsListenResult
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from live_memory.constants import MCP_PATH, SHUTDOWN_DRAIN_MARGIN_S
 
 logger = logging.getLogger(__name__)
+LISTEN_METHOD = "subscriptions/listen"  # the 2026-07-28 protocol's standing event stream
 
 
 def drain_limit_s(grace_s: float) -> float:
@@ -141,6 +149,34 @@ class StopSignal:
             for sig, old in previous.items():
                 if signal.getsignal(sig) is handler:
                     signal.signal(sig, old)
+
+
+class EndListens:
+    """MCP middleware: a `subscriptions/listen` stream ends, with its result (the graceful close the
+    protocol defines), once a stop has begun and every answer is delivered; other requests pass through."""
+
+    def __init__(self, stop: StopSignal) -> None:
+        self.stop = stop
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method != LISTEN_METHOD or ctx.request_id is None:
+            return await call_next(ctx)
+        result: list[HandlerResult] = []
+        async with anyio.create_task_group() as tasks:
+
+            async def listen() -> None:
+                result.append(await call_next(ctx))
+                tasks.cancel_scope.cancel()
+
+            async def end_at_stop() -> None:
+                await self.stop.answers_delivered()
+                tasks.cancel_scope.cancel()
+
+            tasks.start_soon(listen)
+            tasks.start_soon(end_at_stop)
+        if result:
+            return result[0]
+        return SubscriptionsListenResult(_meta={SUBSCRIPTION_ID_META_KEY: ctx.request_id})
 
 
 class IdleStreams:
