@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from mcp.server.context import HandlerResult, ServerRequestContext
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
+from mcp_types import SubscriptionsListenResult
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from live_memory.constants import SHUTDOWN_DRAIN_MARGIN_S
-from live_memory.shutdown import IdleStreams, StopSignal, drain_limit_s
+from live_memory.shutdown import LISTEN_METHOD, EndListens, IdleStreams, StopSignal, drain_limit_s
 
 
 async def test_begin_runs_every_step_once_even_when_one_fails() -> None:
@@ -97,3 +100,51 @@ def test_a_stop_told_to_be_quick_is_quick_and_a_long_grace_gets_at_most_the_stan
     assert drain_limit_s(0.5) == 1.5
     assert drain_limit_s(3.0) == 6.0
     assert drain_limit_s(10.0) == 10.0 + SHUTDOWN_DRAIN_MARGIN_S
+
+
+def _context(method: str, request_id: int | None = 7) -> ServerRequestContext[None, None]:
+    return ServerRequestContext(
+        session=None,  # type: ignore[arg-type]
+        lifespan_context=None,
+        protocol_version="2026-07-28",
+        method=method,
+        request_id=request_id,
+    )
+
+
+async def test_a_listen_stream_ends_with_its_result_once_the_stop_begins_and_answers_are_delivered() -> None:
+    stop = StopSignal()
+    middleware = EndListens(stop)
+    forever = anyio.Event()
+
+    async def listen(ctx: ServerRequestContext[None, None]) -> HandlerResult:
+        await forever.wait()  # a subscription stream: it never ends by itself
+        return None
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            results: list[HandlerResult] = []
+
+            async def serve() -> None:
+                results.append(await middleware(_context(LISTEN_METHOD), listen))
+
+            tasks.start_soon(serve)
+            await anyio.wait_all_tasks_blocked()
+            assert results == []  # no stop yet: the stream stays open
+            stop.begin()
+    (result,) = results
+    assert isinstance(result, SubscriptionsListenResult)
+    assert result.meta == {SUBSCRIPTION_ID_META_KEY: 7}  # the graceful close, stamped with the listen's id
+
+
+async def test_other_requests_and_a_listen_that_ends_by_itself_pass_through_untouched() -> None:
+    stop = StopSignal()
+    middleware = EndListens(stop)
+
+    async def handler(ctx: ServerRequestContext[None, None]) -> HandlerResult:
+        return {"method": ctx.method}
+
+    with anyio.fail_after(5):
+        assert await middleware(_context("tools/call"), handler) == {"method": "tools/call"}
+        assert await middleware(_context(LISTEN_METHOD), handler) == {"method": LISTEN_METHOD}
+        assert await middleware(_context(LISTEN_METHOD, request_id=None), handler) == {"method": LISTEN_METHOD}
