@@ -1161,6 +1161,8 @@ def render_readme_session_bill(data: Mapping[str, Any]) -> str:
         _readme_sequences(data, repos),
         _readme_cache(runs),
         _readme_requests(goals),
+        _readme_kinds(goals),
+        _readme_learning(runs),
     ]
     if controls:
         bullets.append(_readme_controls(controls))
@@ -1275,6 +1277,53 @@ def _readme_requests(goals: Mapping[str, Mapping[str, Any]]) -> str:
         f"({per_question('memory strict', rounds)} and {per_question('memory trusting', rounds)} tool rounds), "
         f"the subagent {per_question('subagent', requests)} ({per_question('subagent', rounds)} tool rounds)."
     )
+
+
+def _readme_kinds(goals: Mapping[str, Mapping[str, Any]]) -> str:
+    """Cost per question of each kind of question, memory (both models) against the subagent on Haiku."""
+
+    def kind(name: str) -> str:
+        memory = [
+            _ratio_of(
+                dig(g["base"], "arms", f"B-{mode}", "memory", "by_question_kind", name, "usd_per_question"),
+                dig(g["base"], "arms", "C", "subagent", "by_question_kind", name, "usd_per_question"),
+            )
+            for g in goals.values()
+            for mode in MODES
+        ]
+        requests = [
+            dig(g["base"], "arms", f"B-{mode}", "memory", "by_question_kind", name, "requests_per_question")
+            for g in goals.values()
+            for mode in MODES
+        ]
+        return f"{name} {_span(memory)} ({_span(requests, unit='')} requests)"
+
+    return (
+        "By kind of question at 60 tasks with medium locality, the memory's cost per question over the subagent's "
+        f"on Haiku (and its requests per question): {kind('locate')}; {kind('explain')}; {kind('edit')}."
+    )
+
+
+def _readme_learning(runs: Sequence[Mapping[str, Any]]) -> str:
+    """Over a 60-task session: the memory's cost over the subagent's on the same tasks, last 20 over first 20;
+    requests per question after the first 20; and the share of the strict model's Reads that re-read a file."""
+    sixty = [r for r in runs if r.get("tasks") == 60 and len(list_at(r, "sessions")) == 1]
+    rereads = [
+        _ratio_of(dig(r, "arms", "B-strict", "memory", "rereads"), dig(r, "arms", "B-strict", "memory", "reads"))
+        for r in sixty
+    ]
+    after = [dig(r, "arms", f"B-{mode}", "memory", "requests_per_question_after_20") for r in sixty for mode in MODES]
+    return (
+        f"Over the {len(sixty)} 60-task rows, the memory's cost over the subagent's on the same tasks is, in the last "
+        f"20 tasks, {_span(_compared(sixty, 'memory_over_subagent_last_over_first_20'))} of what it is in the first "
+        f"20; after the first 20 questions it sends {_span(after, unit='')} requests per question; of the strict "
+        f"model's Reads, {_span(rereads, unit='%')} re-read a file read for an earlier question."
+    )
+
+
+def _ratio_of(part: Any, whole: Any) -> float | None:
+    a, b = _number(part), _number(whole)
+    return None if a is None or not b else a / b
 
 
 def _readme_controls(controls: Sequence[Mapping[str, Any]]) -> str:

@@ -39,6 +39,7 @@ class Session:
     memory: FakeLLM
     release: threading.Event
     holding: threading.Event  # the agent's model holds the session open: Claude Code is connected and waiting
+    asked: list[RecordedRequest]  # the agent's model requests, as they arrive
 
     def stop_server(self) -> int:
         self.server.send_signal(signal.SIGTERM)
@@ -102,6 +103,7 @@ def start(claude: str, tmp_path: Path, project: Path, sealed_environment: Path) 
 
     def starter(turns: list[Reply], memory_reply: Reply | None) -> Session:
         release, holding = threading.Event(), threading.Event()
+        asked: list[RecordedRequest] = []
         agent, memory = FakeLLM(), FakeLLM()
         agent.__enter__()
         memory.__enter__()
@@ -111,6 +113,7 @@ def start(claude: str, tmp_path: Path, project: Path, sealed_environment: Path) 
         def respond(request: RecordedRequest) -> Reply:
             if not is_agent_turn(request):
                 return Reply.text("ok")
+            asked.append(request)  # recorded on arrival: the fake records a request once it is answered
             step = len(tool_results(request.body))
             if step < len(turns):
                 return turns[step]
@@ -130,7 +133,7 @@ def start(claude: str, tmp_path: Path, project: Path, sealed_environment: Path) 
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        session = Session(server, log, cli, agent, memory, release, holding)
+        session = Session(server, log, cli, agent, memory, release, holding, asked)
         started.append(session)
         return session
 
@@ -162,7 +165,7 @@ def assert_clean_stop(session: Session, code: int) -> None:
 
 
 def agent_turns(session: Session) -> list[RecordedRequest]:
-    return [r for r in session.agent.requests if is_agent_turn(r)]
+    return list(session.asked)
 
 
 def test_sigterm_with_an_idle_claude_code_session_connected_stops_cleanly(start: Starter) -> None:
