@@ -4,7 +4,9 @@ directly, on (a) a real repository (the Django 5.1.4 sdist, committed into a fre
 
 Run: `python -m bench.tools_bench` (also part of `make bench`). The first run downloads the sdist with
 pip and builds both repositories under bench/.cache/ (keep that directory out of git); later runs
-reuse them. Writes bench/results/tools.json. Goals: tree <= 2x `git ls-files`, Grep <= 1.3x rg.
+reuse them. Writes bench/results/tools.json. Goals: tree <= 2x `git ls-files`, Grep <= 1.3x rg. Also
+times `find_symbol` (the lookup every question's names get before the model sees it: a ripgrep scan, then
+outlines of the files it finds) beside a Grep for the same definition in the same run.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ TREE_BUDGET = int(200_000 * DIRECTORY_TREE_SHARE * 4)
 TREE_GOAL = 2.0
 GREP_GOAL = 1.3
 
+# Names looked up with find_symbol (definition, with code), timed beside Grep for `def NAME|class NAME`.
+SYMBOLS = {
+    "django": ["get_queryset", "QuerySet", "render_to_string", "_check_ordering"],
+    "synthetic": ["func_1234", "func_99999", "Widget950", "no_such_name_zzz"],
+}
 PATTERNS = {
     "django": ["def get_queryset", r"class \w+Admin\(", "TODO", r"^import re$", "zzz_no_such_token_zzz"],
     "synthetic": [
@@ -186,9 +193,33 @@ async def measure(name: str, repo: Path) -> dict[str, Any]:
                 "first_line": first[:80],
             }
         )
+    symbol_rows = []
+    for symbol in SYMBOLS[name]:
+        lookup_args = {"name": symbol, "kind": "definition", "code": True}
+        grep_args = {"pattern": rf"(def|class) {symbol}\b", "output_mode": "content", "head_limit": 200}
+
+        async def lookup(a: dict[str, Any] = lookup_args) -> object:
+            return await box.run("find_symbol", a)
+
+        async def grep_same(a: dict[str, Any] = grep_args) -> object:
+            return await box.run("Grep", a)
+
+        lookup_ms, grep_ms = await _interleaved([lookup, grep_same])
+        found = (await box.run("find_symbol", lookup_args)).text.splitlines()
+        symbol_rows.append(
+            {
+                "name": symbol,
+                "find_symbol_ms": round(lookup_ms, 2),
+                "grep_ms": round(grep_ms, 2),
+                "ratio_vs_grep": round(lookup_ms / grep_ms, 2),
+                "first_hit": (found[1] if len(found) > 1 else found[0] if found else "")[:80],
+            }
+        )
     return {
         "repo": name,
         "files": file_count,
+        "find_symbol": symbol_rows,
+        "find_symbol_ratio_median_vs_grep": round(statistics.median(r["ratio_vs_grep"] for r in symbol_rows), 2),
         "git_ls_files_ms": round(git_ms, 2),
         "directory_tree_ms": round(tree_ms, 2),
         "tree_ratio": round(tree_ms / git_ms, 2),
@@ -213,6 +244,9 @@ def _print(result: dict[str, Any]) -> None:
         f"  median Grep ratio: {result['grep_ratio_median_vs_same_flags']}x vs rg with the same flags, "
         f"{result['grep_ratio_median_vs_plain_rg']}x vs plain `rg -n -i` (goal <= {GREP_GOAL}x)"
     )
+    print(f"  {'find_symbol name':<28}{'tool ms':>10}{'Grep ms':>10}{'x Grep':>8}")
+    for row in result["find_symbol"]:
+        print(f"  {row['name']:<28}{row['find_symbol_ms']:>10.1f}{row['grep_ms']:>10.1f}{row['ratio_vs_grep']:>8.2f}")
 
 
 def _ensure_cache() -> None:
