@@ -318,6 +318,12 @@ class ContextWindow:
         self.pending.cited[lines.key] = None
         return True
 
+    def note_tee(self, path: str, content: str, sha256: str) -> None:
+        """An agent read or edited a file and sent its bytes: one use of it, and its held lines follow it."""
+        self.note_use(path)
+        if self.cited:
+            self.relocate_cited(path, content, sha256)
+
     def relocate_cited(self, path: str, content: str, sha256: str) -> None:
         """The file is now `content` (a tee): held lines it still has, unchanged, are held at their new
         place (an edit above them only moves them); the others are dropped."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from live_memory.config import Settings
 from live_memory.constants import (
@@ -32,9 +33,9 @@ from live_memory.constants import (
 )
 
 
-@dataclass(frozen=True)
-class FileUse:
-    """How often a file was used, counted in questions asked of the workspace."""
+class FileUse(NamedTuple):
+    """How often a file was used, counted in questions asked of the workspace (a tuple: one is built per file
+    event, and a tuple builds several times faster than a frozen dataclass)."""
 
     uses: int = 0
     first: int = 0  # questions asked before its first use

@@ -148,8 +148,8 @@ class Ingestor:
                 result.accepted += 1
                 return
             content, sha, size, edited = event.content, event.sha256, event.size, event.kind == "write"
-            state.apply(lambda w: w.note_use(rel))
-            state.apply(lambda w: w.relocate_cited(rel, content, sha))
+            if self.policy.hold_files == "used" or window.cited:  # the hot set's counts and held lines
+                state.apply(lambda w: w.note_tee(rel, content, sha))
             if self._hold(window, rel):
                 state.apply(lambda w: w.observe(rel, content, sha))
             else:
