@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from live_memory.cited_lines import Citation, CitedLines, cut
-from live_memory.context_window import ContextWindow, file_block
+from live_memory.context_window import ContextWindow
+from live_memory.file_context import file_block
 from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy
 from live_memory.prompt_layout import build_prompt
 from live_memory.prompts import CITED_HEADING, CITED_NOTE, MANIFEST_HEADING, OBSERVED_HEADING

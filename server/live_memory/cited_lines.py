@@ -85,5 +85,37 @@ def _whole_lines(text: str, start: int, end: int) -> bool:
     return (start == 0 or text[start - 1] == "\n") and (end == len(text) or text[end] == "\n")
 
 
+Key = tuple[str, int, int]  # (path, first, last)
+
+
+class HeldLines(dict[Key, CitedLines]):
+    """The cited lines a window holds. Each change that adds lines also queues their key in `queue` (the
+    window's next delta), and each that drops lines takes them off it."""
+
+    def hold(self, lines: CitedLines, queue: dict[Key, None]) -> bool:
+        """False when these very lines are held already."""
+        held = self.get(lines.key)
+        if held is not None and held.sha256 == lines.sha256:
+            return False
+        self[lines.key] = lines
+        queue[lines.key] = None
+        return True
+
+    def drop(self, path: str, queue: dict[Key, None], keep_sha: str | None = None) -> None:
+        """The file changed: its lines are no longer current (those of `keep_sha` stay)."""
+        for key in [k for k, lines in self.items() if k[0] == path and lines.sha256 != keep_sha]:
+            del self[key]
+            queue.pop(key, None)
+
+    def relocate(self, path: str, text: str, sha256: str, queue: dict[Key, None]) -> None:
+        """The file is now `text`: lines it still has, unchanged, are held at their new place; the others go."""
+        for key, held in [(k, v) for k, v in self.items() if k[0] == path and v.sha256 != sha256]:
+            del self[key]
+            queue.pop(key, None)
+            moved = relocated(held, text, sha256)
+            if moved is not None:
+                self.hold(moved, queue)
+
+
 def render(held: Mapping[tuple[str, int, int], CitedLines]) -> str:
     return "\n\n".join(held[key].block() for key in sorted(held))

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field, replace
 
 from live_memory.admission import DistillGate
 from live_memory.constants import COMPACTION_KEEP_RECENT_PAIRS, HISTORY_FLOOR
-from live_memory.context_window import ContextWindow, FileContext, file_block
+from live_memory.context_window import ContextWindow
 from live_memory.errors import ProviderError
+from live_memory.file_context import FileContext, file_block
 from live_memory.history import Turn, message_text
 from live_memory.hot_set import HotSet
 from live_memory.records import Usage

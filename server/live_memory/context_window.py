@@ -18,19 +18,17 @@ Invariants this module owns:
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
-from live_memory.cited_lines import CitedLines, relocated
+from live_memory.cited_lines import CitedLines, HeldLines, Key
 from live_memory.cited_lines import render as render_cited
 from live_memory.constants import (
     CHARS_PER_TOKEN,
     COMPACTION_THRESHOLD,
-    FILE_SIZE_SHOWN_FROM_BYTES,
     TRANSCRIPT_KEEP_SHARE,
 )
+from live_memory.file_context import FileContext, changed_lines, file_block, named
 from live_memory.history import EXCHANGE_KINDS, HistoryTally, Sent, Turn, message_text, tally
 from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses
 from live_memory.ledger import Ledger
@@ -50,34 +48,6 @@ from live_memory.prompts import (
 from live_memory.providers.base import Message, TextPart
 from live_memory.records import estimate_tokens
 
-FileState = Literal["current", "changed", "deleted"]
-
-
-@dataclass(frozen=True)
-class FileContext:
-    """What the window knows of one file. `content` is held bytes (observed/preloaded) or None."""
-
-    path: str
-    sha256: str
-    size: int
-    content: str | None = None
-    state: FileState = "current"
-    preloaded: bool = False
-    last_used: int = 0
-
-    def manifest_line(self) -> str:
-        note = {
-            "current": "",
-            "changed": " — CHANGED since you read it; re-read before relying on it",
-            "deleted": " — DELETED or moved/renamed; it no longer exists at this path",
-        }[self.state]
-        return f"- {named(self.path, self.size)}{note}"
-
-
-def named(path: str, size: int) -> str:
-    """A file as the prompt names it: its size only where it warns the model to read a part."""
-    return f"{path} ({size // 1024} KB)" if size >= FILE_SIZE_SHOWN_FROM_BYTES else path
-
 
 @dataclass
 class Delta:
@@ -87,7 +57,7 @@ class Delta:
     diffs: dict[str, str] = field(default_factory=dict)  # held path -> what changed (instead of a new copy)
     notices: dict[str, str] = field(default_factory=dict)  # path -> notice line
     seen: dict[str, int] = field(default_factory=dict)  # path -> size: read by the agents, bytes not held
-    cited: dict[tuple[str, int, int], None] = field(default_factory=dict)  # lines newly held (cited_lines.py)
+    cited: dict[Key, None] = field(default_factory=dict)  # lines newly held (cited_lines.py)
 
 
 class ContextWindow:
@@ -118,7 +88,7 @@ class ContextWindow:
         self.transcript_keep_share = transcript_keep_share
         self._tally: HistoryTally | None = None  # running figures over `history` (see history.py)
         self.file_uses: dict[str, FileUse] = {}  # reads and tees per file, for the hot set (persisted)
-        self.cited: dict[tuple[str, int, int], CitedLines] = {}  # lines answers cited, held (hot set)
+        self.cited = HeldLines()  # lines answers cited, held (the hot set)
 
     # --- copying (forks) -----------------------------------------------------------------------
     def clone(self) -> ContextWindow:
@@ -131,7 +101,7 @@ class ContextWindow:
             twin._tally = replace(counted, history=twin.history)
         twin.files = dict(self.files)
         twin.file_uses = dict(self.file_uses)
-        twin.cited = dict(self.cited)
+        twin.cited = HeldLines(self.cited)
         twin.ledger = self.ledger.copy()
         twin.pending = Delta(
             dict(self.pending.content),
@@ -311,12 +281,7 @@ class ContextWindow:
 
     def hold_cited(self, lines: CitedLines) -> bool:
         """Hold lines an answer cited (queued as a delta); False when these very lines are held already."""
-        held = self.cited.get(lines.key)
-        if held is not None and held.sha256 == lines.sha256:
-            return False
-        self.cited[lines.key] = lines
-        self.pending.cited[lines.key] = None
-        return True
+        return self.cited.hold(lines, self.pending.cited)
 
     def note_tee(self, path: str, content: str, sha256: str) -> None:
         """An agent read or edited a file and sent its bytes: one use of it, and its held lines follow it."""
@@ -327,19 +292,11 @@ class ContextWindow:
     def relocate_cited(self, path: str, content: str, sha256: str) -> None:
         """The file is now `content` (a tee): held lines it still has, unchanged, are held at their new
         place (an edit above them only moves them); the others are dropped."""
-        for key, held in [(k, v) for k, v in self.cited.items() if k[0] == path and v.sha256 != sha256]:
-            del self.cited[key]
-            self.pending.cited.pop(key, None)
-            moved = relocated(held, content, sha256)
-            if moved is not None:
-                self.cited[moved.key] = moved
-                self.pending.cited[moved.key] = None
+        self.cited.relocate(path, content, sha256, self.pending.cited)
 
     def _drop_cited(self, path: str, keep_sha: str | None = None) -> None:
         """The file changed: its held lines are no longer current (those of `keep_sha` stay)."""
-        for key in [k for k, lines in self.cited.items() if k[0] == path and lines.sha256 != keep_sha]:
-            del self.cited[key]
-            self.pending.cited.pop(key, None)
+        self.cited.drop(path, self.pending.cited, keep_sha)
 
     def hold_costs(self, read_share: float, write_share: float) -> HoldCosts:
         """What holding and re-reading cost in this window now (an extra round reads its whole prompt)."""
@@ -539,13 +496,3 @@ class ContextWindow:
                 changed += 1
         demoted = self.ledger.revalidate(hashes)
         return {"dropped": dropped, "changed": changed, "demoted": demoted}
-
-
-def changed_lines(path: str, old: str, new: str) -> str | None:
-    """A unified diff of `old` -> `new`, or None when a fresh copy would be as short."""
-    diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}", n=2))
-    return diff if diff and len(diff) < 0.6 * len(new) else None
-
-
-def file_block(f: FileContext) -> str:
-    return f"### {f.path}\n```\n{f.content}\n```"

@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from live_memory.context_window import ContextWindow, FileContext
+from live_memory.context_window import ContextWindow
+from live_memory.file_context import FileContext
 from live_memory.history import Turn
 from live_memory.hot_set import FileUse
 from live_memory.ledger import Ledger, LedgerFact

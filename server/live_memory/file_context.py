@@ -1,0 +1,48 @@
+"""What a window knows of one file (`FileContext`), and how the prompt shows a file: its name (with a size
+only where that warns the model to read a part), its held bytes, or what changed in them."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Literal
+
+from live_memory.constants import FILE_SIZE_SHOWN_FROM_BYTES
+
+FileState = Literal["current", "changed", "deleted"]
+
+
+@dataclass(frozen=True)
+class FileContext:
+    """What the window knows of one file. `content` is held bytes (observed/preloaded) or None."""
+
+    path: str
+    sha256: str
+    size: int
+    content: str | None = None
+    state: FileState = "current"
+    preloaded: bool = False
+    last_used: int = 0
+
+    def manifest_line(self) -> str:
+        note = {
+            "current": "",
+            "changed": " — CHANGED since you read it; re-read before relying on it",
+            "deleted": " — DELETED or moved/renamed; it no longer exists at this path",
+        }[self.state]
+        return f"- {named(self.path, self.size)}{note}"
+
+
+def named(path: str, size: int) -> str:
+    """A file as the prompt names it: its size only where it warns the model to read a part."""
+    return f"{path} ({size // 1024} KB)" if size >= FILE_SIZE_SHOWN_FROM_BYTES else path
+
+
+def changed_lines(path: str, old: str, new: str) -> str | None:
+    """A unified diff of `old` -> `new`, or None when a fresh copy would be as short."""
+    diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}", n=2))
+    return diff if diff and len(diff) < 0.6 * len(new) else None
+
+
+def file_block(f: FileContext) -> str:
+    return f"### {f.path}\n```\n{f.content}\n```"
