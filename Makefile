@@ -35,6 +35,7 @@ check: $(DEV_STAMP)
 	$(BIN)/ruff check server tests bench hooks
 	$(BIN)/ruff format --check server tests bench hooks
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 test: check
 	@[ -x $(CLAUDE_CLI) ] || command -v claude >/dev/null 2>&1 || \
