@@ -46,8 +46,8 @@ from bench.tools_bench import django_repo
 from live_memory.constants import DIRECTORY_TREE_SHARE
 from live_memory.context_window import ContextWindow
 from live_memory.directory_tree import build_directory_tree
+from live_memory.messages import Message, TextPart
 from live_memory.prompts import question_block
-from live_memory.providers.base import Message, TextPart
 from live_memory.safe_files import disk_hashes
 from live_memory.snapshot import SCHEMA_VERSION, parse_snapshot, restore_window, snapshot_payload
 from live_memory.store import SnapshotStore

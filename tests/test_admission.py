@@ -10,7 +10,7 @@ import pytest
 
 from live_memory.context_window import ContextWindow
 from live_memory.errors import BusyError
-from live_memory.providers.base import ChatRequest, ChatResponse, ToolResultPart
+from live_memory.messages import ChatRequest, ChatResponse, ToolResultPart
 from live_memory.records import ToolCall
 from tests.fakes.engine import Engine, engine_for, until
 from tests.fakes.scripted_provider import ScriptedProvider, text_response

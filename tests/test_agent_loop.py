@@ -16,7 +16,7 @@ from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
 from live_memory.constants import PROVIDER_MAX_RETRIES
 from live_memory.context_window import ContextWindow
 from live_memory.errors import AuthError, OverloadedError, PromptTooLongError, ProviderError, RateLimitedError
-from live_memory.providers.base import ChatRequest, ChatResponse, Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.messages import ChatRequest, ChatResponse, Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.records import ToolCall, Usage
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolOutcome
 from tests.fakes.engine import until

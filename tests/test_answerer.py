@@ -12,7 +12,7 @@ import pytest
 
 from live_memory.answerer import cache_lifetime_s
 from live_memory.errors import BusyError, NoCredentialError
-from live_memory.providers.base import ChatRequest, ChatResponse
+from live_memory.messages import ChatRequest, ChatResponse
 from tests.fakes.engine import engine_for, until
 from tests.fakes.live_server import settings_for
 from tests.fakes.repo_builder import one_file_repo

@@ -20,8 +20,8 @@ from live_memory.context_window import ContextWindow
 from live_memory.errors import OverloadedError
 from live_memory.hot_set import HotSet, HotSetPolicy
 from live_memory.ledger import LedgerFact
+from live_memory.messages import ChatRequest, ChatResponse, Message, TextPart
 from live_memory.prompts import CITED_HEADING
-from live_memory.providers.base import ChatRequest, ChatResponse, Message, TextPart
 from live_memory.summarizer import Summarizer
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 

@@ -10,9 +10,9 @@ from live_memory.cited_lines import Citation, CitedLines, cut
 from live_memory.context_window import ContextWindow
 from live_memory.file_context import file_block
 from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy
+from live_memory.messages import Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.prompt_layout import build_prompt
 from live_memory.prompts import CITED_HEADING, CITED_NOTE, MANIFEST_HEADING, OBSERVED_HEADING
-from live_memory.providers.base import Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.snapshot import window_json
 from tests.fakes.windows import HINT, ask, sha
 

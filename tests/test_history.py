@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from live_memory.history import Turn, message_text, tally
-from live_memory.providers.base import Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.messages import Message, TextPart, ToolResultPart, ToolUsePart
 
 
 def text_turn(kind: str, text: str, cites: tuple[str, ...] = ()) -> Turn:

@@ -12,7 +12,7 @@ import pytest
 from live_memory.config import load_settings
 from live_memory.errors import OverloadedError
 from live_memory.keep_warm import PING, KeepWarm
-from live_memory.providers.base import Message
+from live_memory.messages import Message
 from live_memory.records import Usage
 from live_memory.runtime import Runtime
 from live_memory.tools import TOOL_SCHEMAS

@@ -13,8 +13,8 @@ import pytest
 from live_memory.config import Settings, load_settings
 from live_memory.ledger import LedgerFact
 from live_memory.loading import load_workspace, restore_workspace
+from live_memory.messages import Message, TextPart
 from live_memory.prompts import DIRECTORY_TREE_HEADING, PRELOADED_HEADING
-from live_memory.providers.base import Message, TextPart
 from live_memory.service import workspace_policy
 from live_memory.snapshot import snapshot_payload
 from live_memory.store import SnapshotStore

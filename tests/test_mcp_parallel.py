@@ -11,7 +11,7 @@ from mcp import Client
 
 from live_memory.jobs import JobRegistry
 from live_memory.mcp_tools import build_mcp_server
-from live_memory.providers.base import ChatRequest, ChatResponse
+from live_memory.messages import ChatRequest, ChatResponse
 from live_memory.shutdown import StopSignal
 from tests.fakes.engine import engine_for
 from tests.fakes.scripted_provider import ScriptedProvider, text_response

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from live_memory.errors import JailRefusal
+from live_memory.messages import ChatRequest, Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.providers import anthropic as anthropic_adapter
 from live_memory.providers import openai_compat
-from live_memory.providers.base import ChatRequest, Message, TextPart, ToolResultPart, ToolUsePart, WireCache
+from live_memory.providers.base import WireCache
 from live_memory.tools.jail import Jail
 
 HISTORY = (

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from live_memory.context_window import ContextWindow
+from live_memory.messages import Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.prompt_layout import LongCache, build_prompt, with_breakpoint
-from live_memory.providers.base import Message, TextPart, ToolResultPart, ToolUsePart
 from tests.fakes.windows import HINT, ask, sha
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from live_memory import prompts
 from live_memory.constants import QUESTION_NAMES_MAX, SYMBOL_NAME_MAX_CHARS
-from live_memory.providers.base import ChatRequest, ChatResponse
+from live_memory.messages import ChatRequest, ChatResponse
 from live_memory.question_names import found_definitions, names_in
 from live_memory.tools import Toolbox, ToolLimits
 from live_memory.tools.context import find_ripgrep

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from live_memory.config import load_settings
-from live_memory.providers.base import ChatRequest, ChatResponse
+from live_memory.messages import ChatRequest, ChatResponse
 from live_memory.records import QuestionResult
 from live_memory.runtime import Runtime
 from tests.fakes.engine import engine_for, until

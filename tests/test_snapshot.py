@@ -10,7 +10,7 @@ import pytest
 from live_memory.context_window import ContextWindow
 from live_memory.hot_set import FileUse
 from live_memory.ledger import LedgerFact
-from live_memory.providers.base import Message, TextPart
+from live_memory.messages import Message, TextPart
 from live_memory.snapshot import (
     SCHEMA_VERSION,
     HistoryEncoder,

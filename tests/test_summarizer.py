@@ -11,6 +11,7 @@ from live_memory.constants import MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
 from live_memory.context_window import ContextWindow
 from live_memory.errors import OverloadedError
 from live_memory.history import Sent, Turn
+from live_memory.messages import Message, TextPart
 from live_memory.prompt_layout import Prompt
 from live_memory.prompts import (
     FROZEN_LEDGER_POINTER,
@@ -19,8 +20,7 @@ from live_memory.prompts import (
     NEWLY_STALE_FACTS,
     fold_request_text,
 )
-from live_memory.providers.base import Message, TextPart, ToolCall
-from live_memory.records import Usage
+from live_memory.records import ToolCall, Usage
 from live_memory.summarizer import Conversation, Summarizer
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.windows import ask, sha

@@ -14,7 +14,7 @@ from live_memory.admission import AdmissionLimits
 from live_memory.context_window import ContextWindow
 from live_memory.errors import InputError
 from live_memory.history import Turn
-from live_memory.providers.base import Message, TextPart
+from live_memory.messages import Message, TextPart
 from live_memory.workspace import Location, WorkspacePolicy, WorkspaceState, locate, new_state, validate_cwd
 
 GIT_ENV = {

@@ -23,8 +23,7 @@ from live_memory.cited_lines import citations, cut
 from live_memory.context_window import ContextWindow
 from live_memory.errors import PromptTooLongError, ProviderError
 from live_memory.hot_set import HotSet
-from live_memory.prompt_layout import LongCache, build_prompt
-from live_memory.providers.base import (
+from live_memory.messages import (
     ChatProvider,
     ChatRequest,
     ChatResponse,
@@ -34,6 +33,7 @@ from live_memory.providers.base import (
     ToolResultPart,
     ToolUsePart,
 )
+from live_memory.prompt_layout import LongCache, build_prompt
 from live_memory.question_names import found_definitions, names_in
 from live_memory.records import Usage
 from live_memory.safe_files import read_for_revalidation

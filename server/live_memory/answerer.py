@@ -23,9 +23,8 @@ from live_memory.config import Settings
 from live_memory.errors import BusyError, InputError, NoCredentialError, ProviderError
 from live_memory.hot_set import hot_set_of
 from live_memory.logging_setup import log_question
-from live_memory.providers.factory import missing_credential_message
 from live_memory.records import QuestionResult
-from live_memory.runtime import Runtime
+from live_memory.runtime import Runtime, missing_credential_message
 from live_memory.service import OpenWorkspace, WorkspaceService
 from live_memory.spend import cache_read_share, cache_write_share, caps_of
 from live_memory.summarizer import Conversation, Summarizer

@@ -32,6 +32,7 @@ from live_memory.file_context import FileContext, changed_lines, file_block, nam
 from live_memory.history import EXCHANGE_KINDS, HistoryTally, Sent, Turn, message_text, tally
 from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses
 from live_memory.ledger import Ledger
+from live_memory.messages import Message, TextPart
 from live_memory.prompts import (
     CITED_HEADING,
     CITED_NOTE,
@@ -45,7 +46,6 @@ from live_memory.prompts import (
     PRELOADED_HEADING,
     SYSTEM_PROMPT,
 )
-from live_memory.providers.base import Message, TextPart
 from live_memory.records import estimate_tokens
 
 

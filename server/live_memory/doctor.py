@@ -27,8 +27,9 @@ import httpx
 from live_memory.config import Settings, load_settings
 from live_memory.constants import MCP_PATH, SERVER_NAME
 from live_memory.errors import ConfigError, ProviderError
-from live_memory.providers.base import ChatRequest, Message, TextPart
-from live_memory.providers.factory import build_provider, missing_credential_message
+from live_memory.messages import ChatRequest, Message, TextPart
+from live_memory.providers.factory import build_provider
+from live_memory.runtime import missing_credential_message
 
 
 @dataclass(frozen=True)

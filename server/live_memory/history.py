@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from live_memory.providers.base import Message, TextPart, ToolResultPart
+from live_memory.messages import Message, TextPart, ToolResultPart
 from live_memory.records import estimate_tokens
 
 EXCHANGE_KINDS = ("question", "tool", "answer")  # what a re-freeze keeps (deltas fold into file contexts)

@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 
 from live_memory.constants import KEEP_WARM_CHECK_S
+from live_memory.messages import ChatRequest, Message, TextPart
 from live_memory.prompt_layout import build_prompt
-from live_memory.providers.base import ChatRequest, Message, TextPart
 from live_memory.service import WorkspaceService
 from live_memory.spend import caps_of
 from live_memory.workspace import WorkspaceState

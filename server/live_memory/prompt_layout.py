@@ -18,7 +18,7 @@ from typing import Literal
 
 from live_memory.constants import LOOKBACK_ANCHOR_BLOCKS
 from live_memory.context_window import ContextWindow
-from live_memory.providers.base import Message, TextPart
+from live_memory.messages import Message, TextPart
 
 Prompt = tuple[tuple[TextPart, ...], tuple[Message, ...]]
 # Which breakpoints ask for the provider's longer cache lifetime: none, bp1/bp2 (the prefix that only a

@@ -31,9 +31,9 @@ from live_memory.http_bodies import (
     error,
     read_json,
 )
+from live_memory.messages import ChatProvider
 from live_memory.metrics import collect_families, render_metrics
 from live_memory.options import OPTIONS_BY_KEY
-from live_memory.providers.base import ChatProvider
 from live_memory.records import FileEvent
 from live_memory.runtime import Runtime
 from live_memory.service import WorkspaceService

@@ -30,7 +30,7 @@ from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError, WorkspaceLoadError
 from live_memory.ingest import Ingestor, IngestPolicy
 from live_memory.loading import directory_tree, load_workspace, restore_workspace
-from live_memory.providers.base import ChatProvider
+from live_memory.messages import ChatProvider
 from live_memory.records import FileEvent, IngestResult
 from live_memory.runtime import Runtime
 from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload

@@ -20,7 +20,7 @@ from live_memory.file_context import FileContext
 from live_memory.history import Turn
 from live_memory.hot_set import FileUse
 from live_memory.ledger import Ledger, LedgerFact
-from live_memory.providers.base import Message, Part, TextPart, ToolResultPart, ToolUsePart
+from live_memory.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart
 from live_memory.records import Usage
 from live_memory.workspace import WorkspaceState, WorkspaceStats
 

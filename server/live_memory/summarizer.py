@@ -23,9 +23,9 @@ from typing import Any
 from live_memory.constants import CACHE_READ_SHARE, CACHE_TTL_S, MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
 from live_memory.context_window import ContextWindow
 from live_memory.history import Turn, message_text
+from live_memory.messages import ChatProvider, ChatRequest, Message, TextPart
 from live_memory.prompt_layout import LongCache, build_prompt
 from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, fold_request_text, summary_request_text
-from live_memory.providers.base import ChatProvider, ChatRequest, Message, TextPart
 from live_memory.records import Usage
 
 logger = logging.getLogger(__name__)

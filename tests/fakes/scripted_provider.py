@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable
 
 from live_memory.errors import ProviderError
-from live_memory.providers.base import ChatRequest, ChatResponse, ProviderInfo
+from live_memory.messages import ChatRequest, ChatResponse, ProviderInfo
 from live_memory.records import ToolCall, Usage
 
 Responder = Callable[[ChatRequest], ChatResponse | ProviderError]

@@ -6,8 +6,8 @@ import hashlib
 
 from live_memory.constants import LONG_CACHE
 from live_memory.context_window import ContextWindow
+from live_memory.messages import Message, TextPart
 from live_memory.prompt_layout import Prompt, build_prompt
-from live_memory.providers.base import Message, TextPart
 
 HINT = "## Budgets for this question\n-"
 

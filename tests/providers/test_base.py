@@ -11,17 +11,8 @@ import threading
 import pytest
 
 from live_memory.constants import WIRE_FRAGMENTS_KEPT
-from live_memory.providers.base import (
-    ChatResponse,
-    LazyClient,
-    Message,
-    TextPart,
-    ToolResultPart,
-    ToolUsePart,
-    WireCache,
-    wire_body,
-    wire_json,
-)
+from live_memory.messages import ChatResponse, Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.providers.base import LazyClient, WireCache, wire_body, wire_json
 from live_memory.records import ToolCall, Usage
 
 

@@ -7,11 +7,12 @@ import asyncio
 from pathlib import Path
 
 from live_memory.config import Settings, load_settings
+from live_memory.messages import ChatProvider
 from live_memory.providers.anthropic import AnthropicProvider
-from live_memory.providers.base import ChatProvider
-from live_memory.providers.factory import build_provider, missing_credential_message, provider_info
+from live_memory.providers.factory import build_provider, provider_info
 from live_memory.providers.openai_compat import OpenAICompatProvider
 from live_memory.providers.profiles import PROFILES
+from live_memory.runtime import missing_credential_message
 
 
 def settings(tmp_path: Path, **env: str) -> Settings:

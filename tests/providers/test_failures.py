@@ -14,8 +14,8 @@ from live_memory.errors import (
     ProviderTimeoutError,
     RateLimitedError,
 )
+from live_memory.messages import ChatRequest, Message, ProviderInfo, TextPart
 from live_memory.providers.anthropic import AnthropicProvider
-from live_memory.providers.base import ChatRequest, Message, ProviderInfo, TextPart
 from live_memory.providers.failures import (
     from_status,
     is_prompt_too_long,

@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from live_memory.config import load_settings
 from live_memory.errors import AuthError
-from live_memory.providers.base import ChatProvider, ChatRequest, Message, TextPart
+from live_memory.messages import ChatProvider, ChatRequest, Message, TextPart
 from live_memory.providers.factory import build_provider
 from live_memory.providers.oauth import OWN_COPY, SubscriptionCredential
 from tests.fakes.live_server import LiveServer

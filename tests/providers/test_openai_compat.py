@@ -14,15 +14,8 @@ import httpx2 as httpx
 import pytest
 
 from live_memory.errors import PromptTooLongError, ProviderError
-from live_memory.providers.base import (
-    ChatRequest,
-    Message,
-    ProviderInfo,
-    TextPart,
-    ToolResultPart,
-    ToolUsePart,
-    WireCache,
-)
+from live_memory.messages import ChatRequest, Message, ProviderInfo, TextPart, ToolResultPart, ToolUsePart
+from live_memory.providers.base import WireCache
 from live_memory.providers.openai_compat import (
     OpenAICompatProvider,
     encode_request,

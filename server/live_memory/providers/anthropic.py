@@ -19,19 +19,8 @@ import httpx2
 
 from live_memory.constants import ANTHROPIC_API_VERSION
 from live_memory.errors import NoCredentialError, ProviderError, ProviderTimeoutError
-from live_memory.providers.base import (
-    ChatRequest,
-    ChatResponse,
-    LazyClient,
-    Message,
-    Part,
-    ProviderInfo,
-    TextPart,
-    ToolUsePart,
-    WireCache,
-    wire_body,
-    wire_json,
-)
+from live_memory.messages import ChatRequest, ChatResponse, Message, Part, ProviderInfo, TextPart, ToolUsePart
+from live_memory.providers.base import LazyClient, WireCache, wire_body, wire_json
 from live_memory.providers.direct import (
     TIMEOUT,
     Endpoint,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from live_memory.config import Settings
 from live_memory.constants import OAUTH_BETA_HEADER
+from live_memory.messages import ChatProvider, ProviderInfo
 from live_memory.providers.anthropic import AnthropicProvider
-from live_memory.providers.base import ChatProvider, ProviderInfo
 from live_memory.providers.oauth import SubscriptionCredential
 from live_memory.providers.openai_compat import OpenAICompatProvider
 
@@ -24,23 +24,6 @@ def provider_info(settings: Settings, *, subscription: bool = False) -> Provider
         subscription=subscription,
         prewarm_with_zero_tokens=settings.profile.cache_style == "explicit",
         routes_by_cache_key=settings.profile.routes_by_cache_key,
-    )
-
-
-def missing_credential_message(settings: Settings) -> str:
-    profile = settings.profile
-    native = " or ".join(profile.key_envs)
-    hint = f" (or {native})" if native else ""
-    oauth = (
-        " No Claude Code subscription credential was found either."
-        if profile.protocol == "anthropic" and settings.oauth
-        else ""
-    )
-    return (
-        f"Live Memory has no credential for provider {profile.name!r} at {settings.base_url}.{oauth} "
-        f"Set LIVE_MEMORY_API_KEY{hint} in the server's environment (or `live-memory config set "
-        "api_key=...`), or choose another provider with LIVE_MEMORY_PROVIDER "
-        "(anthropic, openai, deepseek, openrouter, ollama, gateway), then restart or POST /reload."
     )
 
 
