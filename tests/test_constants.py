@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from live_memory import constants as C
+from live_memory.globs import compile_path_glob
 from live_memory.providers.pricing import PRICES
 from live_memory.providers.profiles import PROFILES
-from live_memory.tools.globs import compile_path_glob
 
 REPO = Path(__file__).resolve().parents[1]
 

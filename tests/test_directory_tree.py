@@ -11,7 +11,7 @@ import pytest
 
 from live_memory.constants import DEFAULT_SECRET_GLOBS
 from live_memory.directory_tree import build_directory_tree, render_tree
-from live_memory.tools.jail import SecretMatcher
+from live_memory.jail import SecretMatcher
 from tests.fakes.repo_builder import IGNORED_MARKER, RepoBuilder, build_history_repo
 
 SECRETS = SecretMatcher(DEFAULT_SECRET_GLOBS)

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from live_memory.errors import JailRefusal
+from live_memory.jail import Jail
 from live_memory.messages import ChatRequest, Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.providers import anthropic as anthropic_adapter
 from live_memory.providers import openai_compat
 from live_memory.providers.base import WireCache
-from live_memory.tools.jail import Jail
 
 HISTORY = (
     Message("user", (TextPart('where is "x"? é \u2028 ✓'),)),

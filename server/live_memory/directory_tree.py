@@ -27,9 +27,9 @@ from live_memory.constants import (
     TREE_MAX_WALK_FILES,
     TREE_TIMEOUT_S,
 )
-from live_memory.tools.jail import Jail, SecretMatcher
-from live_memory.tools.subproc import run_bounded
-from live_memory.tools.walk import walk_paths
+from live_memory.jail import Jail, SecretMatcher
+from live_memory.subproc import run_bounded
+from live_memory.walk import walk_paths
 
 __all__ = ["build_directory_tree", "render_tree"]
 

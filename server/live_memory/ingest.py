@@ -29,10 +29,10 @@ from live_memory.config import Settings
 from live_memory.constants import ECHO_GRACE_S
 from live_memory.context_window import ContextWindow
 from live_memory.errors import JailRefusal
+from live_memory.jail import Jail
 from live_memory.options import HoldFiles
 from live_memory.records import EventKind, FileEvent, IngestResult
 from live_memory.safe_files import sha256_file
-from live_memory.tools.jail import Jail
 from live_memory.workspace import WorkspaceState
 
 

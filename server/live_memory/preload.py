@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from live_memory.errors import JailRefusal
-from live_memory.tools.jail import Jail
+from live_memory.jail import Jail
 
 logger = logging.getLogger(__name__)
 

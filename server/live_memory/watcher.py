@@ -31,7 +31,7 @@ from watchfiles._rust_notify import RustNotify
 
 from live_memory import constants as C
 from live_memory.records import EventKind, FileEvent
-from live_memory.tools.walk import walk_paths
+from live_memory.walk import walk_paths
 
 logger = logging.getLogger(__name__)
 

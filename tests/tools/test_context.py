@@ -12,6 +12,7 @@ import pytest
 
 from live_memory import constants as C
 from live_memory.errors import JailRefusal
+from live_memory.jail import Jail
 from live_memory.tools.context import (
     ToolContext,
     ToolLimits,
@@ -20,7 +21,6 @@ from live_memory.tools.context import (
     opened_off_loop,
     resolve_path,
 )
-from live_memory.tools.jail import Jail
 
 
 async def context(root: Path) -> ToolContext:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from live_memory.constants import GREP_MAX_COLUMNS
+from live_memory.jail import Jail
 from live_memory.tools.context import ToolContext, ToolLimits, find_ripgrep
 from live_memory.tools.grep_engines import (
     GrepError,
@@ -21,7 +22,6 @@ from live_memory.tools.grep_engines import (
     ripgrep_argv,
     ripgrep_grep,
 )
-from live_memory.tools.jail import Jail
 
 FILES = {
     "src/app.py": "def main():\n    return 1\n",

@@ -11,8 +11,8 @@ import pytest
 
 from live_memory.constants import DEFAULT_SECRET_GLOBS
 from live_memory.errors import JailRefusal
+from live_memory.jail import CLEAR_DIRS_CACHE_SIZE, Jail, SecretMatcher
 from live_memory.tools import Toolbox
-from live_memory.tools.jail import CLEAR_DIRS_CACHE_SIZE, Jail, SecretMatcher
 from tests.fakes.repo_builder import (
     GITCONFIG_MARKER,
     HISTORY_SECRET_MARKER,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from live_memory.errors import JailRefusal
+from live_memory.jail import Jail
 from live_memory.tools.context import ToolContext, ToolLimits, find_ripgrep
-from live_memory.tools.jail import Jail
 from live_memory.tools.listing import GIT_EXCLUDE, FileListing, list_files, ripgrep_base_args, walk_listing
 from tests.fakes.repo_builder import RepoBuilder
 

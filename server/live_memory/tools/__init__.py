@@ -22,11 +22,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from live_memory.jail import Jail, show_path
 from live_memory.symbol_index import SymbolIndex
 from live_memory.tools.context import FileRead, ToolContext, ToolLimits, ToolOutcome, bound_text, find_ripgrep
 from live_memory.tools.find_paths import run_find_paths
 from live_memory.tools.git import run_get_changed_files, run_git_search
-from live_memory.tools.jail import Jail, show_path
 from live_memory.tools.read import run_read
 from live_memory.tools.schemas import TOOL_SCHEMAS
 from live_memory.tools.search import run_glob, run_grep

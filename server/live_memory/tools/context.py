@@ -28,8 +28,8 @@ from live_memory.constants import (
     TOOL_HASH_MAX_BYTES,
     TOOL_SUBPROCESS_TIMEOUT_S,
 )
+from live_memory.jail import Jail
 from live_memory.symbol_index import SymbolIndex
-from live_memory.tools.jail import Jail
 
 __all__ = [
     "FileRead",

@@ -26,11 +26,11 @@ from live_memory.constants import (
     GIT_SEARCH_MAX_COUNT,
 )
 from live_memory.errors import JailRefusal
+from live_memory.jail import Jail
+from live_memory.subproc import ProcessResult, child_env, run_bounded
 from live_memory.tools.args import ArgumentError, Arguments
 from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, resolve_path
-from live_memory.tools.jail import Jail
 from live_memory.tools.search import WITHHELD
-from live_memory.tools.subproc import ProcessResult, child_env, run_bounded
 
 __all__ = ["run_get_changed_files", "run_git_search"]
 

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 
 from live_memory.constants import GREP_MAX_COLUMNS, GREP_MAX_RAW_BYTES
+from live_memory.globs import GlobError, compile_path_glob
+from live_memory.subproc import run_bounded
 from live_memory.tools.context import ToolContext
-from live_memory.tools.globs import GlobError, compile_path_glob
 from live_memory.tools.listing import GIT_EXCLUDE, ripgrep_base_args
 from live_memory.tools.recheck import OMITTED_LINE
-from live_memory.tools.subproc import run_bounded
 
 __all__ = [
     "OMITTED_LINE",

@@ -35,8 +35,8 @@ from live_memory.constants import (
     MAX_PATH_COMPONENT_BYTES,
 )
 from live_memory.errors import JailRefusal
+from live_memory.globs import glob_to_regex
 from live_memory.safe_files import NotRegularFileError, describe_mode, open_beneath
-from live_memory.tools.globs import glob_to_regex
 
 __all__ = ["Jail", "SecretMatcher", "show_path"]
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from live_memory.tools.globs import GlobError, compile_path_glob, glob_to_regex, has_glob_magic
+from live_memory.globs import GlobError, compile_path_glob, glob_to_regex, has_glob_magic
 
 
 @pytest.mark.parametrize(

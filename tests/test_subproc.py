@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.tools.subproc import child_env, run_bounded
+from live_memory.subproc import child_env, run_bounded
 
 
 def _alive(pid: int) -> bool:

@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from live_memory.globs import glob_to_regex
 from live_memory.safe_files import DIR_FLAGS, ROOT_FLAGS, open_beneath, read_text_bounded
-from live_memory.tools.globs import glob_to_regex
 
 __all__ = ["IgnoreRule", "parse_ignore_text", "walk_paths"]
 
