@@ -6,7 +6,7 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 CLAUDE_CLI := .tools/claude-cli/node_modules/.bin/claude
 
-.PHONY: run demo test check bench install clean fake-provider claude-cli docs plugin
+.PHONY: run demo test check bench install clean fake-provider claude-cli docs plugin deploy-files
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,14 @@ bench: $(DEV_STAMP)
 
 docs: $(DEV_STAMP)
 	$(BIN)/python -m live_memory.config_docs > docs/configuration.md
+
+# deploy/ holds copies of the package's templates (the source of truth `live-memory service install` writes
+# from), for people who install by hand; a test fails when a copy differs.
+TEMPLATES := server/live_memory/deploy_templates
+deploy-files:
+	cp $(TEMPLATES)/live-memory.service $(TEMPLATES)/live-memory.user.service $(TEMPLATES)/live-memory.env.example deploy/
+	cp $(TEMPLATES)/wait_for_health.py deploy/wait-for-health.py
+	chmod +x deploy/wait-for-health.py
 
 fake-provider: $(DEV_STAMP)
 	$(BIN)/python -m tests.fakes.llm_server --port 8089

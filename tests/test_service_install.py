@@ -367,7 +367,7 @@ def test_rendered_units_pass_systemd_analyze_verify(tmp_path: Path, venv_bin: Pa
 def test_deploy_copies_are_identical_to_the_package_templates(deploy_name: str, package_name: str) -> None:
     source = TEMPLATES_DIR / package_name
     copy = REPO / "deploy" / deploy_name
-    assert copy.read_bytes() == source.read_bytes(), f"regenerate it: cp {source} {copy}"
+    assert copy.read_bytes() == source.read_bytes(), "deploy/ is generated from the templates: run `make deploy-files`"
 
 
 def test_every_template_is_found_through_the_package() -> None:
