@@ -35,6 +35,7 @@ from live_memory.prompts import (
     FOLD_PREAMBLE,
     FROZEN_LEDGER_POINTER,
     LEDGER_HEADING,
+    MATERIAL_HEADING,
     NEUTRAL_SUMMARY_SYSTEM_PROMPT,
     NEWLY_STALE_FACTS,
     OBSERVATION_ACK,
@@ -316,7 +317,6 @@ def server_process(
 LEDGER_CAP_CHARS = 6000
 PATHISH = re.compile(r"[\w.-]+(?:/[\w.-]+)+|[\w-]+\.(?:py|md)\b")
 _LEDGER_LINE = re.compile(r"^(\d+)\. (\(possibly stale\) )?(.*)$")
-MATERIAL_HEADING = "## Material being retired from memory"
 
 
 def ledger_changes(request_text: str, found: Sequence[str]) -> str:

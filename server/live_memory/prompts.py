@@ -119,9 +119,13 @@ mechanics and one-off specifics that no future question would need.
 dropped); drop the least useful facts yourself first."""
 
 
+CURRENT_LEDGER_HEADING = "## Current ledger"
+MATERIAL_HEADING = "## Material being retired from memory"
+
+
 def summary_request_text(ledger: str, material: str) -> str:
     current = ledger.strip() or "(empty)"
-    return f"## Current ledger\n{current}\n\n## Material being retired from memory\n{material.strip()}"
+    return f"{CURRENT_LEDGER_HEADING}\n{current}\n\n{MATERIAL_HEADING}\n{material.strip()}"
 
 
 FROZEN_LEDGER_POINTER = (
