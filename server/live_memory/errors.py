@@ -6,6 +6,7 @@ LiveMemoryError
 ├── JailRefusal                 a path resolves outside the workspace, or is withheld (secret, .git)
 ├── BusyError                   admission is full; carries retry_after_s
 ├── WorkspaceLoadError          a workspace could not be loaded (others keep working)
+├── BudgetExceededError         a daily spend cap is reached
 └── ProviderError               anything the model endpoint did wrong; raised only by providers/
     ├── NoCredentialError       no API key and no usable subscription credential
     ├── AuthError               the endpoint rejected the credential (401/403)
@@ -41,6 +42,10 @@ class BusyError(LiveMemoryError):
     def __init__(self, message: str, retry_after_s: float) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class BudgetExceededError(LiveMemoryError):
+    """A daily spend cap is reached."""
 
 
 class WorkspaceLoadError(LiveMemoryError):

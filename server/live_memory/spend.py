@@ -27,7 +27,7 @@ from typing import Any
 from live_memory.config import Settings
 from live_memory.constants import BACKGROUND_STOP_SHARE, CACHE_READ_SHARE
 from live_memory.dir_sync import DirectorySyncer
-from live_memory.errors import LiveMemoryError
+from live_memory.errors import BudgetExceededError
 from live_memory.providers.pricing import PriceOverrides, cost_usd, price_for
 from live_memory.records import Usage
 from live_memory.runtime import Runtime
@@ -37,10 +37,6 @@ from live_memory.workspace import WorkspaceState
 logger = logging.getLogger(__name__)
 
 SPEND_FILE = "spend.json"
-
-
-class BudgetExceededError(LiveMemoryError):
-    """The daily spend cap is reached."""
 
 
 @dataclass(frozen=True)
