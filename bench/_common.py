@@ -233,11 +233,11 @@ def _profiled(target: Any, out: str, spec: dict[str, Any], conn: Any, stop: Any)
     try:
         target(spec, conn, stop)
     finally:
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
         stats: pstats.Stats | None = None
         for profile in profiles:
             profile.create_stats()
-            if profile.stats:  # type: ignore[attr-defined]
+            if profile.stats:
                 stats = pstats.Stats(profile) if stats is None else stats.add(profile)
         if stats is not None:
             stats.dump_stats(out)

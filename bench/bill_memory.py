@@ -50,9 +50,10 @@ import httpx
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.ports import free_port
 
-from bench._common import MATERIAL_HEADING, PATHISH, ledger_changes, summary_request
+from bench._common import PATHISH, ledger_changes, summary_request
 from bench.bill_agents import PROJECT_ROOT, MainAgent, tool_result, tool_use, worth_exploring
 from bench.bill_workload import Repo, Task, definition_range, symbols_in
+from live_memory.prompts import MATERIAL_HEADING
 
 HERE = Path(__file__).parent
 DEFAULT_SERVER_SRC = HERE.parent / "server"
@@ -317,7 +318,7 @@ class MemoryModel:
         grepped = any(s.kind == "tool_use" and s.name == "Grep" for s in tail)
         opened = {s.path for s in tail if s.kind == "tool_use" and s.name == "Read"}
         decoys = [d for d in task.decoys if d not in opened and d not in missing] if grepped else []
-        reads = [("Read", {"file_path": p}) for p in decoys]
+        reads: list[tuple[str, dict[str, object]]] = [("Read", {"file_path": p}) for p in decoys]
         reads += [("Read", self.read_arguments(p, names[p], segs, at)) for p in missing]
         return Reply.tool_calls(reads)
 

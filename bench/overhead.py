@@ -47,7 +47,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bench._common import (
     ChildServer,
@@ -73,7 +73,7 @@ def _serve_fake(spec: dict[str, Any], conn: Any, stop: Any) -> None:
     from tests.fakes.llm_server import FakeLLM
 
     logging.basicConfig(level=logging.WARNING)
-    rules = "anthropic" if spec["protocol"] == "anthropic" else "openai"
+    rules: Literal["anthropic", "openai"] = "anthropic" if spec["protocol"] == "anthropic" else "openai"
     fake = FakeLLM(cache_rules=rules)  # the default reply: instant text
     fake.app = _with_last_request(fake, fake.app)
     with fake:

@@ -589,8 +589,8 @@ def render_workspaces(data: Mapping[str, Any], charts: Charts) -> list[str]:
     ratios = mapping_at(data, "ratios")
     if isinstance(ratios, Mapping) and ratios:
         keys = sorted({k for v in ratios.values() if isinstance(v, Mapping) for k in v})
-        rows = [(latency, *[ratio(dig(v, k)) for k in keys]) for latency, v in sorted(ratios.items())]
-        lines += [table(["provider latency", *[k.replace("_", " ") for k in keys]], rows), ""]
+        ratio_rows = [(latency, *[ratio(dig(v, k)) for k in keys]) for latency, v in sorted(ratios.items())]
+        lines += [table(["provider latency", *[k.replace("_", " ") for k in keys]], ratio_rows), ""]
     return lines
 
 

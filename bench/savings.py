@@ -709,7 +709,7 @@ class Explorer:
             calls = [c for c in message.tool_calls or [] if getattr(c, "function", None) is not None]
             if not calls:
                 return message.content or ""
-            wire_calls = []
+            wire_calls: list[dict[str, Any]] = []
             for call in calls:
                 arguments = json.loads(call.function.arguments or "{}")  # type: ignore[union-attr]
                 wire_calls.append(
@@ -797,10 +797,10 @@ async def drive_session(
             await explorer.ask(step.question)
             record.base_range = (first, len(base_fake.requests))
             ours = lm_read_outputs(lm_fake.requests[record.lm_range[0] : record.lm_range[1]])
-            for path, output in ours.items():
-                if path in explorer.reads:
+            for read_path, output in ours.items():
+                if read_path in explorer.reads:
                     record.reads_compared += 1
-                    record.reads_identical += int(explorer.reads[path] == output)
+                    record.reads_identical += int(explorer.reads[read_path] == output)
             records.append(record)
     await explorer.aclose()
     return records, stats

@@ -90,6 +90,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.fakes.llm_server import count_tokens
 
 from bench._common import McpAsker, load_note, print_table, write_results
 from bench.bill_agents import (
@@ -103,7 +104,7 @@ from bench.bill_agents import (
     explore_prefix,
     version,
 )
-from bench.bill_cache import PRICES, CacheSim, Ledger, Price, VirtualClock, count_tokens, recorded_call
+from bench.bill_cache import PRICES, CacheSim, Ledger, Price, VirtualClock, recorded_call
 from bench.bill_memory import (
     MemoryExplorer,
     MemoryModel,
@@ -806,7 +807,7 @@ def trend(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         figures = {"sequences": len(sequences), **_trend_of(sequences)}
         by_sequence: dict[str, dict[int, dict[str, Any]]] = {}
         for r in runs:
-            by_sequence.setdefault(r.get("sequence", r.get("workload")), {})[r.get("rotation", 0)] = r
+            by_sequence.setdefault(str(r.get("sequence", r.get("workload"))), {})[r.get("rotation", 0)] = r
         # The first sequence run with all its rotations (a partial set would not balance the deciles).
         whole = [name for name, rotations in by_sequence.items() if len(rotations) == ROTATIONS]
         if whole:

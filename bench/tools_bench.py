@@ -170,7 +170,7 @@ async def measure(name: str, repo: Path) -> dict[str, Any]:
     file_count = int(tree.split(" ", 1)[0])
     box = Toolbox(repo)
     assert box.ripgrep is not None, "ripgrep is required for this benchmark"
-    grep_rows = []
+    grep_rows: list[dict[str, Any]] = []
     for pattern in PATTERNS[name]:
         arguments = {"pattern": pattern, "output_mode": "content", "head_limit": 200}
         outcome = await box.run("Grep", arguments)
@@ -193,7 +193,7 @@ async def measure(name: str, repo: Path) -> dict[str, Any]:
                 "first_line": first[:80],
             }
         )
-    symbol_rows = []
+    symbol_rows: list[dict[str, Any]] = []
     for symbol in SYMBOLS[name]:
         lookup_args = {"name": symbol, "kind": "definition", "code": True}
         grep_args = {"pattern": rf"(def|class) {symbol}\b", "output_mode": "content", "head_limit": 200}
