@@ -82,7 +82,7 @@ def _share_the_default_tls_context() -> None:
                 _cache[key] = _build(verify=verify, cert=cert, trust_env=trust_env)
             return _cache[key]
 
-        module.create_ssl_context = shared
+        vars(module)["create_ssl_context"] = shared
 
 
 _share_the_default_tls_context()
@@ -97,9 +97,9 @@ class _Scheduling:
     def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         if config.getvalue("dist") != "load":
             return None  # a --dist given on the command line wins
-        from xdist.scheduler import LoadScopeScheduling
+        from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-        class ModuleOrTest(LoadScopeScheduling):
+        class ModuleOrTest(LoadScopeScheduling):  # type: ignore[misc]
             def _split_scope(self, nodeid: str) -> str:
                 return ONE_WORKER_MODULES.get(nodeid.split("::", 1)[0], nodeid)
 

@@ -4,13 +4,14 @@ serial mode is FIFO, a full workspace says "busy" at once, workspaces never wait
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from live_memory.context_window import ContextWindow
 from live_memory.errors import BusyError
-from live_memory.messages import ChatRequest, ChatResponse, ToolResultPart
+from live_memory.messages import ChatRequest, ChatResponse, TextPart, ToolResultPart
 from live_memory.records import ToolCall
 from tests.fakes.engine import Engine, engine_for, until
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
@@ -33,7 +34,9 @@ class GatedProvider(ScriptedProvider):
     async def chat(self, request: ChatRequest) -> ChatResponse:
         self.requests.append(request)
         question = [m for m in request.messages if m.text.startswith("## Question")][-1]
-        name = question.parts[0].text.split("\n")[1]
+        first = question.parts[0]
+        assert isinstance(first, TextPart)
+        name = first.text.split("\n")[1]
         self.arrived(name).set()
         await self.gate(name).wait()
         tools_done = any(isinstance(p, ToolResultPart) for p in request.messages[-1].parts)
@@ -98,9 +101,13 @@ async def test_serial_mode_answers_in_arrival_order(tmp_path: Path) -> None:
     cwd = str(repo(tmp_path))
     tasks = []
     state = (await manager.service.open(cwd)).state
+
+    def arrived(n: int) -> bool:
+        return state.admission.running + state.admission.waiting > n
+
     for index, name in enumerate(("q one", "q two", "q three")):
         tasks.append(asyncio.create_task(manager.answerer.ask(cwd, name)))
-        await until(lambda n=index: state.admission.running + state.admission.waiting > n)  # arrived in order
+        await until(partial(arrived, index))  # arrived in order
     for name in ("q three", "q two", "q one"):  # released in reverse: order must still be FIFO
         provider.gate(name).set()
     await asyncio.gather(*tasks)

@@ -4,6 +4,7 @@ temporary directory, and a window of its own (no service, no HTTP)."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -75,10 +76,18 @@ async def loop_for(
     root: Path, provider: ScriptedProvider, clock: Callable[[], float] | None = None, **overrides: object
 ) -> QuestionLoop:
     tools = await Toolbox.create(root)
-    extra = {"clock": clock} if clock is not None else {}
-    return QuestionLoop(
-        provider, tools, TOOL_SCHEMAS, limits(**overrides), workspace_root=root, cache_key="ws-1", **extra
-    )
+    loop = QuestionLoop(provider, tools, TOOL_SCHEMAS, limits(**overrides), workspace_root=root, cache_key="ws-1")
+    if clock is not None:
+        loop.clock = clock
+    return loop
+
+
+def logged_delay(record: logging.LogRecord) -> float:
+    """The delay a "retrying provider call" record names: its first argument."""
+    assert isinstance(record.args, tuple)
+    delay = record.args[0]
+    assert isinstance(delay, float)
+    return delay
 
 
 def last_parts(request: ChatRequest) -> tuple[object, ...]:
@@ -186,7 +195,7 @@ async def test_an_overloaded_provider_is_retried_with_a_doubling_backoff_from_th
     loop = await loop_for(root, provider, retry_base_s=0.01)
     out = await loop.answer(ContextWindow(budget_tokens=100_000), "q?")
     assert out.answer == "fine" and len(provider.requests) == 3
-    delays = [r.args[0] for r in caplog.records if r.getMessage().startswith("retrying provider call")]
+    delays = [logged_delay(r) for r in caplog.records if r.getMessage().startswith("retrying provider call")]
     assert len(delays) == 2
     assert 0.005 <= delays[0] <= 0.015 and 0.01 <= delays[1] <= 0.03  # base x (0.5..1.5), doubled once
 

@@ -5,12 +5,14 @@ process (jobs=1): the pool's two interpreters and a second server start-up cost 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from bench import report, session_bill
 from bench._common import ledger_changes, summary_request
-from bench.bill_workload import build_tasks, load_repo, workload
+from bench.bill_cache import PRICES
+from bench.bill_workload import ROTATIONS, build_tasks, load_repo, workload
 
 from live_memory.context_window import ContextWindow
 from live_memory.ledger import Ledger, LedgerFact
@@ -86,7 +88,7 @@ def test_no_memory_main_agent_context_and_cost_grow_with_tasks() -> None:
     prompts = [call.prompt for call in arm.main.calls]
     assert arm.compactions == 0
     assert prompts == sorted(prompts)  # results stay in context: every request carries all earlier ones
-    per_task = arm.main.per_task(len(tasks), session_bill.PRICES["sonnet"])
+    per_task = arm.main.per_task(len(tasks), PRICES["sonnet"])
     assert all(cost > 0 for cost in per_task)
     assert sum(per_task[4:]) > sum(per_task[:4])
 
@@ -118,7 +120,7 @@ def test_the_report_section_shows_every_arm_and_splices_into_an_existing_documen
         report.splice_sections(document, {}, ["no_such_benchmark"])
 
 
-def _long_run(memory: list[float | None], subagent: list[float | None], **shape: Any) -> dict[str, Any]:
+def _long_run(memory: Sequence[float | None], subagent: Sequence[float | None], **shape: Any) -> dict[str, Any]:
     return {
         "repo": "r",
         "workload": "medium-natural-120",
@@ -140,10 +142,7 @@ def test_the_report_reads_rotations_through_the_trend_not_as_workload_rows(quick
     rotation = {**run, "workload": "medium-natural-10-r4", "rotation": 4}
     order = [0.02 - 0.001 * d for d in range(10)]
     rotated = session_bill.trend(
-        [
-            _long_run(order[r:] + order[:r], [0.03] * 10, workload=f"w-r{r}", rotation=r)
-            for r in range(session_bill.ROTATIONS)
-        ]
+        [_long_run(order[r:] + order[:r], [0.03] * 10, workload=f"w-r{r}", rotation=r) for r in range(ROTATIONS)]
     )["r"]["rotations"]
     data = {
         **quick,
@@ -195,7 +194,7 @@ def test_the_rotations_of_a_sequence_give_a_trend_without_the_task_order() -> No
             workload=f"medium-natural-120-r{r}" if r else "medium-natural-120",
             rotation=r,
         )
-        for r in range(session_bill.ROTATIONS)
+        for r in range(ROTATIONS)
     ]
     other = _long_run(order, order, workload="medium-natural-120-v1", sequence="medium-natural-120-v1")
     figures = session_bill.trend([other, *runs])["r"]  # the sequence with all its rotations, wherever listed

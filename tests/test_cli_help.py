@@ -3,6 +3,7 @@ environment it reads, and the variables and defaults it names are the real ones.
 
 from __future__ import annotations
 
+import argparse
 import re
 
 import pytest
@@ -16,14 +17,20 @@ _VARIABLE = re.compile(r"\bLIVE_MEMORY_[A-Z0-9_]+\b")
 _NOT_OPTIONS = {"LIVE_MEMORY_DATA_DIR"}  # read before the options table (it says where config.json is)
 
 
+def commands_of(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    assert parser._subparsers is not None
+    action = parser._subparsers._group_actions[0]
+    assert isinstance(action, argparse._SubParsersAction)
+    return action.choices
+
+
 def subcommands() -> set[str]:
-    parser = build_parser()
-    return set(parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    return set(commands_of(build_parser()))
 
 
 def test_every_subcommand_help_says_what_it_does_and_what_it_reads(capsys: pytest.CaptureFixture[str]) -> None:
     parser = build_parser()
-    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    commands = commands_of(parser)
     assert set(commands) >= {"serve", "ask", "stats", "ledger", "doctor", "install-service", "config", "demo"}
     for name in commands:
         with pytest.raises(SystemExit):

@@ -166,7 +166,7 @@ def test_without_an_argument_the_cap_follows_the_process_open_file_limit() -> No
 def test_the_protocol_class_carries_its_own_bounds_without_changing_the_default() -> None:
     protocol = bounded_protocol(7, 1.5)
     assert issubclass(protocol, BoundedH11Protocol)
-    assert (protocol.max_connections, protocol.request_timeout_s) == (7, 1.5)  # type: ignore[attr-defined]
+    assert (protocol.max_connections, protocol.request_timeout_s) == (7, 1.5)
     assert (BoundedH11Protocol.max_connections, BoundedH11Protocol.request_timeout_s) == (
         C.MAX_CONNECTIONS,
         C.REQUEST_HEADER_TIMEOUT_S,

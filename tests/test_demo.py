@@ -51,7 +51,7 @@ def test_demo_answers_first_by_reading_a_file_then_from_memory_and_stops_everyth
 def test_demo_needs_nothing_but_the_package_and_the_standard_library() -> None:
     """A fresh clone with `pip install .` has no test dependencies: the demo must not import them."""
     tree = ast.parse(DEMO_MODULE.read_text(encoding="utf-8"))
-    imported = set()
+    imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(alias.name.split(".")[0] for alias in node.names)

@@ -46,7 +46,11 @@ def test_requests_return_at_once_and_those_made_during_an_fsync_share_the_next_o
 
 def test_a_flush_skips_the_delay_and_syncs_named_files_before_their_directory(tmp_path: Path) -> None:
     order: list[Path] = []
-    syncer = DirectorySyncer(delay_s=3600.0, fsync=order.append, fsync_files=order.append)  # no timer wait
+
+    def record(path: str | os.PathLike[str]) -> None:
+        order.append(Path(path))
+
+    syncer = DirectorySyncer(delay_s=3600.0, fsync=record, fsync_files=record)  # no timer wait
     syncer.request(tmp_path, tmp_path / "spend.json")
     assert syncer.flush(WAIT_S)
     assert order == [tmp_path / "spend.json", tmp_path]

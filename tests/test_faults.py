@@ -140,9 +140,9 @@ def test_sigkill_during_snapshot_writes_leaves_a_loadable_snapshot(tmp_path: Pat
     try:
         writers = []
         for _ in data_dirs:
-            ready, pid = parent.stdout.readline().split()
+            ready, pid_field = parent.stdout.readline().split()
             assert ready == b"ready"
-            writers.append(int(pid))
+            writers.append(int(pid_field))
         for pid in writers:
             deadline = time.monotonic() + rng.uniform(0.0, 0.05)
             while time.monotonic() < deadline:  # a random point inside the write loops

@@ -28,11 +28,11 @@ def test_a_growing_history_is_read_from_where_the_tally_stopped_and_a_rewritten_
     history.append(text_turn("question", "q" * 40))
     history.append(text_turn("answer", "b" * 40, cites=("b.py",)))
     grown = tally(history, 4.0, first)
-    assert (grown.all, grown.questions, grown.cited) == (40, 2, {"a.py", "b.py"})
+    assert (grown.all, grown.questions, grown.cited) == (40, 2, frozenset({"a.py", "b.py"}))
 
     history[-1] = text_turn("answer", "c" * 400, cites=("c.py",))  # the last turn rewritten in place
     rewritten = tally(history, 4.0, grown)
-    assert (rewritten.all, rewritten.cited) == (130, {"a.py", "c.py"})
+    assert (rewritten.all, rewritten.cited) == (130, frozenset({"a.py", "c.py"}))
     assert tally(list(history), 4.0, rewritten).all == 130  # another list: counted again, same figures
     assert tally(history, 2.0, rewritten).all == 260  # another rate: counted again at that rate
 

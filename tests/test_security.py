@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
+from starlette.types import Message
 
 from live_memory.app import create_app
 from live_memory.config import load_settings
@@ -174,7 +175,7 @@ HEADER_SETS: list[tuple[list[tuple[str, str]], int]] = [
 
 
 async def _through_middleware(policy: SecurityPolicy, headers: list[tuple[str, str]]) -> tuple[int, dict[str, Any]]:
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -183,7 +184,7 @@ async def _through_middleware(policy: SecurityPolicy, headers: list[tuple[str, s
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     scope = {

@@ -78,7 +78,7 @@ async def test_background_calls_are_counted_apart_from_questions(tmp_path: Path,
     assert state.stats.background_cost_usd == pytest.approx(1.5)
     assert state.stats.cost_usd == pytest.approx(0.10)
     today = tracker.today()
-    assert (today.background_usd, today.foreground_usd) == (pytest.approx(1.5), pytest.approx(0.10))
+    assert (today.background_usd, today.foreground_usd) == pytest.approx((1.5, 0.10))
     assert today.total_usd == pytest.approx(1.6) and today.by_workspace == {state.id: pytest.approx(1.6)}
 
 

@@ -6,6 +6,8 @@ option table itself is in `config.py`. Internal knobs (not user options) are pla
 
 from __future__ import annotations
 
+from typing import Final
+
 # --- server ------------------------------------------------------------------------------------
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7711
@@ -145,7 +147,7 @@ CACHE_LONG_TTL_S = 3600.0
 CACHE_READ_SHARE = 0.1
 # Which cache breakpoints ask for the provider's 1-hour lifetime (see options.long_cache); measured by
 # bench/session_bill.py: pauses of 5-60 min between questions then read the prefix instead of rewriting it.
-LONG_CACHE = "history"
+LONG_CACHE: Final = "history"  # Final: typed as its literal, as the option's choices are
 # A question's tool transcript is kept in history (and read from cache by the next question) only while
 # it is at most this share of the window budget. Off by default: measured on bench/prefix_cache.py, keeping
 # even small transcripts (2%) made compaction 1.5x as frequent and each question ~11% dearer, while the

@@ -553,9 +553,9 @@ def _anthropic_prompt(body: dict[str, Any], memo: _Memo | None = None) -> tuple[
                         cache_control = None
                         exact = exact and _plain(part)
                     else:
-                        serialized = part.get("text") if part.get("type") == "text" else None
-                        if isinstance(serialized, str):  # the common case, as _anthropic_block would give it
-                            kind = text_kind
+                        text = part.get("text") if part.get("type") == "text" else None
+                        if isinstance(text, str):  # the common case, as _anthropic_block would give it
+                            kind, serialized = text_kind, text
                         else:
                             kind, serialized = _anthropic_block(part)
                             kind = f"{role}:{kind}"

@@ -13,6 +13,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -47,12 +48,12 @@ def down_bound_s() -> float:
     return idle.seconds + DOWN_BOUND_S
 
 
-def only_event(service: Service) -> dict[str, object]:
+def only_event(service: Service) -> dict[str, Any]:
     calls = service.recorder.wait_for(lambda calls: any(c.path == "/notify" for c in calls))
     (call,) = [c for c in calls if c.path == "/notify"]
     body = call.json()
     assert len(body["events"]) == 1
-    event: dict[str, object] = body["events"][0]
+    event: dict[str, Any] = body["events"][0]
     return {**event, "_cwd": body["cwd"], "_session": body.get("session_id"), "_answer": call.answer()}
 
 
@@ -303,8 +304,8 @@ def test_hooks_run_on_python_3_8(service: Service, repo: Path) -> None:
     )
     assert (run.returncode, run.stderr) == (0, "")
     assert only_event(service)["content"] == "# demo\n"
-    for script, payload in (("slash_commands.py", {}), ("statusline.py", {})):
-        assert run_script(script, payload, env=hook_env(service.url, repo), python=python).stderr == ""
+    for script in ("slash_commands.py", "statusline.py"):
+        assert run_script(script, {}, env=hook_env(service.url, repo), python=python).stderr == ""
 
 
 def test_files_outside_the_repository_are_never_sent(service: Service, repo: Path, tmp_path: Path) -> None:

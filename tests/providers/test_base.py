@@ -7,6 +7,7 @@ import asyncio
 import json
 import math
 import threading
+from functools import partial
 
 import pytest
 
@@ -84,8 +85,13 @@ def test_a_request_head_is_encoded_once_while_its_key_repeats_and_afresh_when_it
 def test_only_a_handful_of_request_heads_are_kept() -> None:
     cache = WireCache()
     built: list[int] = []
+
+    def head(n: int) -> dict[str, int]:
+        built.append(n)
+        return {"n": n}
+
     for n in (*range(WIRE_FRAGMENTS_KEPT + 1), 0):  # one more than kept, then the first again
-        cache.fragment(n, None, lambda n=n: built.append(n) or {"n": n})  # type: ignore[func-returns-value]
+        cache.fragment(n, None, partial(head, n))
     assert built == [*range(WIRE_FRAGMENTS_KEPT + 1), 0]  # the oldest was dropped: encoded again
 
 

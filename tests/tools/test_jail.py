@@ -141,7 +141,7 @@ async def test_hostile_path_is_refused_by_every_tool_without_leaking(
     history_repo: HistoryRepo, toolbox: Toolbox, template: str, fragment: str
 ) -> None:
     path = _fill(template, history_repo)
-    calls = [
+    calls: list[tuple[str, dict[str, object]]] = [
         ("Read", {"file_path": path}),
         ("Grep", {"pattern": ".", "path": path, "output_mode": "content"}),
         ("Glob", {"pattern": "**/*", "path": path}),
@@ -193,7 +193,7 @@ async def test_grep_glob_filter_walking_outside_or_into_git_is_refused(toolbox: 
 
 async def test_broad_queries_never_return_planted_content(any_toolbox: Toolbox) -> None:
     markers = "|".join((*LEAK_MARKERS, "root:x:0", "needle"))
-    calls = [
+    calls: list[tuple[str, dict[str, object]]] = [
         ("Grep", {"pattern": markers, "output_mode": "content", "head_limit": 5000}),
         ("Grep", {"pattern": markers, "output_mode": "count"}),
         ("Grep", {"pattern": markers, "glob": "*.env*"}),

@@ -248,8 +248,8 @@ async def test_glob_on_a_file_path_is_an_error(any_toolbox: Toolbox) -> None:
 
 
 async def test_glob_listing_is_identical_with_ripgrep_and_the_walker(toolbox: Toolbox, py_toolbox: Toolbox) -> None:
-    cases = [("**/*", None), ("*", None), ("**/.*", None), ("src/**", None), ("**/*.tmp", None)]
-    cases += [("**/*", "src"), ("*.tmp", "src/nested"), ("**/*", "config")]
+    cases: list[tuple[str, str | None]] = [("**/*", None), ("*", None), ("**/.*", None), ("src/**", None)]
+    cases += [("**/*.tmp", None), ("**/*", "src"), ("*.tmp", "src/nested"), ("**/*", "config")]
     for pattern, path in cases:
         arguments = {"pattern": pattern, "limit": 5000, "path": path}
         assert await toolbox.run("Glob", arguments) == await py_toolbox.run("Glob", arguments)
