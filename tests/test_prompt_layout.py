@@ -7,7 +7,8 @@ import pytest
 
 from live_memory.context_window import ContextWindow
 from live_memory.messages import Message, TextPart, ToolResultPart, ToolUsePart
-from live_memory.prompt_layout import LongCache, build_prompt, with_breakpoint
+from live_memory.options import LongCache
+from live_memory.prompt_layout import build_prompt, with_breakpoint
 from tests.fakes.windows import HINT, ask, sha
 
 

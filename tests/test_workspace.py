@@ -15,6 +15,7 @@ from live_memory.context_window import ContextWindow
 from live_memory.errors import InputError
 from live_memory.history import Turn
 from live_memory.messages import Message, TextPart
+from live_memory.options import RepoRootMode
 from live_memory.workspace import Location, WorkspacePolicy, WorkspaceState, locate, new_state, validate_cwd
 
 GIT_ENV = {
@@ -45,7 +46,7 @@ def make_repo(path: Path) -> Path:
     return path
 
 
-def where(cwd: Path, *, mode: str = "nearest", canonicalize: bool = True, share: bool = True) -> Location:
+def where(cwd: Path, *, mode: RepoRootMode = "nearest", canonicalize: bool = True, share: bool = True) -> Location:
     return locate(cwd.resolve(), canonicalize=canonicalize, mode=mode, share_worktrees=share)
 
 

@@ -18,16 +18,14 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal
 
 from live_memory.errors import BusyError
-
-ConcurrencyMode = Literal["parallel", "serial"]
+from live_memory.options import Concurrency
 
 
 @dataclass(frozen=True)
 class AdmissionLimits:
-    mode: ConcurrencyMode
+    mode: Concurrency
     max_parallel: int
     max_waiting: int
     retry_after_s: float

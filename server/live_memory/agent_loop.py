@@ -33,7 +33,8 @@ from live_memory.messages import (
     ToolResultPart,
     ToolUsePart,
 )
-from live_memory.prompt_layout import LongCache, build_prompt
+from live_memory.options import LongCache
+from live_memory.prompt_layout import build_prompt
 from live_memory.question_names import found_definitions, names_in
 from live_memory.records import Usage
 from live_memory.safe_files import read_for_revalidation

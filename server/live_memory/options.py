@@ -24,8 +24,12 @@ _SPEC = "live_memory.option"
 
 Caster = Callable[[object], object]
 
-# Which files keep their bytes in the window (see the option `hold_files`).
-HoldFiles: TypeAlias = Literal["used", "earned", "all", "none"]
+# The options' choices, each declared once and used as such by the policies that read them.
+HoldFiles: TypeAlias = Literal["used", "earned", "all", "none"]  # which bytes the window holds
+LongCache: TypeAlias = Literal["off", "prefix", "history"]  # which breakpoints ask for the 1-hour cache
+Concurrency: TypeAlias = Literal["parallel", "serial"]  # how a workspace admits questions
+RepoRootMode: TypeAlias = Literal["nearest", "outermost"]  # which git root a cwd belongs to
+LogLevel: TypeAlias = Literal["debug", "info", "warning", "error"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class Options:
     # --- server
     host: str = option(C.DEFAULT_HOST, "Address to bind. Loopback by default.", restart=True)
     port: int = option(C.DEFAULT_PORT, "TCP port to bind.", low=1, high=65535, restart=True)
-    log_level: Literal["debug", "info", "warning", "error"] = option(C.LOG_LEVEL, "Log verbosity.", restart=True)
+    log_level: LogLevel = option(C.LOG_LEVEL, "Log verbosity.", restart=True)
     log_file: str = option("", "Also log to this rotating file (10 MiB x 3); empty: stderr only.", restart=True)
     shutdown_grace_s: float = option(
         C.SHUTDOWN_GRACE_S,
@@ -116,7 +120,7 @@ class Options:
     background: bool = option(
         True, "Allow optional background model calls (distillation, keep-warm). Q&A compaction always runs."
     )
-    long_cache: Literal["off", "prefix", "history"] = option(
+    long_cache: LongCache = option(
         C.LONG_CACHE,
         "Which cached parts of the prompt ask for the provider's 1-hour cache (Anthropic: written at 2x the "
         "input price instead of 1.25x, kept an hour instead of 5 minutes, so a pause of 5-60 minutes between "
@@ -191,7 +195,7 @@ class Options:
     passive_ingestion: bool = option(
         C.PASSIVE_INGESTION, "Hold the bytes of files the agents read or edit (teed by the hooks) in the window."
     )
-    hold_files: HoldFiles = option(  # noqa: RUF009 (a Literal alias: ruff does not see through it)
+    hold_files: HoldFiles = option(
         C.HOLD_FILES,
         "Which bytes the window holds: `used` (the hot set: the lines answers cite, while their expected "
         "re-reads cost more than holding them, within `hot_set_tokens`; measured dearer on the session bill), "
@@ -242,7 +246,7 @@ class Options:
         "Files withheld from the model (listed as present-but-withheld; never read, grepped or teed).",
     )
     # --- workspaces and admission
-    concurrency: Literal["parallel", "serial"] = option(
+    concurrency: Concurrency = option(
         C.CONCURRENCY_MODE,
         "Same-workspace questions: `parallel` (forked windows) or `serial` (one at a time, FIFO).",
     )
@@ -265,7 +269,7 @@ class Options:
         C.CANONICALIZE_WORKSPACE,
         "Key memories by the enclosing git root (subdirectories share their repository's memory).",
     )
-    repo_root_mode: Literal["nearest", "outermost"] = option(
+    repo_root_mode: RepoRootMode = option(
         C.REPO_ROOT_MODE, "Inside a submodule: `nearest` (its own memory) or `outermost` (the superproject's)."
     )
     share_worktrees: bool = option(

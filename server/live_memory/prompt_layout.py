@@ -14,16 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Literal
 
 from live_memory.constants import LOOKBACK_ANCHOR_BLOCKS
 from live_memory.context_window import ContextWindow
 from live_memory.messages import Message, TextPart
+from live_memory.options import LongCache
 
 Prompt = tuple[tuple[TextPart, ...], tuple[Message, ...]]
 # Which breakpoints ask for the provider's longer cache lifetime: none, bp1/bp2 (the prefix that only a
 # compaction changes), or also the history's (every breakpoint before the current question's tail).
-LongCache = Literal["off", "prefix", "history"]
 
 
 def build_prompt(

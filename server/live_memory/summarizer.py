@@ -24,7 +24,8 @@ from live_memory.constants import CACHE_READ_SHARE, CACHE_TTL_S, MAX_TRANSCRIPT_
 from live_memory.context_window import ContextWindow
 from live_memory.history import Turn, message_text
 from live_memory.messages import ChatProvider, ChatRequest, Message, TextPart
-from live_memory.prompt_layout import LongCache, build_prompt
+from live_memory.options import LongCache
+from live_memory.prompt_layout import build_prompt
 from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, fold_request_text, summary_request_text
 from live_memory.records import Usage
 

@@ -22,6 +22,7 @@ from live_memory.constants import MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
 from live_memory.context_window import ContextWindow
 from live_memory.errors import InputError
 from live_memory.history import EXCHANGE_KINDS, Turn
+from live_memory.options import RepoRootMode
 from live_memory.records import Usage
 
 WindowChange = Callable[[ContextWindow], Any]
@@ -57,7 +58,7 @@ class Location:
     root: Path
 
 
-def canonical_workspace(cwd: Path, *, canonicalize: bool = True, mode: str = "nearest") -> Path:
+def canonical_workspace(cwd: Path, *, canonicalize: bool = True, mode: RepoRootMode = "nearest") -> Path:
     """The enclosing git root (`nearest`) or outermost enclosing root (`outermost`); else cwd.
 
     A `.git` file counts (linked worktrees and submodules), as for `git rev-parse --show-toplevel`.
@@ -100,7 +101,7 @@ def shared_repository(root: Path) -> Path | None:
     return common
 
 
-def locate(cwd: Path, *, canonicalize: bool, mode: str, share_worktrees: bool) -> Location:
+def locate(cwd: Path, *, canonicalize: bool, mode: RepoRootMode, share_worktrees: bool) -> Location:
     root = canonical_workspace(cwd, canonicalize=canonicalize, mode=mode)
     if canonicalize and share_worktrees:
         shared = shared_repository(root)
@@ -259,7 +260,7 @@ class WorkspacePolicy:
     distill_min_interval_s: float
     admission: AdmissionLimits
     canonicalize: bool = True
-    repo_root_mode: str = "nearest"
+    repo_root_mode: RepoRootMode = "nearest"
     share_worktrees: bool = True
     allowed_roots: tuple[Path, ...] = ()  # empty: anywhere
 
