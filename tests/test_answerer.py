@@ -13,6 +13,7 @@ import pytest
 from live_memory.answerer import cache_lifetime_s
 from live_memory.errors import BusyError, NoCredentialError
 from live_memory.messages import ChatRequest, ChatResponse
+from live_memory.records import ToolCall
 from tests.fakes.engine import engine_for, until
 from tests.fakes.live_server import settings_for
 from tests.fakes.repo_builder import one_file_repo
@@ -33,6 +34,20 @@ async def test_an_answer_is_committed_and_the_next_question_sees_it(tmp_path: Pa
     assert "what is VERSION?" in str(provider.requests[-1].messages)  # the first exchange is in memory
     state = await engine.service.find(str(workspace))
     assert state is not None and state.window.qa_count() == 2
+
+
+async def test_the_caller_is_told_each_step_of_the_question_as_it_happens(tmp_path: Path, workspace: Path) -> None:
+    read = text_response("", tool_calls=(ToolCall("r1", "Read", {"file_path": "app.py"}),))
+    engine = engine_for(tmp_path, ScriptedProvider(read, text_response("done")))
+    seen: list[str] = []
+    result = await engine.answerer.ask(str(workspace), "what is VERSION?", on_status=seen.append)
+    assert result.answer == "done"
+    assert seen == [
+        "waiting for earlier questions on this workspace",
+        "thinking (turn 1)",
+        "running Read",
+        "thinking (turn 2)",
+    ]
 
 
 async def test_without_a_provider_the_question_says_which_key_to_set(tmp_path: Path, workspace: Path) -> None:

@@ -109,6 +109,13 @@ class LoopOutcome:
     first_prompt_estimate: int = 0
     first_prompt_actual: int = 0
     status: str = "starting"
+    on_status: Callable[[str], None] | None = None  # told each new status (progress reports), if given
+
+    def report(self, status: str) -> None:
+        """What the question is doing now: kept, and passed to `on_status`."""
+        self.status = status
+        if self.on_status is not None:
+            self.on_status(status)
 
 
 class QuestionLoop:
@@ -167,7 +174,7 @@ class QuestionLoop:
                 await self._run(window, transcript, out)
         except TimeoutError:
             out.timed_out = True
-            out.status = "deadline reached; writing the best answer so far"
+            out.report("deadline reached; writing the best answer so far")
             await self._best_effort(window, transcript, out)
         except ProviderError as exc:
             if not out.tool_calls and not out.answer:
@@ -242,7 +249,7 @@ class QuestionLoop:
     async def _run(self, window: ContextWindow, transcript: list[Message], out: LoopOutcome) -> None:
         guard_used = self.grounded or not (self.limits.force_explore_when_cold and window.cold)
         for iteration in range(self.limits.max_iterations):
-            out.status = f"thinking (turn {iteration + 1})"
+            out.report(f"thinking (turn {iteration + 1})")
             response = await self._call(window, transcript, out)
             if not response.tool_calls:
                 if not guard_used and out.tool_calls == 0:
@@ -263,7 +270,7 @@ class QuestionLoop:
 
     async def _run_tools(self, window: ContextWindow, response: ChatResponse, out: LoopOutcome) -> Message:
         names = ", ".join(c.name for c in response.tool_calls)
-        out.status = f"running {names}"
+        out.report(f"running {names}")
         outcomes = await asyncio.gather(*(self.tools.run(c.name, c.arguments) for c in response.tool_calls))
         parts: list[Part] = []
         for call, result in zip(response.tool_calls, outcomes, strict=True):
@@ -332,7 +339,7 @@ class QuestionLoop:
                 compacted_for_overflow = True
                 if exc.limit_tokens:
                     self.hard_limit = min(self.hard_limit, exc.limit_tokens)
-                out.status = "prompt too long; compacting the memory and retrying"
+                out.report("prompt too long; compacting the memory and retrying")
                 await self.compactor(window, exc.limit_tokens or 0)
                 continue
             except ProviderError as exc:
@@ -340,7 +347,7 @@ class QuestionLoop:
                 if delay is None:
                     raise
                 attempt += 1
-                out.status = f"provider busy; retrying in {delay:.1f}s"
+                out.report(f"provider busy; retrying in {delay:.1f}s")
                 logger.info("retrying provider call in %.1fs after: %s", delay, exc)
                 await asyncio.sleep(delay)
                 continue

@@ -68,8 +68,9 @@ class Answerer:
         self._cut_to: float | None = None  # set at shutdown: every loop's deadline is at most this far off
 
     async def ask(
-        self, cwd: str, question: str, max_answer_tokens: int = 0, outcome: LoopOutcome | None = None
+        self, cwd: str, question: str, max_answer_tokens: int = 0, on_status: Callable[[str], None] | None = None
     ) -> QuestionResult:
+        """Answer one question; `on_status` is told what it is doing as that changes (progress reports)."""
         runtime = self.service.runtime  # one consistent view even if a reload lands meanwhile
         settings = runtime.settings
         question = validate_question(question)
@@ -79,12 +80,12 @@ class Answerer:
         if self.service.stopping:
             raise BusyError("Live Memory is shutting down; retry in a few seconds", C.BUSY_RETRY_AFTER_S)
         started = self.clock()
-        out = outcome or LoopOutcome(answer="", model=runtime.provider.info.model)
+        out = LoopOutcome(answer="", model=runtime.provider.info.model, on_status=on_status)
         workspace = await self.service.open(cwd)
         state = workspace.state
         self.service.spend.check_question(state.id, caps_of(runtime))
         timeout_s = settings.default_timeout_s
-        out.status = "waiting for earlier questions on this workspace"
+        out.report("waiting for earlier questions on this workspace")
         wait_s = timeout_s * C.ADMISSION_WAIT_SHARE
         try:
             async with asyncio.timeout(wait_s):

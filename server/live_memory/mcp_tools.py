@@ -18,7 +18,6 @@ from mcp_types import ToolAnnotations
 
 from live_memory import __version__
 from live_memory import constants as C
-from live_memory.agent_loop import LoopOutcome
 from live_memory.answerer import Answerer, validate_question
 from live_memory.errors import LiveMemoryError
 from live_memory.jobs import JobRegistry
@@ -90,7 +89,12 @@ def build_mcp_server(
     )
     async def ask_live_memory(question: str, ctx: Context, cwd: str = "", max_answer_tokens: int = 0) -> str:
         workspace_cwd = _cwd_from(ctx, cwd)
-        outcome = LoopOutcome(answer="")
+        status = "starting"
+
+        def on_status(now: str) -> None:
+            nonlocal status
+            status = now
+
         started = clock()
         budget = answerer.service.settings.default_timeout_s
 
@@ -103,7 +107,7 @@ def build_mcp_server(
         def beat() -> None:
             nonlocal timer
             if not reports:
-                report = ctx.report_progress(round(clock() - started, 1), budget, outcome.status)
+                report = ctx.report_progress(round(clock() - started, 1), budget, status)
                 task = loop.create_task(report)
                 reports.add(task)
                 task.add_done_callback(_report_done(reports))
@@ -114,7 +118,7 @@ def build_mcp_server(
         failure: Exception | None = None
         with stop.call():
             try:
-                result = await answerer.ask(workspace_cwd, question, max_answer_tokens, outcome)
+                result = await answerer.ask(workspace_cwd, question, max_answer_tokens, on_status)
             except Exception as exc:  # cancellation (the client hung up) still propagates
                 failure = exc
             finally:
