@@ -11,6 +11,7 @@ survives a crash; the snapshot is written behind, a moment later (see `store`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -87,23 +88,22 @@ class Answerer:
         timeout_s = settings.default_timeout_s
         out.report("waiting for earlier questions on this workspace")
         wait_s = timeout_s * C.ADMISSION_WAIT_SHARE
-        try:
-            async with asyncio.timeout(wait_s):
-                admission = state.admission.admit()
-                await admission.__aenter__()
-        except TimeoutError:
-            raise BusyError(
-                f"Live Memory is still busy with this workspace after {wait_s:.0f} s; retry shortly",
-                C.BUSY_RETRY_AFTER_S,
-            ) from None
-        try:
-            remaining = max(timeout_s - (self.clock() - started), C.MIN_TIMEOUT_S)
-            cost = await self._answer(workspace, runtime, question, max_answer_tokens, remaining, out)
-        except ProviderError as exc:
-            self.service.telemetry.provider_error(error_kind(exc))
-            raise
-        finally:
-            await admission.__aexit__(None, None, None)
+        # Only entering the admission is bounded by the wait; the slot is held until the answer is committed.
+        async with contextlib.AsyncExitStack() as admitted:
+            try:
+                async with asyncio.timeout(wait_s):
+                    await admitted.enter_async_context(state.admission.admit())
+            except TimeoutError:
+                raise BusyError(
+                    f"Live Memory is still busy with this workspace after {wait_s:.0f} s; retry shortly",
+                    C.BUSY_RETRY_AFTER_S,
+                ) from None
+            try:
+                remaining = max(timeout_s - (self.clock() - started), C.MIN_TIMEOUT_S)
+                cost = await self._answer(workspace, runtime, question, max_answer_tokens, remaining, out)
+            except ProviderError as exc:
+                self.service.telemetry.provider_error(error_kind(exc))
+                raise
         latency = self.clock() - started
         result = "timed_out" if out.timed_out else "partial" if out.partial else "answered"
         if out.partial:
