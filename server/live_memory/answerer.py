@@ -134,6 +134,15 @@ class Answerer:
             error=out.partial,
         )
 
+    @property
+    def time_budget_s(self) -> float:
+        """How long a question may take (the current settings'), for the caller's progress reports."""
+        return self.service.settings.default_timeout_s
+
+    async def check_workspace(self, cwd: str) -> None:
+        """Raise the error a question about `cwd` would meet before it runs (an invalid or refused cwd)."""
+        await self.service.locate(cwd)
+
     def cut_deadlines(self, grace_s: float) -> None:
         """Shutdown: running questions (and any that start now) return their best answer within `grace_s`."""
         self._cut_to = self.clock() + grace_s

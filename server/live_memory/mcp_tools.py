@@ -96,7 +96,7 @@ def build_mcp_server(
             status = now
 
         started = clock()
-        budget = answerer.service.settings.default_timeout_s
+        budget = answerer.time_budget_s
 
         # Progress heartbeats from a loop timer, not a task group with a sleeping task: most answers come
         # long before the first beat, and a timer costs next to nothing to cancel. Reports do not overlap.
@@ -148,7 +148,7 @@ def register_async_tools(mcp: MCPServer, answerer: Answerer, jobs: JobRegistry) 
 
         try:
             validate_question(question)
-            await answerer.service.locate(workspace_cwd)
+            await answerer.check_workspace(workspace_cwd)
             return jobs.submit(work)
         except LiveMemoryError as exc:
             raise ToolError(str(exc)) from None
