@@ -22,7 +22,7 @@ from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
 from live_memory.compaction import CompactionReport, Compactor
 from live_memory.config import Settings
 from live_memory.errors import BusyError, InputError, NoCredentialError, ProviderError
-from live_memory.hot_set import hot_set_of
+from live_memory.hot_set import HotSet, hot_set_of
 from live_memory.logging_setup import log_question
 from live_memory.records import QuestionResult
 from live_memory.runtime import Runtime, missing_credential_message
@@ -163,6 +163,8 @@ class Answerer:
         settings = runtime.settings
         state = workspace.state
         fork_id, window = state.fork()
+        # One hot set for the question's loop and its compactor, priced from the answering model.
+        hot_set = hot_set_of(settings, cache_read_share(settings), cache_write_share(settings))
         loop = QuestionLoop(
             runtime.provider,
             workspace.tools,
@@ -176,11 +178,11 @@ class Answerer:
                 reserve_s=self.deadline_reserve_s,
                 retry_base_s=settings.provider_retry_base_s,
                 long_cache=settings.long_cache,
-                hot_set=hot_set_of(settings, cache_read_share(settings), cache_write_share(settings)),
+                hot_set=hot_set,
             ),
             workspace_root=workspace.root,
             cache_key=state.id,
-            compactor=self._compactor(state, runtime),
+            compactor=self._compactor(state, runtime, hot_set),
             clock=self.clock,
         )
         state.in_flight += 1
@@ -218,7 +220,7 @@ class Answerer:
             out.answer = f"{out.answer}\n\n(answer given, not yet saved: {unsaved}; see the server log)"
         return cost
 
-    def _compactor(self, state: WorkspaceState, runtime: Runtime) -> Compactor:
+    def _compactor(self, state: WorkspaceState, runtime: Runtime, hot_set: HotSet | None) -> Compactor:
         settings = runtime.settings
         provider = runtime.provider
         summary_model = settings.summary_model or settings.model
@@ -255,7 +257,7 @@ class Answerer:
             distill_allowed=lambda: settings.background and spend.background_allowed(state.id, caps_of(runtime)),
             history_max_tokens=settings.history_max_tokens,
             history_floor=settings.history_floor,
-            hot_set=hot_set_of(settings, cache_read_share(settings), cache_write_share(settings)),
+            hot_set=hot_set,
         )
 
 
