@@ -11,11 +11,14 @@ import anyio
 import pytest
 
 from live_memory.answerer import cache_lifetime_s
-from live_memory.errors import BusyError, NoCredentialError
+from live_memory.config import load_settings
+from live_memory.errors import AuthError, BusyError, NoCredentialError
 from live_memory.messages import ChatRequest, ChatResponse
-from live_memory.records import ToolCall
+from live_memory.records import ToolCall, Usage
+from live_memory.runtime import Runtime
 from tests.fakes.engine import engine_for, until
 from tests.fakes.live_server import settings_for
+from tests.fakes.off_loop import off_loop
 from tests.fakes.repo_builder import one_file_repo
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
@@ -101,3 +104,40 @@ def test_a_fold_trusts_the_cache_for_as_long_as_the_provider_keeps_the_history(t
     uncached = settings_for("http://127.0.0.1:9", tmp_path / "data")
     uncached = replace(uncached, profile=replace(uncached.profile, cache_style="none"))
     assert cache_lifetime_s(uncached) == 0.0
+
+
+LONG_ANSWER = "the answer, at length: " + "words " * 600  # about 900 tokens of history per exchange
+SUMMARY = text_response("+ app.py holds VERSION", usage=Usage(input_tokens=2000, output_tokens=40))
+
+
+async def test_a_compaction_is_counted_and_charged_even_when_its_question_then_fails(
+    tmp_path: Path, workspace: Path
+) -> None:
+    answers = [text_response(LONG_ANSWER) for _ in range(3)]
+    provider = ScriptedProvider(*answers, SUMMARY, AuthError("the key was revoked"))
+    engine = engine_for(tmp_path, provider, history_max_tokens="1500")
+    for index in range(3):
+        await engine.answerer.ask(str(workspace), f"question {index}")
+    with pytest.raises(AuthError, match="revoked"):
+        await engine.answerer.ask(str(workspace), "the question that fails")
+    state = await engine.service.find(str(workspace))
+    assert state is not None
+    assert state.stats.compactions == 1 and state.stats.background_cost_usd > 0  # the summary was paid for
+    assert engine.service.spend.today().background_usd == pytest.approx(state.stats.background_cost_usd)
+    assert state.window.qa_count() == 3  # the failed question's fork is dropped, its compaction with it
+
+
+async def test_a_reload_brings_its_compaction_settings_to_the_next_question(tmp_path: Path, workspace: Path) -> None:
+    answers = [text_response(LONG_ANSWER) for _ in range(3)]
+    provider = ScriptedProvider(*answers, SUMMARY, text_response("after the fold"))
+    engine = engine_for(tmp_path, provider)  # the default history bound: three exchanges stay as they are
+    for index in range(3):
+        await engine.answerer.ask(str(workspace), f"question {index}")
+    state = await engine.service.find(str(workspace))
+    assert state is not None and state.stats.compactions == 0
+    env = {"HOME": str(tmp_path), "LIVE_MEMORY_API_KEY": "x", "LIVE_MEMORY_HISTORY_MAX_TOKENS": "1500"}
+    await engine.service.reload(Runtime(off_loop(load_settings, env=env, data_dir=tmp_path / "data"), provider))
+    result = await engine.answerer.ask(str(workspace), "one more")
+    assert result.answer == "after the fold"
+    assert state.stats.compactions == 1 and state.window.qa_count() < 4
+    assert "app.py holds VERSION" in state.window.ledger.text_for_summary()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 from collections.abc import Mapping
@@ -12,9 +13,9 @@ from typing import Any
 import pytest
 
 from live_memory.admission import DistillGate
-from live_memory.agent_loop import LoopLimits, QuestionLoop
+from live_memory.agent_loop import CompactionHook, LoopLimits, QuestionLoop
 from live_memory.cited_lines import Citation, CitedLines, cut
-from live_memory.compaction import CompactionReport, Compactor, history_tokens
+from live_memory.compaction import CompactionPolicy, CompactionScope, Compactor, history_tokens
 from live_memory.constants import SUMMARY_MAX_TOKENS
 from live_memory.context_window import ContextWindow
 from live_memory.errors import OverloadedError
@@ -69,12 +70,16 @@ def filled_window(budget: int = 4000) -> ContextWindow:
     return window
 
 
-def compactor(provider: ScriptedProvider, clock: Clock, *, floor: float = 0.6, interval: float = 60.0) -> Compactor:
-    return Compactor(
-        summarizer=Summarizer(provider),
-        gate=DistillGate(interval, clock),
-        threshold=0.85,
-        floor=floor,
+def bound(compactor: Compactor, gate: DistillGate) -> CompactionHook:
+    """The compactor as a question's loop calls it, for one workspace."""
+    return functools.partial(compactor, scope=CompactionScope(gate, tree_root=Path("/")))
+
+
+def compactor(
+    provider: ScriptedProvider, clock: Clock, *, floor: float = 0.6, interval: float = 60.0
+) -> CompactionHook:
+    return bound(
+        Compactor(CompactionPolicy(threshold=0.85, floor=floor), Summarizer(provider)), DistillGate(interval, clock)
     )
 
 
@@ -82,7 +87,7 @@ async def test_no_compaction_below_the_threshold() -> None:
     window = ContextWindow(budget_tokens=100_000)
     add_exchange(window, 1)
     provider = ScriptedProvider(responder=summary_of)
-    assert await compactor(provider, Clock())(window) is None
+    assert await compactor(provider, Clock())(window, None) is None
     assert provider.requests == []
 
 
@@ -90,7 +95,7 @@ async def test_tiers_run_in_order_down_to_the_floor() -> None:
     window = filled_window()
     assert window.fill() > 0.85
     provider = ScriptedProvider(responder=summary_of)
-    report = await compactor(provider, Clock())(window)
+    report = await compactor(provider, Clock())(window, None)
     assert report is not None
     assert window.prompt_tokens() <= 0.6 * window.budget_tokens
     # tier 0 went first, LRU first: the oldest observed files were distilled by one batched call
@@ -109,7 +114,7 @@ async def test_qa_is_summarized_never_dropped_and_recent_questions_stay_out() ->
         add_exchange(window, index, size=900)
     window.ledger.facts = [LedgerFact("Uses Postgres", {"db.py": "h"}, stale=True)]
     provider = ScriptedProvider(responder=summary_of)
-    report = await compactor(provider, Clock())(window)
+    report = await compactor(provider, Clock())(window, None)
     assert report is not None and report.summarized_pairs > 0
     assert "1. (possibly stale) Uses Postgres" in provider.requests[-1].messages[0].text
     # the summary's changes add to the ledger: the fact it did not name stays, as it was
@@ -134,14 +139,14 @@ async def test_summarizer_failure_keeps_the_history_and_waits_for_the_cooldown()
     clock = Clock()
     provider = ScriptedProvider(OverloadedError("down"))
     compact = compactor(provider, clock)
-    report = await compact(window)
+    report = await compact(window, None)
     assert report is not None and report.summary_failures == 1
     assert [t.message for t in window.history] == before
-    await compact(window)
+    await compact(window, None)
     assert len(provider.requests) == 1  # within the cooldown: no new attempt
     clock.now += 61
     provider.responder = summary_of
-    report = await compact(window)
+    report = await compact(window, None)
     assert report is not None and report.summarized_pairs > 0
 
 
@@ -149,9 +154,9 @@ async def test_within_cooldown_observations_are_shed_without_summarizing() -> No
     clock = Clock()
     provider = ScriptedProvider(responder=summary_of)
     compact = compactor(provider, clock)
-    await compact(filled_window())
+    await compact(filled_window(), None)
     calls = len(provider.requests)
-    report = await compact(filled_window())
+    report = await compact(filled_window(), None)
     assert report is not None and report.distilled == [] and report.shed
     assert all("content" not in r.messages[0].text for r in provider.requests[calls:])
 
@@ -168,12 +173,12 @@ async def test_a_racing_fork_sheds_while_another_distills() -> None:
             await release.wait()
             return summary_of(request)
 
-    slow = Compactor(summarizer=Summarizer(Blocking()), gate=gate, threshold=0.85, floor=0.6)
-    fast_provider = ScriptedProvider(responder=summary_of)
-    fast = Compactor(summarizer=Summarizer(fast_provider), gate=gate, threshold=0.85, floor=0.6)
-    first = asyncio.create_task(slow(filled_window()))
+    policy = CompactionPolicy(threshold=0.85, floor=0.6)
+    slow = bound(Compactor(policy, Summarizer(Blocking())), gate)
+    fast = bound(Compactor(policy, Summarizer(ScriptedProvider(responder=summary_of))), gate)
+    first = asyncio.ensure_future(slow(filled_window(), None))
     await entered.wait()
-    report = await fast(filled_window())
+    report = await fast(filled_window(), None)
     release.set()
     slow_report = await first
     assert report is not None and report.distilled == [] and report.shed
@@ -198,17 +203,8 @@ async def run_session(floor: float, questions: int = 30) -> list[int]:
         responder=lambda r: summary_of(r) if "ledger" in r.system[0].text else text_response("ok")
     )
     compactions: list[int] = []
-    current = [0]
-
-    async def record(report: CompactionReport) -> None:
-        compactions.append(current[0])
-
-    compact = Compactor(
-        summarizer=Summarizer(provider),
-        gate=DistillGate(0.0, clock),
-        threshold=0.85,
-        floor=floor,
-        on_report=record,
+    compact = bound(
+        Compactor(CompactionPolicy(threshold=0.85, floor=floor), Summarizer(provider)), DistillGate(0.0, clock)
     )
     window = ContextWindow(budget_tokens=6000)
     limits = LoopLimits(
@@ -216,9 +212,9 @@ async def run_session(floor: float, questions: int = 30) -> list[int]:
     )
     loop = QuestionLoop(provider, NoTools(), (), limits, workspace_root=Path("/"), compactor=compact)
     for index in range(questions):
-        current[0] = index
         window.observe(f"notes/n{index}.md", f"note {index} " * 120, sha(f"n{index}"))
-        await loop.answer(window, f"question {index}")
+        if (await loop.answer(window, f"question {index}")).compactions:
+            compactions.append(index)
     return compactions
 
 
@@ -240,16 +236,10 @@ async def test_a_history_past_its_maximum_folds_down_to_its_floor_and_keeps_the_
     for index in range(20):
         add_exchange(window, index, size=400)  # about 110 tokens each
     maximum = history_tokens(window) - 1
-    compact = Compactor(
-        summarizer=Summarizer(ScriptedProvider(responder=summary_of)),
-        gate=DistillGate(60.0, Clock()),
-        threshold=0.85,
-        floor=0.6,
-        history_max_tokens=maximum,
-        history_floor=history_floor,
-    )
-    assert compact.needed(window)
-    report = await compact(window)
+    policy = CompactionPolicy(threshold=0.85, floor=0.6, history_max_tokens=maximum, history_floor=history_floor)
+    compactor = Compactor(policy, Summarizer(ScriptedProvider(responder=summary_of)))
+    assert compactor.needed(window)
+    report = await bound(compactor, DistillGate(60.0, Clock()))(window, None)
     assert report is not None
     assert history_tokens(window) <= history_floor * maximum
     assert history_tokens(window) > history_floor * maximum - 110  # no deeper than it had to (one exchange)
@@ -287,14 +277,9 @@ async def test_a_compaction_rechooses_the_hot_set_and_sheds_lines_no_longer_used
         window.observe(f"docs/file{index}.md", f"content {index} " * 150, sha(str(index)))
     window.sync_deltas()
     assert window.fill() > 0.85
-    compact = Compactor(
-        summarizer=Summarizer(ScriptedProvider(responder=summary_of)),
-        gate=DistillGate(60.0, Clock()),
-        threshold=0.85,
-        floor=0.6,
-        hot_set=hot_set(),
-    )
-    report = await compact(window)
+    policy = CompactionPolicy(threshold=0.85, floor=0.6, hot_set=hot_set())
+    compact = bound(Compactor(policy, Summarizer(ScriptedProvider(responder=summary_of))), DistillGate(60.0, Clock()))
+    report = await compact(window, None)
     assert report is not None
     assert "src/old.py:1-1" in report.shed and "src/app.py:1-2" not in report.shed
     assert list(window.cited) == [("src/app.py", 1, 2)]
@@ -306,7 +291,7 @@ async def test_a_compaction_rechooses_the_hot_set_and_sheds_lines_no_longer_used
 async def test_without_a_hot_set_a_compaction_keeps_held_lines_as_they_are() -> None:
     window = filled_window()
     window.hold_cited(cited(OLD, "src/mod0.py", 1, 1))
-    report = await compactor(ScriptedProvider(responder=summary_of), Clock())(window)
+    report = await compactor(ScriptedProvider(responder=summary_of), Clock())(window, None)
     assert report is not None and "src/mod0.py:1-1" not in report.shed
     assert list(window.cited) == [("src/mod0.py", 1, 1)]
 
@@ -325,8 +310,8 @@ async def test_a_file_whose_lines_are_held_stays_known_so_a_later_change_drops_t
     window.hold_cited(cited(APP, "src/app.py", 1, 2))
     window.sync_deltas()
     assert window.fill() > 0.85
-    compact = Compactor(summarizer=None, gate=DistillGate(60.0, Clock()), threshold=0.85, floor=0.6, hot_set=hot_set())
-    report = await compact(window)
+    compact = Compactor(CompactionPolicy(threshold=0.85, floor=0.6, hot_set=hot_set()), None)
+    report = await bound(compact, DistillGate(60.0, Clock()))(window, None)
     assert report is not None and len(report.evicted) > 10  # manifest entries did go, the oldest first
     assert list(window.cited) == [("src/app.py", 1, 2)]
     assert "src/app.py" in window.files

@@ -27,7 +27,7 @@ from tests.fakes.windows import ask, sha
 
 TOOLS = ({"name": "Read", "description": "read a file", "input_schema": {"type": "object"}},)
 NOW = 10_000.0
-CONVERSATION = Conversation(TOOLS, "history", "workspace-key", lifetime_s=300.0, clock=lambda: NOW)
+CONVERSATION = Conversation(TOOLS, "history", lifetime_s=300.0, clock=lambda: NOW)
 
 
 async def test_one_call_merges_the_material_into_the_ledger() -> None:
@@ -107,7 +107,7 @@ async def test_a_fold_repeats_what_the_oldest_kept_question_was_sent_with_then_a
     window, cut, material = three_questions(sent=sent)
     provider = ScriptedProvider(text_response("+ src/api.py calls src/auth.py", usage=Usage(input_tokens=700)))
     summarizer = Summarizer(provider, conversation=CONVERSATION)
-    summary = await summarizer.fold_history(window, cut, material, ["src/auth.py"])
+    summary = await summarizer.fold_history(window, cut, material, ["src/auth.py"], cache_key="workspace-key")
     assert (summary.changes, summary.usage) == ("+ src/api.py calls src/auth.py", Usage(input_tokens=700))
     [request] = provider.requests
     # Everything before its last turn is what the second question's request sent before that question, with

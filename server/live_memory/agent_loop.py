@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from live_memory import constants as C
 from live_memory import prompts
 from live_memory.cited_lines import citations, cut
+from live_memory.compaction import CompactionReport
 from live_memory.context_window import ContextWindow
 from live_memory.errors import PromptTooLongError, ProviderError
 from live_memory.hot_set import HotSet
@@ -75,8 +76,8 @@ class ToolRunner(Protocol):
 LOOKUP_TOOL = "find_symbol"  # looks up the names a question mentions before the model sees it
 
 # Called before the prompt is built (None) and after a prompt-too-long error (the provider's stated
-# limit, 0 when it named none); `compaction.Compactor` is the implementation.
-CompactionHook = Callable[[ContextWindow, int | None], Awaitable[Any]]
+# limit, 0 when it named none); `compaction.Compactor`, bound to the workspace, is the implementation.
+CompactionHook = Callable[[ContextWindow, int | None], Awaitable[CompactionReport | None]]
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class LoopOutcome:
     question_message: Message | None = None
     first_prompt_estimate: int = 0
     first_prompt_actual: int = 0
+    compactions: list[CompactionReport] = field(default_factory=list)  # the caller counts and charges them
     status: str = "starting"
     on_status: Callable[[str], None] | None = None  # told each new status (progress reports), if given
 
@@ -147,6 +149,12 @@ class QuestionLoop:
         self.cut_short = False  # the deadline was brought forward by a shutdown
         self.grounded = False  # the question's names were found in the current files (no cold nudge then)
 
+    async def _compact(self, window: ContextWindow, overflow_limit: int | None, out: LoopOutcome) -> None:
+        if self.compactor is not None:
+            report = await self.compactor(window, overflow_limit)
+            if report is not None:
+                out.compactions.append(report)
+
     async def answer(self, window: ContextWindow, question: str, outcome: LoopOutcome | None = None) -> LoopOutcome:
         """Run the loop on `window` (mutated: deltas synced, reads recorded, exchange appended)."""
         out = outcome or LoopOutcome(answer="", model=self.provider.info.model)
@@ -154,8 +162,7 @@ class QuestionLoop:
         self.deadline = started + self.limits.timeout_s
         self.reserve = min(self.limits.reserve_s, self.limits.timeout_s * 0.25)
         window.sync_deltas()
-        if self.compactor is not None:
-            await self.compactor(window, None)
+        await self._compact(window, None, out)
         definitions = await self._look_up_names_in_time(question)
         # Definitions looked up in the current files ground an answer even in an empty memory.
         self.grounded = bool(definitions)
@@ -340,7 +347,7 @@ class QuestionLoop:
                 if exc.limit_tokens:
                     self.hard_limit = min(self.hard_limit, exc.limit_tokens)
                 out.report("prompt too long; compacting the memory and retrying")
-                await self.compactor(window, exc.limit_tokens or 0)
+                await self._compact(window, exc.limit_tokens or 0, out)
                 continue
             except ProviderError as exc:
                 delay = self._retry_delay(exc, attempt)

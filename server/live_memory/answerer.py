@@ -1,6 +1,7 @@
 """Answering one question, top to bottom:
 
-    validate -> open the workspace (service) -> admit -> fork -> tool loop -> commit -> charge -> persist
+    validate -> open the workspace (service) -> admit -> fork -> tool loop -> settle: commit, charge,
+    persist (service)
 
 `Answerer` only answers questions. It takes the settings snapshot once per question, gets the loaded
 workspace and its tools from the `WorkspaceService`, and never talks HTTP or MCP (`mcp_tools.py` and
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,10 +21,11 @@ from typing import Any
 
 from live_memory import constants as C
 from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
-from live_memory.compaction import CompactionReport, Compactor
+from live_memory.compaction import CompactionPolicy, CompactionScope, Compactor
 from live_memory.config import Settings
 from live_memory.errors import BusyError, InputError, NoCredentialError, ProviderError
-from live_memory.hot_set import HotSet, hot_set_of
+from live_memory.hot_set import hot_set_of
+from live_memory.loading import tree_policy
 from live_memory.logging_setup import log_question
 from live_memory.records import QuestionResult
 from live_memory.runtime import Runtime, missing_credential_message
@@ -30,7 +33,6 @@ from live_memory.service import OpenWorkspace, WorkspaceService
 from live_memory.spend import cache_read_share, cache_write_share, caps_of
 from live_memory.summarizer import Conversation, Summarizer
 from live_memory.telemetry import INTERRUPTED, RecentQuestion, error_kind
-from live_memory.workspace import WorkspaceState
 
 logger = logging.getLogger(__name__)
 
@@ -61,12 +63,14 @@ class Answerer:
         deadline_reserve_s: float = C.FINAL_ANSWER_RESERVE_S,
     ) -> None:
         self.service = service
+        self.telemetry = service.telemetry  # recent questions and provider errors, for /stats and /metrics
         self.tool_schemas = tuple(tool_schemas)
         self.clock = clock
         self.wall_clock = wall_clock
         self.deadline_reserve_s = deadline_reserve_s
         self._loops: set[QuestionLoop] = set()
         self._cut_to: float | None = None  # set at shutdown: every loop's deadline is at most this far off
+        self._compactor: tuple[Runtime, Compactor] | None = None
 
     async def ask(
         self, cwd: str, question: str, max_answer_tokens: int = 0, on_status: Callable[[str], None] | None = None
@@ -76,15 +80,14 @@ class Answerer:
         settings = runtime.settings
         question = validate_question(question)
         if runtime.provider is None:
-            self.service.telemetry.provider_error("no_credential")
+            self.telemetry.provider_error("no_credential")
             raise NoCredentialError(missing_credential_message(settings))
         if self.service.stopping:
             raise BusyError("Live Memory is shutting down; retry in a few seconds", C.BUSY_RETRY_AFTER_S)
         started = self.clock()
         out = LoopOutcome(answer="", model=runtime.provider.info.model, on_status=on_status)
-        workspace = await self.service.open(cwd)
+        workspace = await self.service.open(cwd, caps=caps_of(runtime))
         state = workspace.state
-        self.service.spend.check_question(state.id, caps_of(runtime))
         timeout_s = settings.default_timeout_s
         out.report("waiting for earlier questions on this workspace")
         wait_s = timeout_s * C.ADMISSION_WAIT_SHARE
@@ -102,13 +105,13 @@ class Answerer:
                 remaining = max(timeout_s - (self.clock() - started), C.MIN_TIMEOUT_S)
                 cost = await self._answer(workspace, runtime, question, max_answer_tokens, remaining, out)
             except ProviderError as exc:
-                self.service.telemetry.provider_error(error_kind(exc))
+                self.telemetry.provider_error(error_kind(exc))
                 raise
         latency = self.clock() - started
         result = "timed_out" if out.timed_out else "partial" if out.partial else "answered"
         if out.partial:
-            self.service.telemetry.provider_error(INTERRUPTED)
-        self.service.telemetry.question(
+            self.telemetry.provider_error(INTERRUPTED)
+        self.telemetry.question(
             state.id, RecentQuestion(self.wall_clock(), latency, out.tool_calls, cost, result, question)
         )
         log_question(
@@ -158,13 +161,18 @@ class Answerer:
         timeout_s: float,
         out: LoopOutcome,
     ) -> float | None:
-        """Fork -> loop -> commit -> charge -> persist; returns the question's cost."""
+        """Fork -> loop -> settle (commit, charge, persist); returns the question's cost."""
         assert runtime.provider is not None
         settings = runtime.settings
         state = workspace.state
+        compactor = self._compactor_for(runtime)
+        scope = CompactionScope(
+            gate=state.gate,
+            tree_root=state.tree_root,
+            distill=workspace.may_distill,
+            cache_key=state.id,
+        )
         fork_id, window = state.fork()
-        # One hot set for the question's loop and its compactor, priced from the answering model.
-        hot_set = hot_set_of(settings, cache_read_share(settings), cache_write_share(settings))
         loop = QuestionLoop(
             runtime.provider,
             workspace.tools,
@@ -178,11 +186,11 @@ class Answerer:
                 reserve_s=self.deadline_reserve_s,
                 retry_base_s=settings.provider_retry_base_s,
                 long_cache=settings.long_cache,
-                hot_set=hot_set,
+                hot_set=compactor.policy.hot_set,
             ),
             workspace_root=workspace.root,
             cache_key=state.id,
-            compactor=self._compactor(state, runtime, hot_set),
+            compactor=functools.partial(compactor, scope=scope),
             clock=self.clock,
         )
         state.in_flight += 1
@@ -192,7 +200,7 @@ class Answerer:
         try:
             await loop.answer(window, question, out)
         except BaseException:
-            state.abandon(fork_id)
+            self.service.discard(state, fork_id, runtime, out)
             raise
         finally:
             state.in_flight -= 1
@@ -204,61 +212,53 @@ class Answerer:
             C.CALIBRATION_MIN_RATIO,
             C.CALIBRATION_MAX_RATIO,
         )
-        state.commit(fork_id, window)
-        spend = self.service.spend
-        cost = spend.count(state, runtime, out.model, out.usage, background=False)
-        # What the tools returned (not whole files: a partial Read counts its lines only); stats.py nets
-        # Live Memory's own token spend out of it.
-        state.stats.tokens_saved += int(out.tool_output_chars / window.chars_per_token)
-        state.stats.questions += 1
-        state.stats.last_question_at = self.wall_clock()
-        state.last_prompt_at = self.clock()
-        # Journaled before the answer returns (it survives a kill); the snapshot and the day's spend are
-        # written behind, a moment later, once for every answer meanwhile.
-        unsaved = await self.service.persist(state, also=spend.pending_save(cost), write_behind=True)
-        if unsaved is not None:  # the answer stands; the caller learns it is not durable yet, and why
-            out.answer = f"{out.answer}\n\n(answer given, not yet saved: {unsaved}; see the server log)"
-        return cost
+        settled = await self.service.settle(state, fork_id, window, runtime, out)
+        if settled.unsaved is not None:  # the answer stands; the caller learns it is not durable yet, and why
+            out.answer = f"{out.answer}\n\n(answer given, not yet saved: {settled.unsaved}; see the server log)"
+        return settled.cost_usd
 
-    def _compactor(self, state: WorkspaceState, runtime: Runtime, hot_set: HotSet | None) -> Compactor:
-        settings = runtime.settings
-        provider = runtime.provider
-        summary_model = settings.summary_model or settings.model
-        spend = self.service.spend
+    def _compactor_for(self, runtime: Runtime) -> Compactor:
+        """The compactor of this settings snapshot: built on its first question, kept until a reload."""
+        built = self._compactor
+        if built is None or built[0] is not runtime:
+            built = self._compactor = (runtime, build_compactor(runtime, self.tool_schemas, self.clock))
+        return built[1]
 
-        async def record(report: CompactionReport) -> None:
-            stats = state.stats
-            stats.compactions += 1
-            stats.summaries_written += report.summaries
-            stats.last_compaction_at = self.wall_clock()
-            await spend.charge(state, runtime, summary_model, report.usage, background=True)
 
-        return Compactor(
-            summarizer=Summarizer(
-                provider,
-                # The answering model itself (named or not) continues its own cached conversation.
-                model=None if summary_model == settings.model else summary_model,
-                conversation=Conversation(
-                    self.tool_schemas,
-                    settings.long_cache,
-                    state.id,
-                    lifetime_s=cache_lifetime_s(settings),
-                    clock=self.clock,
-                    read_share=cache_read_share(settings),
-                ),
-            )
-            if provider
-            else None,
-            gate=state.gate,
-            threshold=settings.compaction_threshold,
-            floor=settings.compaction_floor,
-            rebuild_tree=self.service.directory_tree_builder(state),
-            on_report=record,
-            distill_allowed=lambda: settings.background and spend.background_allowed(state.id, caps_of(runtime)),
-            history_max_tokens=settings.history_max_tokens,
-            history_floor=settings.history_floor,
-            hot_set=hot_set,
+def build_compactor(
+    runtime: Runtime, tool_schemas: Sequence[Mapping[str, Any]], clock: Callable[[], float]
+) -> Compactor:
+    """A settings snapshot's compactor: its policy, and a summarizer on its provider (none without one)."""
+    settings = runtime.settings
+    provider = runtime.provider
+    summary_model = settings.summary_model or settings.model
+    read_share = cache_read_share(settings)
+    policy = CompactionPolicy(
+        threshold=settings.compaction_threshold,
+        floor=settings.compaction_floor,
+        history_max_tokens=settings.history_max_tokens,
+        history_floor=settings.history_floor,
+        tree=tree_policy(settings),
+        # One hot set for the loop and the compactor, priced from the answering model.
+        hot_set=hot_set_of(settings, read_share, cache_write_share(settings)),
+    )
+    summarizer = (
+        Summarizer(
+            provider,
+            # The answering model itself (named or not) continues its own cached conversation.
+            model=None if summary_model == settings.model else summary_model,
+            conversation=Conversation(
+                tuple(tool_schemas),
+                settings.long_cache,
+                lifetime_s=cache_lifetime_s(settings),
+                clock=clock,
+                read_share=read_share,
+            ),
         )
+        if provider
+        else None
+    )
+    return Compactor(policy, summarizer)
 
 
 def cache_lifetime_s(settings: Settings) -> float:

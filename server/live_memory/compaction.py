@@ -18,12 +18,13 @@ Then the window re-freezes (the only time its frozen block changes).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from live_memory.admission import DistillGate
 from live_memory.constants import COMPACTION_KEEP_RECENT_PAIRS, HISTORY_FLOOR
 from live_memory.context_window import ContextWindow
+from live_memory.directory_tree import TreePolicy, scan_tree
 from live_memory.errors import ProviderError
 from live_memory.file_context import FileContext, file_block
 from live_memory.history import Turn, message_text
@@ -49,42 +50,45 @@ class CompactionReport:
     usage: Usage = field(default_factory=Usage)
 
 
+@dataclass(frozen=True)
+class CompactionPolicy:
+    """When and how far a window compacts; fixed per settings snapshot."""
+
+    threshold: float  # compact above this share of the window's budget...
+    floor: float  # ...down to this share
+    keep_recent_pairs: int = COMPACTION_KEEP_RECENT_PAIRS
+    history_max_tokens: int = 0  # 0: only the window budget triggers compaction
+    history_floor: float = HISTORY_FLOOR
+    tree: TreePolicy | None = None  # the tree is re-scanned at each freeze (None: kept as it is)
+    hot_set: HotSet | None = None  # the frozen block holds the files the hot-set rule picks at each freeze
+
+
+@dataclass(frozen=True)
+class CompactionScope:
+    """The workspace one compaction works for."""
+
+    gate: DistillGate  # one distillation at a time per workspace, and the Q&A retry cooldown
+    tree_root: Path
+    distill: bool = True  # False near a spend cap or with background calls off: bytes are shed unsummarized
+    cache_key: str | None = None  # the workspace's prompt-cache key, for a fold that continues its conversation
+
+
 class Compactor:
-    def __init__(
-        self,
-        *,
-        summarizer: Summarizer | None,
-        gate: DistillGate,
-        threshold: float,
-        floor: float,
-        keep_recent_pairs: int = COMPACTION_KEEP_RECENT_PAIRS,
-        rebuild_tree: Callable[[], Awaitable[str]] | None = None,
-        on_report: Callable[[CompactionReport], Awaitable[None]] | None = None,
-        distill_allowed: Callable[[], bool] = lambda: True,
-        history_max_tokens: int = 0,
-        history_floor: float = HISTORY_FLOOR,
-        hot_set: HotSet | None = None,
-    ) -> None:
-        self.hot_set = hot_set
+    """Built once per settings snapshot; each call compacts one window and returns what it did (the caller
+    counts and charges it)."""
+
+    def __init__(self, policy: CompactionPolicy, summarizer: Summarizer | None) -> None:
+        self.policy = policy
         self.summarizer = summarizer
-        self.history_max_tokens = history_max_tokens  # 0: only the window budget triggers compaction
-        self.history_floor = history_floor
-        self.gate = gate
-        self.threshold = threshold
-        self.floor = floor
-        self.keep_recent_pairs = keep_recent_pairs
-        self.rebuild_tree = rebuild_tree
-        self.on_report = on_report
-        self.distill_allowed = distill_allowed  # False near a spend cap or with background calls off
 
     def needed(self, window: ContextWindow) -> bool:
-        over_budget = window.prompt_tokens() > self.threshold * window.budget_tokens
-        return over_budget or self._history_over(window, self.history_max_tokens)
+        over_budget = window.prompt_tokens() > self.policy.threshold * window.budget_tokens
+        limit = self.policy.history_max_tokens
+        return over_budget or (bool(limit) and history_tokens(window) > limit)
 
-    def _history_over(self, window: ContextWindow, limit: float) -> bool:
-        return bool(self.history_max_tokens) and history_tokens(window) > limit
-
-    async def __call__(self, window: ContextWindow, overflow_limit: int | None = None) -> CompactionReport | None:
+    async def __call__(
+        self, window: ContextWindow, overflow_limit: int | None = None, *, scope: CompactionScope
+    ) -> CompactionReport | None:
         """Compact if over the threshold, or always after a provider overflow (`overflow_limit`
         set; when the provider named its real limit and it is below our budget, adopt it)."""
         overflow = overflow_limit is not None
@@ -92,18 +96,26 @@ class Compactor:
             window.budget_tokens = overflow_limit
         if not overflow and not self.needed(window):
             return None
+        policy = self.policy
         report = CompactionReport(before_tokens=window.prompt_tokens(), overflow=overflow)
-        target = int(self.floor * window.budget_tokens)
-        await self._tier0_observations(window, target, report)
+        target = int(policy.floor * window.budget_tokens)
+        await self._tier0_observations(window, target, scope, report)
         self._tier1_manifest(window, target, report)
-        await self._tier2_history(window, target, report)
-        if self.rebuild_tree is not None:
-            window.set_directory_tree(await self.rebuild_tree())
-        if self.hot_set is not None:  # the frozen block holds the files the rule picks now
-            costs = window.hold_costs(self.hot_set.read_share, self.hot_set.write_share)
-            report.shed += window.rechoose_hot_set(self.hot_set.policy, costs)
+        await self._tier2_history(window, target, scope, report)
+        if policy.tree is not None:
+            window.set_directory_tree(
+                await scan_tree(
+                    scope.tree_root,
+                    policy.tree,
+                    budget_tokens=window.budget_tokens,
+                    chars_per_token=window.chars_per_token,
+                )
+            )
+        if policy.hot_set is not None:  # the frozen block holds the files the rule picks now
+            costs = window.hold_costs(policy.hot_set.read_share, policy.hot_set.write_share)
+            report.shed += window.rechoose_hot_set(policy.hot_set.policy, costs)
         window.freeze()
-        window.transcript_room = self.threshold
+        window.transcript_room = policy.threshold
         report.after_tokens = window.prompt_tokens()
         logger.info(
             "compacted %d -> %d tokens (distilled %d, shed %d, evicted %d files; summarized %d Q&A pairs)",
@@ -114,12 +126,12 @@ class Compactor:
             len(report.evicted),
             report.summarized_pairs,
         )
-        if self.on_report is not None:
-            await self.on_report(report)
         return report
 
     # --- tier 0 --------------------------------------------------------------------------------
-    async def _tier0_observations(self, window: ContextWindow, target: int, report: CompactionReport) -> None:
+    async def _tier0_observations(
+        self, window: ContextWindow, target: int, scope: CompactionScope, report: CompactionReport
+    ) -> None:
         projected = window.projected_tokens()
         held = sorted((f for f in window.files.values() if f.content is not None), key=lambda f: f.last_used)
         batch: list[FileContext] = []
@@ -130,7 +142,8 @@ class Compactor:
             projected -= window.tokens(file_block(f)) - window.tokens(f.manifest_line())
         if not batch:
             return
-        if self.summarizer is not None and self.distill_allowed() and self.gate.try_reserve():
+        gate = scope.gate
+        if self.summarizer is not None and scope.distill and gate.try_reserve():
             try:
                 material = "\n\n".join(file_block(f) for f in batch)
                 summary = await self.summarizer.summarize(window.ledger.text_for_summary(), material)
@@ -143,7 +156,7 @@ class Compactor:
                 report.summaries += 1
                 report.distilled = [f.path for f in batch]
             finally:
-                self.gate.release()
+                gate.release()
         for f in batch:
             current = window.files.get(f.path)
             if current is not None:
@@ -179,18 +192,21 @@ class Compactor:
             report.tool_turns_dropped = len(dropped)
 
     # --- tier 2 --------------------------------------------------------------------------------
-    async def _tier2_history(self, window: ContextWindow, target: int, report: CompactionReport) -> None:
+    async def _tier2_history(
+        self, window: ContextWindow, target: int, scope: CompactionScope, report: CompactionReport
+    ) -> None:
         # Shrink to the window's floor, and the Q&A history to its own floor: every request re-reads
         # the history, so a long one makes each later question dearer even when the window has room.
-        history_target = self.history_floor * self.history_max_tokens
+        policy, gate = self.policy, scope.gate
+        history_target = policy.history_floor * policy.history_max_tokens
         excess = max(
             window.projected_tokens() - target,
-            history_tokens(window) - history_target if self.history_max_tokens else 0,
+            history_tokens(window) - history_target if policy.history_max_tokens else 0,
         )
-        if excess <= 0 or self.summarizer is None or not self.gate.qa_retry_allowed():
+        if excess <= 0 or self.summarizer is None or not gate.qa_retry_allowed():
             return
         exchanges = _exchanges(window.history)
-        candidates = exchanges[: max(len(exchanges) - self.keep_recent_pairs, 0)]
+        candidates = exchanges[: max(len(exchanges) - policy.keep_recent_pairs, 0)]
         chosen: list[list[Turn]] = []
         for exchange in candidates:
             if excess <= 0:
@@ -204,13 +220,13 @@ class Compactor:
         cut = next(i for i, t in enumerate(window.history) if t is kept[0]) if kept else len(window.history)
         files_read = list(dict.fromkeys(p for exchange in chosen for p in exchange[-1].cites))  # in order read
         try:
-            summary = await self.summarizer.fold_history(window, cut, material, files_read)
+            summary = await self.summarizer.fold_history(window, cut, material, files_read, cache_key=scope.cache_key)
         except ProviderError as exc:
             logger.warning("summarizing %d Q&A pairs failed (%s); keeping them, retry after cooldown", len(chosen), exc)
-            self.gate.qa_failed_at = self.gate.clock()
+            gate.qa_failed_at = gate.clock()
             report.summary_failures += 1
             return
-        self.gate.qa_failed_at = None
+        gate.qa_failed_at = None
         window.ledger.apply_summary(summary.changes, _manifest(window), self.summarizer.max_tokens)
         retired = {id(t) for exchange in chosen for t in exchange}
         window.history = [t for t in window.history if id(t) not in retired]

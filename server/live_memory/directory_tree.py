@@ -16,9 +16,11 @@ event loop (the listing and the rendering run in worker threads or subprocesses)
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from live_memory.constants import (
@@ -31,11 +33,38 @@ from live_memory.jail import Jail, SecretMatcher
 from live_memory.subproc import run_bounded
 from live_memory.walk import walk_paths
 
-__all__ = ["build_directory_tree", "render_tree"]
+__all__ = ["TreePolicy", "build_directory_tree", "render_tree", "scan_tree"]
 
 _INDENT = "  "
 SECRET_TAG = " [withheld: secret]"
 NESTED_REPO_TAG = " [separate git repository]"
+
+
+@dataclass(frozen=True)
+class TreePolicy:
+    """How large a workspace's tree renders, fixed per settings snapshot. Its tokens are `configured_tokens`,
+    or more when the prompt's head (`head_chars` of instructions and tool schemas before the tree) would
+    otherwise be shorter than the model's minimum cacheable prefix, `cache_floor_tokens`: the head's
+    breakpoint is then never written, and every question pays for the head in full, where a few hundred
+    tokens more of tree are read from the cache at a tenth of the price. Never more than `max_share` of the
+    window's budget."""
+
+    configured_tokens: int
+    cache_floor_tokens: int
+    head_chars: int
+    max_share: float
+    secret_globs: tuple[str, ...] = DEFAULT_SECRET_GLOBS
+
+    def budget_chars(self, budget_tokens: int, chars_per_token: float) -> int:
+        head = math.ceil(self.head_chars / chars_per_token)
+        tokens = min(budget_tokens * self.max_share, max(self.configured_tokens, self.cache_floor_tokens - head))
+        return int(tokens * chars_per_token)
+
+
+async def scan_tree(root: Path, policy: TreePolicy, *, budget_tokens: int, chars_per_token: float) -> str:
+    """The tree of `root` for a window of `budget_tokens` (at its `chars_per_token`), as `policy` sizes it."""
+    budget_chars = policy.budget_chars(budget_tokens, chars_per_token)
+    return await build_directory_tree(root, budget_chars=budget_chars, secret_globs=policy.secret_globs)
 
 
 async def build_directory_tree(

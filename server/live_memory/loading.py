@@ -1,5 +1,5 @@
-"""Loading a workspace's memory on first use: the snapshot (re-validated against the disk), the
-directory tree, the preload documents, then one freeze of the window.
+"""Loading a workspace's memory on first use, one step after the other: the snapshot, re-validated
+against the disk, the directory tree, the preload documents, then one freeze of the window.
 
 Everything blocking (snapshot read, hashing, the tree scan, preload reads) runs off the event loop.
 This module reads the disk and fills a `WorkspaceState`; it never persists and never calls back into
@@ -12,16 +12,15 @@ import asyncio
 import json
 import logging
 import math
+from collections.abc import Collection
 from dataclasses import replace
 
 from live_memory import constants as C
 from live_memory.config import Settings
-from live_memory.context_window import ContextWindow
-from live_memory.directory_tree import build_directory_tree
+from live_memory.directory_tree import TreePolicy, scan_tree
 from live_memory.preload import load_preload
 from live_memory.prompts import DIRECTORY_TREE_HEADING, SYSTEM_PROMPT
 from live_memory.providers.profiles import min_cacheable_tokens_for
-from live_memory.records import estimate_tokens
 from live_memory.safe_files import read_for_revalidation
 from live_memory.snapshot import restore_stats, restore_window
 from live_memory.store import SnapshotStore
@@ -32,21 +31,30 @@ logger = logging.getLogger(__name__)
 
 
 async def load_workspace(state: WorkspaceState, store: SnapshotStore, settings: Settings) -> None:
-    """Restore, build the tree, preload and freeze, once; concurrent callers wait for the first."""
+    """The one loader, in order: restore the snapshot -> re-validate it against the disk -> scan the tree
+    -> preload -> freeze; once per workspace (concurrent callers wait for the first)."""
     if state.loaded:
         return
     async with state.load_lock:
         if state.loaded:
             return
         await _restore(state, store, settings)
-        state.window.set_directory_tree(await directory_tree(state, settings))
+        window = state.window
+        window.set_directory_tree(
+            await scan_tree(
+                state.tree_root,
+                tree_policy(settings),
+                budget_tokens=window.budget_tokens,
+                chars_per_token=window.chars_per_token,
+            )
+        )
         await preload(state, settings)
-        state.window.freeze()
+        window.freeze()
         state.loaded = True
 
 
 async def restore_workspace(state: WorkspaceState, store: SnapshotStore, settings: Settings) -> None:
-    """Only the snapshot (cheap: no tree scan), so file events and /stats work before the first
+    """Only the first two steps (cheap: no tree scan), so file events and /stats work before the first
     question; `load_workspace` finishes the job when one comes."""
     if state.restored:
         return
@@ -55,17 +63,23 @@ async def restore_workspace(state: WorkspaceState, store: SnapshotStore, setting
 
 
 async def _restore(state: WorkspaceState, store: SnapshotStore, settings: Settings) -> None:
+    """Restore the snapshot, then re-validate it against the disk (once)."""
     if state.restored:
         return
     state.restored = True
     snapshot = await asyncio.to_thread(store.load, state.id)
     if snapshot is None:
         return
-    window = state.window
-    held = restore_window(window, snapshot.window)
+    held = restore_window(state.window, snapshot.window)
     state.stats = restore_stats(snapshot.stats)
+    await _revalidate(state, held, settings.passive_max_file_bytes)
+
+
+async def _revalidate(state: WorkspaceState, held: Collection[str], max_file_bytes: int) -> None:
+    """Mark what changed on disk since the snapshot; re-hold the files held before that are unchanged."""
+    window = state.window
     found = await asyncio.to_thread(
-        read_for_revalidation, state.tree_root, window.paths_to_validate(), held, settings.passive_max_file_bytes
+        read_for_revalidation, state.tree_root, window.paths_to_validate(), held, max_file_bytes
     )
     checked = window.revalidate({path: disk.sha256 for path, disk in found.items()})
     rehold = 0
@@ -77,23 +91,16 @@ async def _restore(state: WorkspaceState, store: SnapshotStore, settings: Settin
     logger.info("restored %s: %d Q&A pairs, %s, %d files held again", state.root, window.qa_count(), checked, rehold)
 
 
-async def directory_tree(state: WorkspaceState, settings: Settings) -> str:
-    window = state.window
-    tokens = min(window.budget_tokens * C.DIRECTORY_TREE_SHARE, tree_tokens(window, settings))
-    budget_chars = int(tokens * window.chars_per_token)
-    return await build_directory_tree(state.tree_root, budget_chars=budget_chars, secret_globs=settings.secret_globs)
-
-
-def tree_tokens(window: ContextWindow, settings: Settings) -> int:
-    """The tree's budget: `directory_tree_tokens`, or more when the prompt's head (instructions, tool schemas,
-    tree) would otherwise be shorter than the model's minimum cacheable prefix. The head's breakpoint is then
-    never written: until the ledger and history behind it pass the minimum (a young memory, and after each
-    compaction), every question pays for the head in full, where a few hundred tokens more of tree are read
-    from the cache at a tenth of the price. Counted at the plain characters-per-token rate: the window's
-    calibration also folds in the tool schemas its estimates leave out, which would count them twice here."""
-    head = estimate_tokens(_HEAD_WITHOUT_TREE, window.chars_per_token)
-    floor = math.ceil(min_cacheable_tokens_for(settings.model) * C.CACHE_MIN_MARGIN)
-    return max(settings.directory_tree_tokens, floor - head)
+def tree_policy(settings: Settings) -> TreePolicy:
+    """How large the tree renders under `settings` (see `TreePolicy`); counted at the window's own
+    characters-per-token rate when it is scanned."""
+    return TreePolicy(
+        configured_tokens=settings.directory_tree_tokens,
+        cache_floor_tokens=math.ceil(min_cacheable_tokens_for(settings.model) * C.CACHE_MIN_MARGIN),
+        head_chars=len(_HEAD_WITHOUT_TREE),
+        max_share=C.DIRECTORY_TREE_SHARE,
+        secret_globs=settings.secret_globs,
+    )
 
 
 # What precedes the tree in every request: the tool schemas (first in the provider's cache order), then the

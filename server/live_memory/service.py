@@ -23,18 +23,19 @@ import anyio.abc
 
 from live_memory import constants as C
 from live_memory.admission import AdmissionLimits
-from live_memory.agent_loop import ToolRunner
+from live_memory.agent_loop import LoopOutcome, ToolRunner
+from live_memory.compaction import CompactionReport
 from live_memory.config import Settings
 from live_memory.context_window import ContextWindow
 from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError, WorkspaceLoadError
 from live_memory.ingest import Ingestor, IngestPolicy
-from live_memory.loading import directory_tree, load_workspace, restore_workspace
+from live_memory.loading import load_workspace, restore_workspace
 from live_memory.messages import ChatProvider
 from live_memory.records import FileEvent, IngestResult
 from live_memory.runtime import Runtime
 from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload
-from live_memory.spend import SpendTracker
+from live_memory.spend import Caps, SpendTracker
 from live_memory.store import SnapshotNotSaved, SnapshotStore
 from live_memory.telemetry import Telemetry
 from live_memory.watcher import WorkspaceWatcher
@@ -80,12 +81,21 @@ def allowed_roots(settings: Settings) -> tuple[Path, ...]:
 
 
 @dataclass(frozen=True)
+class Settled:
+    """What an answer cost (None: unpriced), and why its state is not durable yet (None: it is)."""
+
+    cost_usd: float | None
+    unsaved: str | None
+
+
+@dataclass(frozen=True)
 class OpenWorkspace:
     """A loaded workspace, the checkout a question came from, and that checkout's tools."""
 
     state: WorkspaceState
     root: Path
     tools: ToolRunner
+    may_distill: bool = True  # background summaries allowed (off near a spend cap, or with `background` off)
 
 
 class WorkspaceService:
@@ -168,9 +178,12 @@ class WorkspaceService:
         state.last_used = self.clock()
         return state
 
-    async def open(self, cwd: str) -> OpenWorkspace:
-        """The loaded workspace for `cwd` (created, restored and frozen on first use) and its tools."""
+    async def open(self, cwd: str, *, caps: Caps | None = None) -> OpenWorkspace:
+        """The loaded workspace for `cwd` (created, restored and frozen on first use) and its tools.
+        `caps`: a question's spend caps, checked before anything loads (BudgetExceededError)."""
         location = await self.locate(cwd)
+        if caps is not None:
+            self.spend.check_question(workspace_id(location.key), caps)
         state = await self._state(location)
         settings = self.settings
         try:
@@ -185,7 +198,48 @@ class WorkspaceService:
             logger.exception("loading workspace %s failed", state.root)
             self._states.pop(location.key, None)  # the next question retries from scratch
             raise WorkspaceLoadError(f"the workspace {state.root} could not be loaded: {exc}") from None
-        return OpenWorkspace(state, location.root, tools)
+        may_distill = settings.background and (caps is None or self.spend.background_allowed(state.id, caps))
+        return OpenWorkspace(state, location.root, tools, may_distill)
+
+    async def settle(
+        self, state: WorkspaceState, fork_id: int, window: ContextWindow, runtime: Runtime, out: LoopOutcome
+    ) -> Settled:
+        """After an answer: commit its fork, count what it and its compactions cost, and journal the state
+        (it survives a kill from now on; the snapshot and the day's spend are written behind, a moment
+        later, once for every answer meanwhile)."""
+        state.commit(fork_id, window)
+        spent = self._count_compactions(state, runtime, out.compactions)
+        cost = self.spend.count(state, runtime, out.model, out.usage, background=False)
+        stats = state.stats
+        # What the tools returned (not whole files: a partial Read counts its lines only); stats.py nets
+        # Live Memory's own token spend out of it.
+        stats.tokens_saved += int(out.tool_output_chars / window.chars_per_token)
+        stats.questions += 1
+        stats.last_question_at = self.wall_clock()
+        state.last_prompt_at = self.clock()
+        unsaved = await self.persist(state, also=self.spend.pending_save((cost or 0.0) + spent), write_behind=True)
+        return Settled(cost, unsaved)
+
+    def discard(self, state: WorkspaceState, fork_id: int, runtime: Runtime, out: LoopOutcome) -> None:
+        """A question that failed or was cancelled: its fork is dropped, but what its compactions cost was
+        spent (the day's tally is saved by the write-behind)."""
+        state.abandon(fork_id)
+        spent = self._count_compactions(state, runtime, out.compactions)
+        if spent:
+            self._deferred = self.spend.pending_save(spent) or self._deferred
+            self._staged.set()
+
+    def _count_compactions(self, state: WorkspaceState, runtime: Runtime, reports: Sequence[CompactionReport]) -> float:
+        settings = runtime.settings
+        summary_model = settings.summary_model or settings.model
+        spent = 0.0
+        for report in reports:
+            stats = state.stats
+            stats.compactions += 1
+            stats.summaries_written += report.summaries
+            stats.last_compaction_at = self.wall_clock()
+            spent += self.spend.count(state, runtime, summary_model, report.usage, background=True) or 0.0
+        return spent
 
     async def find(self, cwd: str) -> WorkspaceState | None:
         """The workspace for `cwd`: in memory, or restored from its snapshot (no tree scan); None when
@@ -213,11 +267,6 @@ class WorkspaceService:
         if tools is None:
             tools = self._toolboxes[key] = await asyncio.to_thread(self.tool_factory, root, settings)
         return tools
-
-    def directory_tree_builder(self, state: WorkspaceState) -> Callable[[], Any]:
-        """What compaction calls to re-scan the tree when it rewrites the prefix anyway."""
-        settings = self.settings
-        return functools.partial(directory_tree, state, settings)
 
     # --- file events ---------------------------------------------------------------------------
     def _watch(self, state: WorkspaceState) -> None:

@@ -38,7 +38,6 @@ class Conversation:
 
     tool_schemas: tuple[Mapping[str, Any], ...]
     long_cache: LongCache = "off"
-    cache_key: str | None = None
     lifetime_s: float = CACHE_TTL_S  # how long the provider keeps a prefix after the request that read it
     clock: Callable[[], float] = time.monotonic
     read_share: float = CACHE_READ_SHARE  # a cached input token's price as a share of an uncached one's
@@ -84,7 +83,15 @@ class Summarizer:
         # A separate summary model has no cache of the answering conversation: it gets standalone calls.
         self.conversation = conversation if self.model is None else None
 
-    async def fold_history(self, window: ContextWindow, cut: int, material: str, files_read: Sequence[str]) -> Summary:
+    async def fold_history(
+        self,
+        window: ContextWindow,
+        cut: int,
+        material: str,
+        files_read: Sequence[str],
+        *,
+        cache_key: str | None = None,
+    ) -> Summary:
         """The ledger's changes for the history before `cut` (the oldest kept question's turn), by
         continuing the conversation; a standalone call on `material` when there is no cached conversation
         to continue (it would be written again, dearer than the material), when the material is cheaper to
@@ -93,7 +100,8 @@ class Summarizer:
         conversation = self.conversation
         if conversation is None or not conversation.holds(window, cut) or not conversation.pays(window, cut, material):
             return await self.summarize(window.ledger.text_for_summary(), material)
-        response = await self.provider.chat(self._fold_request(window, window.history[:cut], files_read, conversation))
+        request = self._fold_request(window, window.history[:cut], files_read, conversation, cache_key)
+        response = await self.provider.chat(request)
         if response.text.strip() and not response.tool_calls:
             return Summary(response.text.strip(), response.usage, response.model)
         logger.info("the fold answered with tool calls or nothing, not ledger changes: summarizing standalone")
@@ -101,7 +109,12 @@ class Summarizer:
         return Summary(fallback.changes, response.usage + fallback.usage, fallback.model)
 
     def _fold_request(
-        self, window: ContextWindow, retired: Sequence[Turn], files_read: Sequence[str], conversation: Conversation
+        self,
+        window: ContextWindow,
+        retired: Sequence[Turn],
+        files_read: Sequence[str],
+        conversation: Conversation,
+        cache_key: str | None,
     ) -> ChatRequest:
         view = window.clone()  # the prompt as the oldest kept question saw it, without touching the window
         view.history = list(retired)
@@ -115,7 +128,7 @@ class Summarizer:
             messages=messages,
             max_tokens=self.max_tokens,
             tools=conversation.tool_schemas,
-            cache_key=conversation.cache_key,
+            cache_key=cache_key,
         )
 
     async def summarize(self, ledger_text: str, material: str) -> Summary:
