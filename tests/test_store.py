@@ -152,6 +152,11 @@ def run(coroutine: Coroutine[Any, Any, bool]) -> bool:
     return asyncio.run(coroutine)
 
 
+def stage(store: SnapshotStore, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, bool]:
+    """A write on the answer path: only journaled."""
+    return store.save(*args, journal=True, **kwargs)
+
+
 def journal_of(store: SnapshotStore, workspace: str) -> list[Path]:
     return store.journal_paths(workspace)
 
@@ -159,15 +164,15 @@ def journal_of(store: SnapshotStore, workspace: str) -> list[Path]:
 def test_a_staged_state_loads_after_a_restart_and_the_next_save_supersedes_its_journal(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "data")
     assert run(store.save("ws", lambda: (1, {"window": {"version": 1}})))
-    assert run(store.stage("ws", lambda: (2, {"window": {"version": 2}})))
-    assert run(store.stage("ws", lambda: (3, {"window": {"version": 3}})))
-    assert not run(store.stage("ws", lambda: (3, {"window": {"version": 99}})))  # nothing newer
+    assert run(stage(store, "ws", lambda: (2, {"window": {"version": 2}})))
+    assert run(stage(store, "ws", lambda: (3, {"window": {"version": 3}})))
+    assert not run(stage(store, "ws", lambda: (3, {"window": {"version": 99}})))  # nothing newer
     [journal] = journal_of(store, "ws")
     assert journal.stat().st_mode & 0o777 == 0o600
     restarted = SnapshotStore(tmp_path / "data")  # as after a kill: the snapshot still says version 1
     loaded = restarted.load("ws")
     assert loaded is not None and loaded.window.version == 3
-    assert run(restarted.stage("ws", lambda: (1, {"window": {"version": 4}})))  # appends to that journal
+    assert run(stage(restarted, "ws", lambda: (1, {"window": {"version": 4}})))  # appends to that journal
     assert journal_of(restarted, "ws") == [journal]
     assert run(restarted.save("ws", lambda: (2, {"window": {"version": 5}})))
     assert journal_of(restarted, "ws") == []
@@ -177,9 +182,9 @@ def test_a_staged_state_loads_after_a_restart_and_the_next_save_supersedes_its_j
 
 def test_staging_recreates_a_snapshot_directory_removed_between_answers(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "data")
-    assert run(store.stage("ws", lambda: (1, {"window": {"version": 1}})))
+    assert run(stage(store, "ws", lambda: (1, {"window": {"version": 1}})))
     shutil.rmtree(store.dir)  # e.g. the user cleared the data dir while the server runs
-    assert run(store.stage("ws", lambda: (2, {"window": {"version": 2}})))
+    assert run(stage(store, "ws", lambda: (2, {"window": {"version": 2}})))
     assert store.dir.stat().st_mode & 0o777 == 0o700
     loaded = SnapshotStore(tmp_path / "data").load("ws")
     assert loaded is not None and loaded.window.version == 2
@@ -187,21 +192,21 @@ def test_staging_recreates_a_snapshot_directory_removed_between_answers(tmp_path
 
 def test_a_record_torn_by_a_kill_is_skipped_for_the_one_before_it(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "data")
-    assert run(store.stage("ws", lambda: (1, {"window": {"version": 1}})))
+    assert run(stage(store, "ws", lambda: (1, {"window": {"version": 1}})))
     [journal] = journal_of(store, "ws")
     with journal.open("ab") as torn:
         torn.write(b'\n{"schema":1,"saved_at":1,"window":{"version":2,"hist')
     assert store.exists("ws")
     loaded = SnapshotStore(tmp_path / "data").load("ws")
     assert loaded is not None and loaded.window.version == 1
-    assert run(store.stage("ws", lambda: (2, {"window": {"version": 3}})))  # fenced: the torn tail spoils nothing
+    assert run(stage(store, "ws", lambda: (2, {"window": {"version": 3}})))  # fenced: the torn tail spoils nothing
     loaded = SnapshotStore(tmp_path / "data").load("ws")
     assert loaded is not None and loaded.window.version == 3
 
 
 def test_a_journal_left_by_a_kill_after_its_snapshot_was_written_is_ignored(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "data")
-    assert run(store.stage("ws", lambda: (1, {"window": {"version": 1}})))
+    assert run(stage(store, "ws", lambda: (1, {"window": {"version": 1}})))
     [journal] = journal_of(store, "ws")
     kept = journal.read_bytes()
     assert run(store.save("ws", lambda: (2, {"window": {"version": 2}})))
@@ -212,10 +217,10 @@ def test_a_journal_left_by_a_kill_after_its_snapshot_was_written_is_ignored(tmp_
 
 def test_a_wipe_removes_the_journal_too(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "data")
-    assert run(store.stage("ws", lambda: (1, {"window": {}})))
+    assert run(stage(store, "ws", lambda: (1, {"window": {}})))
     assert run(store.delete("ws"))
     assert not store.exists("ws") and list(store.dir.iterdir()) == []
-    assert not run(store.stage("ws", lambda: (2, {"window": {}}), still_wanted=lambda: False))
+    assert not run(stage(store, "ws", lambda: (2, {"window": {}}), still_wanted=lambda: False))
     assert not store.exists("ws")
 
 
@@ -246,9 +251,9 @@ def records_of(journal: Path) -> list[dict[str, Any]]:
 def test_a_journal_record_carries_only_the_turns_added_since_the_one_before(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "data")
     history = turns("q1", "q2", "q3", "q4")
-    assert run(store.stage("ws", lambda: (1, with_history(history[:2], 1))))
-    assert run(store.stage("ws", lambda: (2, with_history(history[:3], 2))))
-    assert run(store.stage("ws", lambda: (3, with_history(history, 3))))
+    assert run(stage(store, "ws", lambda: (1, with_history(history[:2], 1))))
+    assert run(stage(store, "ws", lambda: (2, with_history(history[:3], 2))))
+    assert run(stage(store, "ws", lambda: (3, with_history(history, 3))))
     [journal] = journal_of(store, "ws")
     first, second, third = records_of(journal)
     assert [t["question"] for t in first["window"]["history"]] == ["q1", "q2"]  # a journal starts whole
@@ -259,9 +264,9 @@ def test_a_journal_record_carries_only_the_turns_added_since_the_one_before(tmp_
 
 def test_a_rewritten_history_is_journaled_whole_and_loads_as_rewritten(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "data")
-    assert run(store.stage("ws", lambda: (1, with_history(turns("q1", "q2", "q3"), 1))))
+    assert run(stage(store, "ws", lambda: (1, with_history(turns("q1", "q2", "q3"), 1))))
     compacted = turns("summary", "q4")  # a compaction replaced the turns
-    assert run(store.stage("ws", lambda: (2, with_history(compacted, 2))))
+    assert run(stage(store, "ws", lambda: (2, with_history(compacted, 2))))
     [journal] = journal_of(store, "ws")
     assert "history_from" not in records_of(journal)[-1]["window"]
     assert questions_of(SnapshotStore(tmp_path / "data").load("ws")) == ["summary", "q4"]
@@ -270,23 +275,23 @@ def test_a_rewritten_history_is_journaled_whole_and_loads_as_rewritten(tmp_path:
 def test_after_a_failed_append_the_next_record_is_whole(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "data")
     history = turns("q1", "q2", "q3")
-    assert run(store.stage("ws", lambda: (1, with_history(history[:1], 1))))
+    assert run(stage(store, "ws", lambda: (1, with_history(history[:1], 1))))
     [journal] = journal_of(store, "ws")
     journal.unlink()
     journal.mkdir()  # the next append fails (as a full disk would, part-way through a record)
     with pytest.raises(SnapshotNotSaved):
-        run(store.stage("ws", lambda: (2, with_history(history[:2], 2))))
+        run(stage(store, "ws", lambda: (2, with_history(history[:2], 2))))
     journal.rmdir()
-    assert run(store.stage("ws", lambda: (3, with_history(history, 3))))
+    assert run(stage(store, "ws", lambda: (3, with_history(history, 3))))
     assert "history_from" not in records_of(journal)[-1]["window"]
     assert questions_of(SnapshotStore(tmp_path / "data").load("ws")) == ["q1", "q2", "q3"]
 
 
 def test_deltas_after_an_unreadable_record_are_not_applied_to_an_older_base(tmp_path: Path) -> None:
     store = SnapshotStore(tmp_path / "data")
-    assert run(store.stage("ws", lambda: (1, with_history(turns("q1", "q2", "q3"), 1))))
-    assert run(store.stage("ws", lambda: (2, with_history(turns("summary", "q4"), 2))))  # compacted: whole
-    assert run(store.stage("ws", lambda: (3, with_history(turns("summary", "q4", "q5"), 3))))  # delta from 2
+    assert run(stage(store, "ws", lambda: (1, with_history(turns("q1", "q2", "q3"), 1))))
+    assert run(stage(store, "ws", lambda: (2, with_history(turns("summary", "q4"), 2))))  # compacted: whole
+    assert run(stage(store, "ws", lambda: (3, with_history(turns("summary", "q4", "q5"), 3))))  # delta from 2
     [journal] = journal_of(store, "ws")
     lines = journal.read_bytes().split(b"\n")
     middle = next(i for i, line in enumerate(lines) if b'"version":2' in line)
@@ -306,10 +311,10 @@ def test_a_journal_held_open_between_answers_is_closed_once_a_snapshot_supersede
 
     before = open_descriptors()
     for n in range(1, 40, 2):  # an answer journaled, then its snapshot written behind: many times over
-        assert run(store.stage("ws", lambda n=n: (n, with_history(history[:n], n))))  # type: ignore[misc]
+        assert run(stage(store, "ws", lambda n=n: (n, with_history(history[:n], n))))
         assert run(store.save("ws", lambda n=n: (n + 1, with_history(history[: n + 1], n + 1))))  # type: ignore[misc]
     assert open_descriptors() <= before + 1  # not one per journal
-    assert run(store.stage("ws", lambda: (99, with_history(history, 99))))
+    assert run(stage(store, "ws", lambda: (99, with_history(history, 99))))
     store.close()
     assert open_descriptors() <= before
     assert questions_of(SnapshotStore(tmp_path / "data").load("ws")) == [f"q{n}" for n in range(40)]
@@ -321,7 +326,7 @@ def test_a_delta_record_names_a_schema_an_older_server_refuses_so_it_loads_the_l
     store = SnapshotStore(tmp_path / "data")
     history = turns("q1", "q2", "q3")
     for n in (1, 2, 3):
-        assert run(store.stage("ws", lambda n=n: (n, with_history(history[:n], n))))  # type: ignore[misc]
+        assert run(stage(store, "ws", lambda n=n: (n, with_history(history[:n], n))))
     [journal] = journal_of(store, "ws")
     whole, *deltas = records_of(journal)
     assert whole["schema"] == SCHEMA_VERSION

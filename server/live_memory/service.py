@@ -142,7 +142,7 @@ class WorkspaceService:
         tasks.start_soon(self._write_behind, name="live-memory snapshot write-behind")
 
     async def _write_behind(self) -> None:
-        """Write the snapshots of journaled workspaces, `write_behind_s` after the first stage (so one
+        """Write the snapshots of journaled workspaces, `write_behind_s` after the first journaled one (so one
         write covers every answer of a burst); a failed write is retried on the next round."""
         while True:
             await self._staged.wait()
@@ -337,9 +337,10 @@ class WorkspaceService:
         if write_behind:
             self._deferred = also or self._deferred
             also = None
-        write = self.store.stage if write_behind else self.store.save
         try:
-            await write(state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta, also=also)
+            await self.store.save(
+                state.id, snapshot, still_wanted=lambda: not state.dropped, meta=meta, also=also, journal=write_behind
+            )
         except SnapshotNotSaved as exc:
             return exc.reason
         if write_behind:

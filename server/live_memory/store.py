@@ -1,14 +1,14 @@
 """Durable per-workspace snapshots: versioned JSON written atomically, validated on load.
 
 Two ways to write, both in a worker thread:
-- `stage` (the answer path): the document is appended to the workspace's journal,
+- `save(journal=True)` (the answer path): the document is appended to the workspace's journal,
   `<id>.<token>.journal` (0600; one `write`, no fsync, no rename: a page-cache copy). After a journal's
   first record, a record's history holds only the turns added since the record before (an answer
   appends its exchange, not the whole conversation; such a delta names a schema a server without deltas
   refuses, so an older version loads the last whole record). Once it returns, a kill of the process at any
   moment keeps that state: the next load replays the journal to its last whole record. The snapshot
-  itself follows from `save`, written behind by the service, coalesced.
-- `save` (write-behind, unloads, shutdown): temp file in the same directory (0600) -> fsync ->
+  itself follows from a plain `save`, written behind by the service, coalesced.
+- a plain `save` (write-behind, unloads, shutdown): temp file in the same directory (0600) -> fsync ->
   os.replace; the directory's fsync follows later, coalesced (`dir_sync`). The snapshot names the
   journal it supersedes, which is then removed (a kill in between leaves a journal the loader knows
   to ignore). A crash or kill at any moment leaves either the old or the new snapshot, never a torn
@@ -122,6 +122,8 @@ class SnapshotStore:
         still_wanted: Callable[[], bool] = lambda: True,
         meta: Callable[[], SnapshotMeta] | None = None,
         also: Callable[[], None] | None = None,
+        *,
+        journal: bool = False,
     ) -> bool:
         """Write the current state unless a newer generation is on disk or the workspace was wiped.
 
@@ -130,32 +132,11 @@ class SnapshotStore:
         the same worker-thread hop, after the snapshot (or alone when there is nothing to write).
         Raises SnapshotNotSaved when the write fails: the state stays in memory, and the next save
         (or the flush at shutdown) tries again.
+
+        `journal`: only append the document to the workspace's journal: it survives a kill of the process
+        from now on, and a later plain `save` writes the snapshot that supersedes it. The listing metadata
+        is then written once, when the workspace has none.
         """
-        return await self._store(workspace_id, snapshot, still_wanted, meta, also, journal=False)
-
-    async def stage(
-        self,
-        workspace_id: str,
-        snapshot: Callable[[], tuple[int, Mapping[str, Any]]],
-        still_wanted: Callable[[], bool] = lambda: True,
-        meta: Callable[[], SnapshotMeta] | None = None,
-        also: Callable[[], None] | None = None,
-    ) -> bool:
-        """Like `save`, but only append the document to the workspace's journal: it survives a kill of
-        the process from now on, and a later `save` writes the snapshot that supersedes it. The listing
-        metadata is written once, when the workspace has none. Raises SnapshotNotSaved like `save`."""
-        return await self._store(workspace_id, snapshot, still_wanted, meta, also, journal=True)
-
-    async def _store(
-        self,
-        workspace_id: str,
-        snapshot: Callable[[], tuple[int, Mapping[str, Any]]],
-        still_wanted: Callable[[], bool],
-        meta: Callable[[], SnapshotMeta] | None,
-        also: Callable[[], None] | None,
-        *,
-        journal: bool,
-    ) -> bool:
         async with self._lock(workspace_id):
             generation, payload = snapshot() if still_wanted() else (-1, {})
             newest = self._written.get(workspace_id, -1)
@@ -182,7 +163,7 @@ class SnapshotStore:
                 self._staged[workspace_id] = generation
             else:
                 self._written[workspace_id] = generation
-                self._journals.pop(workspace_id, None)  # superseded: the next stage starts a new journal
+                self._journals.pop(workspace_id, None)  # superseded: the next journaled save starts a new journal
             return True
 
     def _failed(self, workspace_id: str, exc: OSError) -> NoReturn:

@@ -28,7 +28,8 @@ from live_memory.constants import (
     TOOL_HASH_MAX_BYTES,
     TOOL_SUBPROCESS_TIMEOUT_S,
 )
-from live_memory.jail import Jail
+from live_memory.errors import JailRefusal
+from live_memory.jail import Jail, show_path
 from live_memory.symbol_index import SymbolIndex
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "bound_text",
     "find_ripgrep",
     "opened_off_loop",
+    "resolve_existing",
     "resolve_path",
 ]
 
@@ -158,6 +160,18 @@ async def resolve_path(ctx: ToolContext, path: str | None, *, allow_dir: bool = 
     """Resolve a tool's path argument through the jail, in a thread (it stats the filesystem).
     Raises JailRefusal."""
     return await asyncio.to_thread(_resolve, ctx.jail, path or "", allow_dir)
+
+
+async def resolve_existing(ctx: ToolContext, path: str | None, missing: str) -> Resolved | ToolOutcome:
+    """`resolve_path` for a path that must exist: a refusal, or `missing` (its `{path}` filled in) when
+    nothing is there, comes back as the tool's error."""
+    try:
+        target = await resolve_path(ctx, path)
+    except JailRefusal as exc:
+        return ToolOutcome(str(exc), is_error=True)
+    if target.kind == "missing":
+        return ToolOutcome(missing.format(path=show_path(path or "")), is_error=True)
+    return target
 
 
 async def opened_off_loop(open_: Callable[[], _T], close: Callable[[_T], object]) -> _T:

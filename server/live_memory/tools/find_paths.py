@@ -18,7 +18,7 @@ from live_memory.errors import JailRefusal
 from live_memory.globs import GlobError, PathGlob, compile_path_glob
 from live_memory.jail import show_path
 from live_memory.tools.args import ArgumentError, Arguments
-from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, resolve_path
+from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, resolve_existing
 from live_memory.tools.listing import FileListing, list_files
 from live_memory.tools.recheck import Recheck
 from live_memory.tools.search import WITHHELD
@@ -50,15 +50,11 @@ async def run_find_paths(ctx: ToolContext, arguments: Mapping[str, Any]) -> Tool
             )
     except ArgumentError as exc:
         return ToolOutcome(str(exc), is_error=True)
-    try:
-        target = await resolve_path(ctx, path)
-    except JailRefusal as exc:
-        return ToolOutcome(str(exc), is_error=True)
-    if target.kind == "missing":
-        return ToolOutcome(
-            f"Directory does not exist: '{show_path(path or '')}'. Paths are relative to the workspace root.",
-            is_error=True,
-        )
+    target = await resolve_existing(
+        ctx, path, "Directory does not exist: '{path}'. Paths are relative to the workspace root."
+    )
+    if isinstance(target, ToolOutcome):
+        return target
     if target.kind != "dir":
         return ToolOutcome(f"find_paths: '{show_path(target.rel)}' is a file, not a directory.", is_error=True)
     base = target.rel

@@ -29,7 +29,15 @@ from live_memory.errors import JailRefusal
 from live_memory.globs import GlobError, PathGlob, compile_path_glob, has_glob_magic
 from live_memory.jail import show_path
 from live_memory.tools.args import ArgumentError, Arguments
-from live_memory.tools.context import Resolved, ToolContext, ToolOutcome, bound_text, opened_off_loop, resolve_path
+from live_memory.tools.context import (
+    Resolved,
+    ToolContext,
+    ToolOutcome,
+    bound_text,
+    opened_off_loop,
+    resolve_existing,
+    resolve_path,
+)
 from live_memory.tools.grep_engines import GrepError, GrepHits, GrepQuery, ripgrep_grep
 from live_memory.tools.listing import FileListing, list_files
 from live_memory.tools.recheck import Recheck
@@ -79,15 +87,9 @@ async def run_grep(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcom
             _check_glob_text(glob.removeprefix("!"), "glob")
         except JailRefusal as exc:
             return ToolOutcome(str(exc), is_error=True)
-    try:
-        target = await resolve_path(ctx, path)
-    except JailRefusal as exc:
-        return ToolOutcome(str(exc), is_error=True)
-    if target.kind == "missing":
-        return ToolOutcome(
-            f"Path does not exist: '{show_path(path or '')}'. Use Glob or find_paths to locate it.",
-            is_error=True,
-        )
+    target = await resolve_existing(ctx, path, "Path does not exist: '{path}'. Use Glob or find_paths to locate it.")
+    if isinstance(target, ToolOutcome):
+        return target
     if ctx.ripgrep is None:
         return ToolOutcome(
             "Grep is unavailable: the ripgrep binary (rg, from the 'ripgrep' package Live Memory depends on) "
