@@ -16,29 +16,31 @@ from typing import Any, Literal, Protocol
 from live_memory.records import ToolCall, Usage
 
 
-@dataclass(frozen=True)
-class TextPart:
-    text: str
+@dataclass(frozen=True, kw_only=True)
+class _Breakpoint:
+    """Any part may end a cached prefix: `cache` marks a breakpoint, `long_cache` asks for the 1-hour one."""
+
     cache: bool = False
     long_cache: bool = False
 
 
 @dataclass(frozen=True)
-class ToolUsePart:
+class TextPart(_Breakpoint):
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolUsePart(_Breakpoint):
     id: str
     name: str
     input: Mapping[str, Any]
-    cache: bool = False
-    long_cache: bool = False
 
 
 @dataclass(frozen=True)
-class ToolResultPart:
+class ToolResultPart(_Breakpoint):
     tool_use_id: str
     content: str
     is_error: bool = False
-    cache: bool = False
-    long_cache: bool = False
 
 
 Part = TextPart | ToolUsePart | ToolResultPart
