@@ -393,7 +393,7 @@ class FakeLLM:
         model: str = "claude-haiku-4-5",
         context_limit_tokens: int | None = None,
         min_cacheable_tokens: int | None = None,
-        cache_ttl_s: float = 300.0,
+        cache_ttl_s: float = EXPLICIT_CACHE.ttl_s,
         clock: Callable[[], float] = time.monotonic,
         host: str = "127.0.0.1",
         memo_limit: int = MEMO_LIMIT,
