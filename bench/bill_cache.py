@@ -2,10 +2,11 @@
 prices, and the per-kind / never-read bookkeeping (see bench/session_bill.py).
 
 One simulator for every arm: the simulated requests (the main agent, the Explore subagent) go through the
-same rules as the fake provider that answers the real server (`tests.fakes.llm_server`: blocks counted at
-ceil(chars/4), breakpoints where the client marks them, 20-block lookback, 5-minute TTL refreshed on hit,
-the model's minimum cacheable prefix). The real server's recorded requests are re-read with the same block
-parser, so every arm's usage is split by block kind and cache state in one way.
+package's prompt-cache simulator (`live_memory.testing.prompt_cache`), the one the fake provider answering
+the real server runs too (blocks counted at ceil(chars/4), breakpoints where the client marks them, 20-block
+lookback, 5-minute TTL refreshed on hit, the model's minimum cacheable prefix). The real server's recorded
+requests are re-read with the same block parser (`live_memory.testing.prompt_blocks`), so every arm's usage
+is split by block kind and cache state in one way. Prices and cache rules are the service's provider data.
 """
 
 from __future__ import annotations
@@ -16,52 +17,43 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.llm_server import (
-    _anthropic_prompt,
-    _AnthropicCache,
-    _default_min_cacheable,
-    _Prompt,
-    count_tokens,
-)
+from live_memory.providers.pricing import Price, price_for
+from live_memory.providers.profiles import EXPLICIT_CACHE, min_cacheable_tokens_for
+from live_memory.testing.prompt_blocks import Prompt, anthropic_prompt, count_tokens
+from live_memory.testing.prompt_cache import AnthropicCache
 
-TTL_S = 300.0
+TTL_S = EXPLICIT_CACHE.ttl_s
 EPHEMERAL = {"type": "ephemeral"}
 
-
-@dataclass(frozen=True)
-class Price:
-    """USD per million tokens."""
-
-    input: float
-    cache_write: float  # 5-minute write: 1.25x input
-    cache_read: float
-    output: float
-
-    @property
-    def cache_write_1h(self) -> float:
-        return 2 * self.input  # 1-hour write
-
-    def cost(self, uncached: int, write: int, read: int, output: int, write_1h: int = 0) -> float:
-        """`write` counts every cache write; `write_1h` the part of it written for an hour."""
-        writes = (write - write_1h) * self.cache_write + write_1h * self.cache_write_1h
-        return (uncached * self.input + writes + read * self.cache_read + output * self.output) / 1e6
-
-    def as_dict(self) -> dict[str, float]:
-        return {
-            "input": self.input,
-            "cache_write": self.cache_write,
-            "cache_write_1h": self.cache_write_1h,
-            "cache_read": self.cache_read,
-            "output": self.output,
-        }
-
-
-PRICES = {
-    "sonnet": Price(3.0, 3.75, 0.30, 15.0),  # Sonnet 4.5
-    "opus": Price(5.0, 6.25, 0.50, 25.0),  # Opus 4.5
-    "haiku": Price(1.0, 1.25, 0.10, 5.0),  # Haiku 4.5
-}
 CACHE_MODEL = {"sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-5", "haiku": "claude-haiku-4-5"}
+
+
+def _priced(model: str) -> Price:
+    price = price_for(model)
+    if price is None:
+        raise LookupError(f"no price for {model} in the provider data")
+    return price
+
+
+# The service's own rows (USD per million tokens), the ones `cost=` and /stats use.
+PRICES: dict[str, Price] = {name: _priced(model) for name, model in CACHE_MODEL.items()}
+
+
+def bill_usd(price: Price, uncached: int, write: int, read: int, output: int, write_1h: int = 0) -> float:
+    """USD of a bill; `write` counts every cache write, `write_1h` the part of it written for an hour."""
+    writes = (write - write_1h) * price.cache_write + write_1h * price.hour_write
+    return (uncached * price.input + writes + read * price.cache_read + output * price.output) / 1e6
+
+
+def price_dict(price: Price) -> dict[str, float]:
+    """A price as the results file shows it."""
+    return {
+        "input": price.input,
+        "cache_write": price.cache_write,
+        "cache_write_1h": price.hour_write,
+        "cache_read": price.cache_read,
+        "output": price.output,
+    }
 
 
 class VirtualClock:
@@ -128,7 +120,7 @@ class Call:
         return self.prompt - self.read - self.write
 
     def cost(self, price: Price) -> float:
-        return price.cost(self.uncached, self.write, self.read, self.output, self.write_1h)
+        return bill_usd(price, self.uncached, self.write, self.read, self.output, self.write_1h)
 
 
 class CacheSim:
@@ -137,14 +129,14 @@ class CacheSim:
     def __init__(self, clock: VirtualClock, model: str) -> None:
         self.clock = clock
         self.model = CACHE_MODEL[model]
-        self.cache = _AnthropicCache()
+        self.cache = AnthropicCache()
         self.seq = 0
-        self.min_tokens = _default_min_cacheable(self.model)
+        self.min_tokens = min_cacheable_tokens_for(self.model)
 
     def run(self, blocks: Sequence[Block], breakpoints: Iterable[int]) -> tuple[int, int, list[bytes]]:
         """(cache read, cache write, keys) of one request; breakpoints are block indexes."""
         marks = set(breakpoints)
-        prompt = _Prompt()
+        prompt = Prompt()
         for i, block in enumerate(blocks):
             prompt.add(block.wire, block.text, EPHEMERAL if i in marks else None)
         self.seq += 1
@@ -187,7 +179,7 @@ def recorded_call(
     reads: tuple[str, ...] = (),
 ) -> Call:
     """A request the fake provider recorded (Anthropic shape); `classify` gives each block's kinds by chars."""
-    prompt, _ = _anthropic_prompt(body)
+    prompt, _ = anthropic_prompt(body)
     pieces = classify(body)  # per block: (kind, chars)
     tokens = [b.tokens for b in prompt.blocks]
     if len(pieces) != len(tokens):  # the classifier lost track of the layout: report it as one kind
@@ -238,7 +230,7 @@ class KindSpend:
         self.write_1h += write_1h
 
     def cost(self, price: Price) -> float:
-        return price.cost(self.uncached, self.write, self.read, self.output, self.write_1h)
+        return bill_usd(price, self.uncached, self.write, self.read, self.output, self.write_1h)
 
 
 @dataclass

@@ -26,7 +26,7 @@ Figures (per simulation), from the usage the fake reported for every recorded re
       including summarizer calls;
     - IDEAL share for the same request sequence: each request is credited with its longest common
       block prefix with the previous request of the same kind (question path / summarizer; a fold, with the
-      question path's), in the fake's own blocks and token units (`_anthropic_prompt` / `_openai_prompt`,
+      question path's), in the fake's own blocks and token units (`live_memory.testing.prompt_blocks`,
       ceil(chars/4) per block), i.e.
       everything except what is new since the previous request. "ideal (any)" credits the longest prefix
       shared with any earlier request (an unbounded cache);
@@ -82,15 +82,7 @@ from typing import Any, Literal
 
 import httpx
 from tests.fakes.live_server import live_server, settings_for
-from tests.fakes.llm_server import (
-    CacheRules,
-    FakeLLM,
-    RecordedRequest,
-    Reply,
-    _anthropic_prompt,
-    _openai_prompt,
-    _Prompt,
-)
+from tests.fakes.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
 
 from bench._common import (
     McpAsker,
@@ -113,7 +105,9 @@ from live_memory.prompts import (
     question_block,
 )
 from live_memory.providers.pricing import cost_usd, price_for
+from live_memory.providers.profiles import EXPLICIT_CACHE
 from live_memory.records import Usage
+from live_memory.testing.prompt_blocks import Prompt, anthropic_prompt, openai_prompt
 
 SEED = 20_241_130
 QUESTIONS = 200
@@ -123,7 +117,7 @@ READ_LINES = 150
 ANSWER_CHARS = (1100, 1700)
 BURST_EVERY, BURST_AT, BURST_TEES = 50, 25, 12
 EDIT_EVERY, EDIT_AT = 9, 4
-LOOKBACK_BLOCKS = 20
+LOOKBACK_BLOCKS = EXPLICIT_CACHE.lookback_blocks
 GOAL_SHARE = 0.90
 GOAL_GAP_POINTS = 3.0
 MIN_COMPACTIONS = 3
@@ -323,8 +317,8 @@ def system_region(body: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "system")
 
 
-def parse_prompt(body: dict[str, Any], protocol: str) -> _Prompt:
-    return _anthropic_prompt(body)[0] if protocol == "anthropic" else _openai_prompt(body)
+def parse_prompt(body: dict[str, Any], protocol: str) -> Prompt:
+    return anthropic_prompt(body)[0] if protocol == "anthropic" else openai_prompt(body)
 
 
 def question_block_index(body: dict[str, Any], protocol: str) -> int:

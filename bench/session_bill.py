@@ -90,7 +90,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tests.fakes.llm_server import count_tokens
 
 from bench._common import McpAsker, load_note, print_table, write_results
 from bench.bill_agents import (
@@ -104,7 +103,7 @@ from bench.bill_agents import (
     explore_prefix,
     version,
 )
-from bench.bill_cache import PRICES, CacheSim, Ledger, Price, VirtualClock, recorded_call
+from bench.bill_cache import PRICES, CacheSim, Ledger, VirtualClock, price_dict, recorded_call
 from bench.bill_memory import (
     MemoryExplorer,
     MemoryModel,
@@ -131,6 +130,8 @@ from bench.bill_workload import (
     load_repo,
     workload,
 )
+from live_memory.providers.pricing import Price
+from live_memory.testing.prompt_blocks import count_tokens
 
 NAME = "session_bill"
 RUNS_DIR = Path(__file__).parent / ".cache" / "session-bill-runs"  # beside the Django copy: hard links work
@@ -751,7 +752,7 @@ def run(
             "repos": repo_info,
             "server": command.describe(),
             "server_options": {**SERVER_OPTIONS, **(options or {})},
-            "prices_usd_per_mtok": {k: v.as_dict() for k, v in PRICES.items()},
+            "prices_usd_per_mtok": {k: price_dict(v) for k, v in PRICES.items()},
             "main_head_tokens": {"A_C": claude_code_prefix().tokens},  # B's: each run's plugin_head_tokens
             "subagent_head_tokens": explore_prefix().tokens,
             "files_per_task_weights": list(FILES_PER_TASK_WEIGHTS),

@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from live_memory.cli import main
-from live_memory.demo import DEMO_FILE, PrefixCache, prompt_blocks
+from live_memory.demo import DEMO_FILE
 from tests.fakes.process_logging import restored_logging
 
 REPO = Path(__file__).resolve().parents[1]
-DEMO_MODULE = REPO / "server" / "live_memory" / "demo.py"
+PACKAGE = REPO / "server" / "live_memory"
+# The demo and what it runs on: a plain `pip install .` must be enough.
+DEMO_MODULES = [PACKAGE / "demo.py", *sorted((PACKAGE / "testing").glob("*.py"))]
 
 
 def test_demo_answers_first_by_reading_a_file_then_from_memory_and_stops_everything(
@@ -48,9 +50,10 @@ def test_demo_answers_first_by_reading_a_file_then_from_memory_and_stops_everyth
     assert not list(tmp_path.glob("live-memory-demo-*"))
 
 
-def test_demo_needs_nothing_but_the_package_and_the_standard_library() -> None:
+@pytest.mark.parametrize("module", DEMO_MODULES, ids=lambda path: path.name)
+def test_demo_needs_nothing_but_the_package_and_the_standard_library(module: Path) -> None:
     """A fresh clone with `pip install .` has no test dependencies: the demo must not import them."""
-    tree = ast.parse(DEMO_MODULE.read_text(encoding="utf-8"))
+    tree = ast.parse(module.read_text(encoding="utf-8"))
     imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -58,17 +61,3 @@ def test_demo_needs_nothing_but_the_package_and_the_standard_library() -> None:
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
     assert imported - {"live_memory", "__future__"} <= set(sys.stdlib_module_names)
-
-
-def test_demo_prompt_cache_reads_the_unchanged_prefix_up_to_a_breakpoint() -> None:
-    cache = PrefixCache()
-    system = [{"type": "text", "text": "s" * 400, "cache_control": {"type": "ephemeral"}}]
-    first = {"system": system, "messages": [{"role": "user", "content": "question one " * 20}]}
-    second = {"system": system, "messages": [{"role": "user", "content": "question two " * 20}]}
-    cold = cache.usage(prompt_blocks(first))
-    assert cold["cache_read_input_tokens"] == 0 and cold["cache_creation_input_tokens"] > 0
-    warm = cache.usage(prompt_blocks(second))
-    assert warm["cache_read_input_tokens"] == cold["cache_creation_input_tokens"]
-    assert warm["input_tokens"] > 0  # the new question itself is not cached
-    changed = {**second, "system": [{**system[0], "text": "t" * 400}]}
-    assert cache.usage(prompt_blocks(changed))["cache_read_input_tokens"] == 0

@@ -346,10 +346,15 @@ def cmd_install_service(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def ask_as_command(settings: Settings, question: str, repo: Path) -> int:
+    """`live-memory ask QUESTION --cwd REPO` with these settings (what the demo runs for each question)."""
+    return cmd_ask(settings, build_parser().parse_args(["ask", question, "--cwd", str(repo)]))
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from live_memory.demo import run_demo
 
-    return run_demo(Path(args.repo) if args.repo else None)
+    return run_demo(ask_as_command, Path(args.repo) if args.repo else None)
 
 
 # The environment each command reads; shown in its --help.

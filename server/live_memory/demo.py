@@ -1,12 +1,13 @@
 """`make demo` / `live-memory demo`: Live Memory end to end on this checkout, with no key and no network.
 
-Starts a scripted model (`DemoModel`: a loopback HTTP server speaking enough of the Anthropic Messages API
-for the official SDK the service uses), a throwaway `live-memory serve` pointed at it (temporary data dir,
-the checkout as its only allowed root), asks two questions with `live-memory ask` (its code, in this
-process), prints the answers and stops everything. The model is honest about what it is given: the first
-answer asks for a `Read` of `server/live_memory/constants.py` and quotes the line it finds there; the
-second answers from what the service already put in its prompt (no tool call), and the simulated prompt
-cache reports that prompt's unchanged prefix as `cache_read_input_tokens`.
+Starts a scripted model (`live_memory.testing.scripted_model`: a loopback server speaking enough of the
+Anthropic Messages API for the official SDK the service uses, its usage from the prompt-cache simulator),
+a throwaway `live-memory serve` pointed at it (temporary data dir, the checkout as its only allowed root),
+asks two questions with `live-memory ask` (its code, in this process, handed in by the command line so
+this module never imports it back), prints the answers and stops everything. The script is honest about
+what it is given: the first answer asks for a `Read` of `server/live_memory/constants.py` and quotes the
+line it finds there; the second answers from what the service already put in its prompt (no tool call),
+and the simulated prompt cache reports that prompt's unchanged prefix as `cache_read_input_tokens`.
 
 Standard library only on the model's side, so the demo runs from a fresh clone with `pip install .`.
 """
@@ -15,8 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
-import math
 import os
 import re
 import shlex
@@ -26,20 +25,26 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+from live_memory.testing.prompt_cache import PromptCache
+from live_memory.testing.scripted_model import ScriptedModel
+
+if TYPE_CHECKING:
+    from live_memory.config import Settings
 
 DEMO_FILE = "server/live_memory/constants.py"
 QUESTIONS = (
     "Where is the default port of the Live Memory service set, and to what?",
     "And which address does the service bind by default?",
 )
-CHARS_PER_TOKEN = 4
+# This checkout's prompt is shorter than the default model's minimum cacheable prefix (4,096 tokens on Haiku
+# 4.5), under which nothing would be cached: the demo's cache takes any length, to show the mechanism.
+DEMO_MIN_CACHEABLE_TOKENS = 0
 SERVER_START_TIMEOUT_S = 30.0
 SERVER_POLL_S = 0.05
 STOP_TIMEOUT_S = 30.0
@@ -50,63 +55,7 @@ _CITED_HOST = re.compile(r"`(DEFAULT_HOST\s*=\s*(.+?))` \(([^()\s]+:\d+)\)")
 _TRAILER = re.compile(r"\[live-memory\].*")
 
 
-# ------------------------------------------------------------------------------------------- the model
-
-
-def _tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
-def _without_cache_control(block: Any) -> Any:
-    if isinstance(block, dict):
-        return {k: v for k, v in block.items() if k != "cache_control"}
-    return block
-
-
-def prompt_blocks(body: dict[str, Any]) -> list[tuple[str, bool]]:
-    """The prompt as ordered (serialized block, is a cache breakpoint) pairs: tools, system, messages."""
-    blocks: list[tuple[str, bool]] = []
-    for tool in body.get("tools") or []:
-        blocks.append(("tool:" + json.dumps(_without_cache_control(tool), sort_keys=True), "cache_control" in tool))
-    system = body.get("system") or []
-    for part in [{"type": "text", "text": system}] if isinstance(system, str) else system:
-        blocks.append(("system:" + json.dumps(_without_cache_control(part), sort_keys=True), "cache_control" in part))
-    for message in body.get("messages") or []:
-        content = message.get("content")
-        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        for part in parts:
-            serial = f"{message.get('role')}:" + json.dumps(_without_cache_control(part), sort_keys=True)
-            blocks.append((serial, isinstance(part, dict) and "cache_control" in part))
-    return blocks
-
-
-class PrefixCache:
-    """Prompt caching, simply: the blocks identical to the previous request's, up to a breakpoint, are read
-    from the cache; the rest up to the last breakpoint is written; anything after it is plain input."""
-
-    def __init__(self) -> None:
-        self._previous: list[str] = []
-        self._lock = threading.Lock()
-
-    def usage(self, blocks: Sequence[tuple[str, bool]]) -> dict[str, int]:
-        with self._lock:
-            same = 0
-            for (serial, _), earlier in zip(blocks, self._previous, strict=False):
-                if serial != earlier:
-                    break
-                same += 1
-            self._previous = [serial for serial, _ in blocks]
-        breakpoints = [index + 1 for index, (_, marked) in enumerate(blocks) if marked]
-        read_to = max((b for b in breakpoints if b <= same), default=0)
-        write_to = max(breakpoints, default=0)
-        sizes = [_tokens(serial) for serial, _ in blocks]
-        read = sum(sizes[:read_to])
-        written = sum(sizes[read_to:write_to]) if write_to > read_to else 0
-        return {
-            "input_tokens": sum(sizes) - read - written,
-            "cache_read_input_tokens": read,
-            "cache_creation_input_tokens": written,
-        }
+# ------------------------------------------------------------------------------------------- the script
 
 
 def _texts(value: Any) -> list[str]:
@@ -128,20 +77,6 @@ def find_numbered_line(texts: Sequence[str], name: str) -> tuple[int, str, str] 
         if match:
             return int(match.group(1)), match.group(2), match.group(3)
     return None
-
-
-def _message(model: str, content: list[dict[str, Any]], stop: str, usage: dict[str, int]) -> dict[str, Any]:
-    output = sum(_tokens(json.dumps(block)) for block in content)
-    return {
-        "id": f"msg_demo_{time.monotonic_ns()}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": content,
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": {**usage, "output_tokens": output},
-    }
 
 
 def script_reply(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
@@ -178,67 +113,6 @@ def script_reply(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
         call = {"type": "tool_use", "id": "toolu_demo_read2", "name": "Read", "input": {"file_path": DEMO_FILE}}
         return [call], "tool_use"
     return [{"type": "text", "text": "This scripted demo model only knows the demo's two questions."}], "end_turn"
-
-
-class DemoModel:
-    """The scripted model on 127.0.0.1:<free port>; a context manager. Records every request body."""
-
-    def __init__(self) -> None:
-        self.cache = PrefixCache()
-        self.requests: list[dict[str, Any]] = []
-        model = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # quiet: the demo prints its own story
-                pass
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode("utf-8")
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except ValueError:
-                    body = None
-                if self.path.split("?")[0] != "/v1/messages" or not isinstance(body, dict):
-                    error = {"type": "not_found_error", "message": "the demo model serves POST /v1/messages only"}
-                    self._send(404, {"type": "error", "error": error})
-                    return
-                model.requests.append(body)
-                content, stop = script_reply(body)
-                usage = model.cache.usage(prompt_blocks(body))
-                self._send(200, _message(str(body.get("model") or "demo"), content, stop, usage))
-
-            def do_GET(self) -> None:
-                self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": "not here"}})
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        # A short poll: shutdown() waits for the serving loop to look, half a second by default.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="demo-model", daemon=True
-        )
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> DemoModel:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(STOP_TIMEOUT_S)
 
 
 # ------------------------------------------------------------------------------------------- the run
@@ -299,6 +173,11 @@ def wait_until_serving(url: str, process: subprocess.Popen[bytes], timeout_s: fl
     return f"no answer at {url} within {timeout_s:.0f} s"
 
 
+# Runs `live-memory ask QUESTION --cwd REPO` with these settings as the command line does (printing the
+# answer), returning its exit status: the command line hands its own in, so this module never imports it.
+AskCommand = Callable[["Settings", str, Path], int]
+
+
 @dataclass(frozen=True)
 class Asked:
     question: str
@@ -311,17 +190,15 @@ class Asked:
         return match.group(1) if match else ""
 
 
-def ask(question: str, repo: Path, env: dict[str, str]) -> Asked:
+def ask(question: str, repo: Path, env: dict[str, str], ask_command: AskCommand) -> Asked:
     """`live-memory ask QUESTION --cwd REPO` against the demo's server: the command's own code, run in this
     process (a new interpreter per question would add a second of start-up)."""
-    from live_memory.cli import build_parser, cmd_ask
     from live_memory.config import load_settings
 
     settings = load_settings(env=env, data_dir=Path(env["LIVE_MEMORY_DATA_DIR"]))
-    args = build_parser().parse_args(["ask", question, "--cwd", str(repo)])
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        returncode = cmd_ask(settings, args)
+        returncode = ask_command(settings, question, repo)
     text = (out.getvalue() or err.getvalue()).strip()
     trailer = _TRAILER.search(text)
     return Asked(question, returncode, text, trailer.group(0) if trailer else "")
@@ -351,7 +228,7 @@ def verdict(first: Asked, second: Asked) -> list[str]:
     return problems
 
 
-def run_demo(repo: Path | None = None, out: TextIO | None = None) -> int:
+def run_demo(ask_command: AskCommand, repo: Path | None = None, out: TextIO | None = None) -> int:
     out = sys.stdout if out is None else out
     repo = (repo or default_repo() or Path.cwd()).resolve()
     if not (repo / DEMO_FILE).is_file():
@@ -360,7 +237,9 @@ def run_demo(repo: Path | None = None, out: TextIO | None = None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="live-memory-demo-"))  # 0700
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with DemoModel() as model:
+    with ScriptedModel(
+        script_reply, cache=PromptCache("anthropic", min_cacheable_tokens=DEMO_MIN_CACHEABLE_TOKENS)
+    ) as model:
         env = server_env(model.base_url, port, scratch / "data", repo)
         print(f"demo: a scripted model at {model.base_url} (no key, no network)", file=out)
         print(f"demo: live-memory serve at {url}, data dir {scratch / 'data'}, allowed root {repo}", file=out)
@@ -383,7 +262,7 @@ def run_demo(repo: Path | None = None, out: TextIO | None = None) -> int:
             for question in QUESTIONS:
                 print(f"\n$ live-memory ask {shlex.quote(question)} --cwd {shlex.quote(str(repo))}", file=out)
                 out.flush()
-                answer = ask(question, repo, env)
+                answer = ask(question, repo, env, ask_command)
                 print(answer.answer, file=out)
                 out.flush()
                 asked.append(answer)
@@ -403,12 +282,3 @@ def run_demo(repo: Path | None = None, out: TextIO | None = None) -> int:
         file=out,
     )
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    return run_demo(Path(args[0]) if args else None)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

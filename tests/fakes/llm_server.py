@@ -22,58 +22,21 @@ Endpoints
 Replies
     Model requests consume the FIFO filled by :meth:`FakeLLM.script`, then ask :attr:`FakeLLM.responder`,
     then fall back to ``Reply.text("fake answer: " + <first 200 chars of the last user text>)``.
-    Two automatic errors do not consume a scripted reply: more than 4 ``cache_control`` breakpoints
-    (Anthropic endpoint) and a prompt over ``context_limit_tokens``.
+    Two automatic errors do not consume a scripted reply: more ``cache_control`` breakpoints than Anthropic
+    allows (4; Anthropic endpoint) and a prompt over ``context_limit_tokens``.
 
-Token counting (``CHARS_PER_TOKEN`` = 4)
-    The prompt is an ordered list of blocks; a block counts ``ceil(len(serialization) / 4)`` tokens and the
-    prompt total is the sum over its blocks.
-
-    * Anthropic: each tool definition (``json.dumps(tool, sort_keys=True)`` without its ``cache_control``),
-      each system text block (a string ``system`` is one block), then every content block of every message
-      in order: ``text`` → its text; ``tool_use`` → name + ``json.dumps(input, sort_keys=True)``;
-      ``tool_result`` → the text of its content; a string content is one block; any other block type →
-      ``json.dumps(block, sort_keys=True)`` without ``cache_control``.
-    * OpenAI: each tool (``json.dumps(tool, sort_keys=True)``), then each message as
-      ``role + "\\n" + content text`` (+ ``"\\n" + json.dumps(tool_calls, sort_keys=True)`` when present).
-
-Prompt caching (``cache_rules``; applies to the responses of both endpoints)
-    The key of a position is a rolling sha256 over the model name and every block up to and including it
-    (the block's section/role/type and its serialization; never ``cache_control`` itself, so moving a
-    breakpoint does not change any key).
-
-    * ``"anthropic"`` (Anthropic endpoint): only blocks carrying ``cache_control`` are breakpoints (at
-      most 4, else 400 ``invalid_request_error``; a top-level ``cache_control`` adds one on the last block
-      unless that block already has one).
-      Read: for each breakpoint, from the last backwards, check that position and walk back one block at a
-      time, at most 20 positions including the breakpoint itself, for an entry written by an earlier request
-      and not expired; the read is the largest cumulative prefix among those hits, and the hit's TTL is
-      refreshed.
-      Write: every breakpoint whose cumulative prefix is at least the minimum cacheable length is
-      (re)written; ``cache_creation_input_tokens`` = tokens from the read point up to the last written
-      breakpoint (0 if none lies beyond the read); ``input_tokens`` = total - read - creation.
-      TTL: ``cache_ttl_s`` (default 300 s), or 3600 s for ``"ttl": "1h"`` breakpoints, whose share of the
-      creation is reported in ``ephemeral_1h_input_tokens``.
-      Minimum, by the request's model: haiku-4-5 / opus-4-5 / opus-4-6 → 4096, haiku-3-5 / opus-4-7 → 2048,
-      anything else → 1024 (``min_cacheable_tokens`` overrides).
-      On the OpenAI endpoint these rules report ``cached_tokens`` 0.
-    * ``"openai"``: every prompt's prefix keys are remembered (TTL ``cache_ttl_s``, refreshed on reuse);
-      cached = the longest whole-block prefix matching an earlier prompt, rounded down to a multiple of 128,
-      and 0 unless the prompt and the match are both >= 1024 tokens (``min_cacheable_tokens`` overrides 1024).
-    * ``"deepseek"``: the same, rounded down to 64-token units, with no minimum. On the OpenAI endpoint the
-      usage carries ``prompt_cache_hit_tokens`` / ``prompt_cache_miss_tokens`` instead of
-      ``prompt_tokens_details``.
-    * ``"none"``: nothing is cached.
-
-    With ``"openai"`` or ``"deepseek"`` rules the Anthropic endpoint reports the hit as
-    ``cache_read_input_tokens`` (creation always 0).
-
-Cost per request
-    A conversation resends its whole prefix with every request. The fake remembers (bounded, see ``_Memo``)
-    each block's identity and token count, each step of the key chain, each tool's serialization and the
-    latest request's messages with the blocks they made (see ``_Resent``), so a request costs little more
-    than parsing its JSON and handling its new messages; the figures are those a fake recomputing everything
-    would give (``memo_limit=0`` does that).
+Prompts and prompt caching
+    Both live in the package's public testing modules, shared with the benchmarks and ``live-memory demo``:
+    :mod:`live_memory.testing.prompt_blocks` (how a body becomes blocks and tokens, ``CHARS_PER_TOKEN`` = 4,
+    the cache keys, and the memo that keeps a long conversation cheap to parse; ``memo_limit=0`` parses
+    without it) and :mod:`live_memory.testing.prompt_cache` (``cache_rules``: ``"anthropic"`` breakpoints
+    with the model's minimum cacheable prefix from the service's provider data, ``"openai"`` and
+    ``"deepseek"`` automatic prefix caching, ``"none"``; ``min_cacheable_tokens`` overrides the minimum,
+    ``cache_ttl_s`` the lifetime). The rules apply to the responses of both endpoints: with ``"anthropic"``
+    rules the OpenAI endpoint reports ``cached_tokens`` 0; with ``"openai"`` or ``"deepseek"`` rules the
+    Anthropic endpoint reports the hit as ``cache_read_input_tokens`` (creation always 0), and the
+    ``"deepseek"`` OpenAI endpoint reports ``prompt_cache_hit_tokens`` / ``prompt_cache_miss_tokens``
+    instead of ``prompt_tokens_details``.
 
 Recording
     Every model request (``/v1/messages`` and chat completions, including errors and drops) is appended to
@@ -90,10 +53,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import copy
-import hashlib
 import http
-import itertools
 import json
 import logging
 import math
@@ -114,6 +74,19 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from live_memory.providers.profiles import EXPLICIT_CACHE, Protocol
+from live_memory.testing.prompt_blocks import (
+    CHARS_PER_TOKEN,
+    MEMO_LIMIT,
+    Memo,
+    Prompt,
+    anthropic_prompt,
+    content_text,
+    count_tokens,
+    openai_prompt,
+    sorted_json,
+)
+from live_memory.testing.prompt_cache import CACHE_RULES, CacheOutcome, CacheRules, PromptCache
 from tests.fakes.quick_server import QuickServer
 
 __all__ = [
@@ -126,23 +99,13 @@ __all__ = [
     "count_tokens",
 ]
 
-CHARS_PER_TOKEN = 4
-MAX_CACHE_BREAKPOINTS = 4
-LOOKBACK_BLOCKS = 20
-ONE_HOUR_TTL_S = 3600.0
-OPENAI_CACHE_MIN_TOKENS = 1024
-OPENAI_CACHE_STEP_TOKENS = 128
-DEEPSEEK_CACHE_STEP_TOKENS = 64
+MAX_CACHE_BREAKPOINTS = EXPLICIT_CACHE.max_breakpoints
 DEFAULT_CONTEXT_LIMIT = {"anthropic": 200_000, "openai": 128_000}
 STALL_POLL_S = 0.01
-MEMO_LIMIT = 200_000  # blocks / chain steps the fake remembers (see _Memo)
-MEMO_LIMIT_CHARS = 64_000_000  # and the characters of those blocks
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 STOP_GRACE_S = 3.0  # in-flight responses get this long at a stop; stalled ones are then cut
 
-CacheRules = Literal["anthropic", "openai", "deepseek", "none"]
-Protocol = Literal["anthropic", "openai"]
 ReplyKind = Literal["text", "error", "prompt_too_long", "stall", "drop"]
 
 _ANTHROPIC_ERROR_TYPES = {
@@ -318,502 +281,6 @@ class RecordedRequest:
 _PARSE_LOCK = threading.Lock()
 
 
-# --------------------------------------------------------------------------------------------------- prompts
-
-
-def count_tokens(text: str) -> int:
-    """The fake's token count of one serialized block."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
-_SORTED_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # what json.dumps would build per call
-
-
-def _dumps(value: object) -> str:
-    return _SORTED_JSON.encode(value)
-
-
-def _without_cache_control(value: object) -> object:
-    if isinstance(value, dict):
-        return {key: item for key, item in value.items() if key != "cache_control"}
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class _Block:
-    identity: str
-    tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class _Breakpoint:
-    index: int
-    one_hour: bool
-
-
-class _Memo:
-    """What the fake would otherwise recompute for every block of a conversation's unchanged prefix on every
-    request: each block's identity and token count, and each step of the cache-key chain (sha256 of the
-    previous key and the block). Both are functions of content alone, so a hit gives exactly what the
-    computation would; a request then costs little more than its new blocks. Bounded: cleared when full."""
-
-    def __init__(self, limit: int = MEMO_LIMIT, limit_chars: int = MEMO_LIMIT_CHARS) -> None:
-        self.limit = limit
-        self.limit_chars = limit_chars
-        self.chars = 0
-        self.blocks: dict[tuple[str, str], _Block] = {}
-        self.chain: dict[tuple[bytes, str], bytes] = {}
-        # (protocol, index) -> (tool, its serialization, whether == tells that tool from others: see _plain)
-        self.tools: dict[tuple[str, int], tuple[object, str, bool]] = {}
-        self.resent: dict[str, _Resent] = {}  # by protocol: see _Resent
-        self.latest_keys: tuple[str, list[_Block], list[bytes]] | None = None  # model, blocks, their keys
-
-    def block(self, kind: str, serialized: str) -> _Block:
-        key = (kind, serialized)
-        block = self.blocks.get(key)
-        if block is None:
-            if len(self.blocks) >= self.limit or self.chars >= self.limit_chars:
-                self.blocks.clear()
-                self.chain.clear()
-                self.chars = 0
-            block = self.blocks[key] = _new_block(kind, serialized)
-            self.chars += len(serialized)
-        return block
-
-    def tool(self, protocol: str, index: int, tool: object, serialize: Callable[[object], str]) -> str:
-        """A tool definition's serialization, reused while the tool at that index stays the same JSON (a
-        comparison is much cheaper than a sorted dump)."""
-        seen = self.tools.get((protocol, index))
-        if seen is not None and seen[0] == tool and (seen[2] or _same_json(seen[0], tool)):
-            return seen[1]
-        serialized = serialize(tool)
-        self.tools[(protocol, index)] = (copy.deepcopy(tool), serialized, _plain(tool))
-        return serialized
-
-    def step(self, digest: bytes, identity: str) -> bytes:
-        key = (digest, identity)
-        following = self.chain.get(key)
-        if following is None:
-            if len(self.chain) >= self.limit:
-                self.chain.clear()
-            following = self.chain[key] = _chain_step(digest, identity)
-        return following
-
-
-_NO_MEMO: dict[Any, Any] = {}  # the lookup table of a prompt without a memo: always a miss
-
-
-def _new_block(kind: str, serialized: str) -> _Block:
-    return _Block(identity=f"{kind}\x1f{serialized}", tokens=count_tokens(serialized))
-
-
-def _chain_step(digest: bytes, identity: str) -> bytes:
-    return hashlib.sha256(digest + identity.encode()).digest()
-
-
-@dataclass
-class _Prompt:
-    blocks: list[_Block] = field(default_factory=list)  # only ever appended to (see running_totals)
-    breakpoints: list[_Breakpoint] = field(default_factory=list)
-    memo: _Memo | None = None  # optional: reuse the work done for blocks seen before
-    _sums: list[int] = field(default_factory=list, init=False, repr=False, compare=False)
-
-    @property
-    def total(self) -> int:
-        sums = self.running_totals()
-        return sums[-1] if sums else 0
-
-    def add(self, kind: str, serialized: str, cache_control: object = None) -> None:
-        memo = self.memo
-        self.blocks.append(_new_block(kind, serialized) if memo is None else memo.block(kind, serialized))
-        if isinstance(cache_control, dict):
-            one_hour = cache_control.get("ttl") == "1h"
-            self.breakpoints.append(_Breakpoint(len(self.blocks) - 1, one_hour))
-
-    def running_totals(self) -> list[int]:
-        """cumulative(), computed once per length of the prompt (a request asks for the total several times);
-        the caller must not change it."""
-        if len(self._sums) != len(self.blocks):
-            self._sums = list(itertools.accumulate([block.tokens for block in self.blocks]))
-        return self._sums
-
-    def cumulative(self) -> list[int]:
-        return list(self.running_totals())
-
-    def keys(self, model: str) -> list[bytes]:
-        memo = self.memo
-        if memo is None:
-            digest = hashlib.sha256(model.encode()).digest()
-            keys: list[bytes] = []
-            for block in self.blocks:
-                digest = _chain_step(digest, block.identity)
-                keys.append(digest)
-            return keys
-        # The keys of the blocks this prompt shares with the latest one are that prompt's (memo blocks are
-        # shared objects: the comparison is mostly identity checks); the chain continues from there.
-        start, keys = 0, []
-        latest = memo.latest_keys
-        if latest is not None and latest[0] == model:
-            start = _common_prefix(self.blocks, latest[1])
-            keys = latest[2][:start]
-        digest = keys[-1] if keys else hashlib.sha256(model.encode()).digest()
-        known, step = memo.chain, memo.step
-        append = keys.append
-        for position in range(start, len(self.blocks)):
-            identity = self.blocks[position].identity
-            following = known.get((digest, identity))  # a hit skips the call
-            digest = step(digest, identity) if following is None else following
-            append(digest)
-        memo.latest_keys = (model, list(self.blocks), keys)
-        return keys
-
-
-def _content_text(content: object) -> str:
-    """Text of a message content (string or list of blocks); tool results contribute their content text."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict):
-                if part.get("type") == "text" or ("text" in part and "type" not in part):
-                    parts.append(str(part.get("text", "")))
-                elif part.get("type") == "tool_result":
-                    parts.append(_content_text(part.get("content")))
-                else:
-                    parts.append(_dumps(_without_cache_control(part)))
-        return "\n".join(parts)
-    return _dumps(content)
-
-
-def _anthropic_block(block: object) -> tuple[str, str]:
-    """(kind, serialization) of one Anthropic content block."""
-    if not isinstance(block, dict):
-        return "raw", _dumps(block)
-    block_type = str(block.get("type", ""))
-    if block_type == "text":
-        return block_type, str(block.get("text", ""))
-    if block_type == "tool_use":
-        return block_type, str(block.get("name", "")) + _dumps(block.get("input", {}))
-    if block_type == "tool_result":
-        return block_type, _content_text(block.get("content"))
-    return block_type, _dumps(_without_cache_control(block))
-
-
-def _anthropic_tool(tool: object) -> str:
-    return _dumps(_without_cache_control(tool))
-
-
-def _tool_serialization(protocol: Protocol, index: int, tool: object, memo: _Memo | None) -> str:
-    serialize = _anthropic_tool if protocol == "anthropic" else _dumps
-    return serialize(tool) if memo is None else memo.tool(protocol, index, tool, serialize)
-
-
-def _anthropic_prompt(body: dict[str, Any], memo: _Memo | None = None) -> tuple[_Prompt, int]:
-    """The prompt's blocks and breakpoints, and the number of cache_control breakpoints requested."""
-    prompt = _Prompt(memo=memo)
-    for index, tool in enumerate(body.get("tools") or []):
-        cache_control = tool.get("cache_control") if isinstance(tool, dict) else None
-        prompt.add("tool", _tool_serialization("anthropic", index, tool, memo), cache_control)
-    system = body.get("system")
-    if isinstance(system, str):
-        if system:
-            prompt.add("system:text", system)  # the same block as [{"type": "text", "text": system}]
-    elif isinstance(system, list):
-        for block in system:
-            kind, serialized = _anthropic_block(block)
-            cache_control = block.get("cache_control") if isinstance(block, dict) else None
-            prompt.add(f"system:{kind}", serialized, cache_control)
-    messages = _message_list(body)
-    blocks, breakpoints = prompt.blocks, prompt.breakpoints
-    offset, start, ends, inexact = _reuse_resent(prompt, "anthropic", messages)
-    # The messages are most of a long conversation: prompt.add inlined, with the memo's hits looked up here.
-    new_block = _new_block if memo is None else memo.block
-    known = _NO_MEMO if memo is None else memo.blocks
-    for position in range(start, len(messages)):
-        message = messages[position]
-        if isinstance(message, dict):
-            role = message.get("role", "")
-            exact = isinstance(role, str)  # see _Resent
-            role = str(role)
-            content = message.get("content")
-            if not isinstance(content, list):
-                exact = exact and (content is None or isinstance(content, str))
-                prompt.add(f"{role}:text", _content_text(content))
-            else:
-                text_kind = role + ":text"
-                for part in content:
-                    if not isinstance(part, dict):
-                        kind, serialized = _anthropic_block(part)
-                        kind = f"{role}:{kind}"
-                        cache_control = None
-                        exact = exact and _plain(part)
-                    else:
-                        text = part.get("text") if part.get("type") == "text" else None
-                        if isinstance(text, str):  # the common case, as _anthropic_block would give it
-                            kind, serialized = text_kind, text
-                        else:
-                            kind, serialized = _anthropic_block(part)
-                            kind = f"{role}:{kind}"
-                            exact = exact and _plain(part)
-                        cache_control = part.get("cache_control")
-                    found = known.get((kind, serialized))
-                    blocks.append(new_block(kind, serialized) if found is None else found)
-                    if isinstance(cache_control, dict):
-                        breakpoints.append(_Breakpoint(len(blocks) - 1, cache_control.get("ttl") == "1h"))
-            if not exact:
-                inexact.append(position)
-        ends.append(len(blocks) - offset)
-    _remember_resent(prompt, "anthropic", messages, offset, ends, inexact)
-    requested = len(prompt.breakpoints)
-    automatic = body.get("cache_control")
-    if isinstance(automatic, dict) and prompt.blocks:
-        last = len(prompt.blocks) - 1
-        if all(point.index != last for point in prompt.breakpoints):
-            prompt.breakpoints.append(_Breakpoint(last, automatic.get("ttl") == "1h"))
-            requested += 1
-    return prompt, requested
-
-
-def _openai_prompt(body: dict[str, Any], memo: _Memo | None = None) -> _Prompt:
-    prompt = _Prompt(memo=memo)
-    for index, tool in enumerate(body.get("tools") or []):
-        prompt.add("tool", _tool_serialization("openai", index, tool, memo))
-    messages = _message_list(body)
-    blocks = prompt.blocks
-    offset, start, ends, inexact = _reuse_resent(prompt, "openai", messages)
-    new_block = _new_block if memo is None else memo.block
-    known = _NO_MEMO if memo is None else memo.blocks
-    for position in range(start, len(messages)):
-        message = messages[position]
-        if isinstance(message, dict):
-            role = message.get("role", "")
-            content = message.get("content")
-            tool_calls = message.get("tool_calls")
-            if isinstance(content, str):
-                text, exact = content, isinstance(role, str)
-            else:
-                text, exact = _content_text(content), isinstance(role, str) and _plain(content)
-            serialized = f"{role}\n{text}"
-            if tool_calls:
-                serialized += "\n" + _dumps(tool_calls)
-                exact = exact and _plain(tool_calls)
-            found = known.get(("message", serialized))
-            blocks.append(new_block("message", serialized) if found is None else found)
-            if not exact:
-                inexact.append(position)
-        ends.append(len(blocks) - offset)
-    _remember_resent(prompt, "openai", messages, offset, ends, inexact)
-    return prompt
-
-
-def _message_list(body: dict[str, Any]) -> list[object]:
-    messages = body.get("messages") or []
-    # Anything else is iterated as it always was (a non-iterable raises the same TypeError).
-    return messages if isinstance(messages, list) else list(messages)
-
-
-# A conversation resends its messages with every request. The memo keeps the latest request's messages (per
-# protocol) with the blocks they made; a request whose leading messages equal those reuses their blocks,
-# found by comparing list slices (in C) instead of walking every block in Python.
-
-
-@dataclass
-class _Resent:
-    """The messages of the latest request of one protocol, and what they made. Equal messages make the same
-    blocks, except that == also matches 1, 1.0 and true (and 0.0 with -0.0), which serialize differently:
-    a message holding a number or boolean where its blocks come from is listed in ``inexact`` and reused
-    only when it is the same in type too (:func:`_same_json`)."""
-
-    messages: list[object]
-    ends: list[int]  # how many blocks messages[: i + 1] made
-    blocks: list[_Block]  # the blocks the messages made
-    points: list[_Breakpoint]  # the breakpoints among them (indices into blocks)
-    inexact: list[int]  # ascending message indices
-
-
-def _reuse_resent(prompt: _Prompt, protocol: str, messages: list[object]) -> tuple[int, int, list[int], list[int]]:
-    """Append the blocks (and breakpoints) of the messages this request shares with the memo's latest one;
-    returns the offset of the messages' first block, how many messages were reused, and their ends and
-    inexact lists, to be continued by the caller."""
-    offset = len(prompt.blocks)
-    resent = None if prompt.memo is None else prompt.memo.resent.get(protocol)
-    if resent is None:
-        return offset, 0, [], []
-    start = _common_prefix(messages, resent.messages)
-    for index in resent.inexact:
-        if index >= start:
-            break
-        if not _same_json(messages[index], resent.messages[index]):
-            start = index
-            break
-    if start == 0:
-        return offset, 0, [], []
-    made = resent.ends[start - 1]
-    prompt.blocks += resent.blocks[:made]
-    prompt.breakpoints += [_Breakpoint(offset + p.index, p.one_hour) for p in resent.points if p.index < made]
-    return offset, start, resent.ends[:start], [index for index in resent.inexact if index < start]
-
-
-def _remember_resent(
-    prompt: _Prompt, protocol: str, messages: list[object], offset: int, ends: list[int], inexact: list[int]
-) -> None:
-    if prompt.memo is None:
-        return
-    points = [_Breakpoint(p.index - offset, p.one_hour) for p in prompt.breakpoints if p.index >= offset]
-    prompt.memo.resent[protocol] = _Resent(messages, ends, prompt.blocks[offset:], points, inexact)
-
-
-def _common_prefix(new: Sequence[object], old: Sequence[object]) -> int:
-    """How many leading items two lists share (==): a bisection comparing slices, each comparison in C."""
-    size = min(len(new), len(old))
-    if new[:size] == old[:size]:
-        return size
-    low, high = 0, size  # new[:low] == old[:low], new[:high] != old[:high]
-    while high - low > 1:
-        middle = (low + high) // 2
-        if new[low:middle] == old[low:middle]:
-            low = middle
-        else:
-            high = middle
-    return low
-
-
-def _plain(value: object) -> bool:
-    """Whether a JSON value holds no number or boolean (== then implies the same JSON, up to key order)."""
-    if value is None or isinstance(value, str):
-        return True
-    if isinstance(value, list):
-        return all(_plain(item) for item in value)
-    if isinstance(value, dict):
-        return all(_plain(item) for item in value.values())
-    return False
-
-
-def _same_json(a: object, b: object) -> bool:
-    """Equality that also tells 1, 1.0 and true apart (and 0.0 from -0.0)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list):
-        return len(a) == len(cast("list[object]", b)) and all(map(_same_json, a, cast("list[object]", b)))
-    if isinstance(a, dict):
-        other = cast("dict[str, object]", b)
-        return a.keys() == other.keys() and all(_same_json(item, other[key]) for key, item in a.items())
-    if isinstance(a, float):
-        return repr(a) == repr(b)
-    return a == b
-
-
-def _default_min_cacheable(model: str) -> int:
-    name = model.lower()
-    if any(tag in name for tag in ("haiku-4-5", "haiku-4.5", "opus-4-5", "opus-4.5", "opus-4-6", "opus-4.6")):
-        return 4096
-    if any(tag in name for tag in ("haiku-3-5", "haiku-3.5", "opus-4-7", "opus-4.7")):
-        return 2048
-    return 1024
-
-
-# ----------------------------------------------------------------------------------------------------- cache
-
-
-@dataclass
-class _Entry:
-    expires_at: float
-    ttl: float
-    request_seq: int
-
-
-@dataclass(frozen=True)
-class _CacheOutcome:
-    read: int = 0
-    creation_5m: int = 0
-    creation_1h: int = 0
-
-    @property
-    def creation(self) -> int:
-        return self.creation_5m + self.creation_1h
-
-
-class _AnthropicCache:
-    def __init__(self) -> None:
-        self.entries: dict[bytes, _Entry] = {}
-        self._earliest = math.inf  # no entry expires before this (a lower bound): sweep only once it passes
-
-    def _sweep(self, now: float) -> None:
-        """Forget the entries expired at `now` (skipped while none can be: each request would otherwise pay
-        for every entry of the run)."""
-        if now < self._earliest:
-            return
-        self.entries = {key: entry for key, entry in self.entries.items() if entry.expires_at > now}
-        self._earliest = min((entry.expires_at for entry in self.entries.values()), default=math.inf)
-
-    def process(
-        self, prompt: _Prompt, model: str, *, seq: int, now: float, min_tokens: int, ttl_s: float
-    ) -> _CacheOutcome:
-        self._sweep(now)
-        if not prompt.breakpoints:
-            return _CacheOutcome()
-        keys = prompt.keys(model)
-        cumulative = prompt.running_totals()
-        read, hit = 0, None
-        for point in sorted(prompt.breakpoints, key=lambda p: p.index, reverse=True):
-            for position in range(point.index, max(point.index - LOOKBACK_BLOCKS, -1), -1):
-                entry = self.entries.get(keys[position])
-                if entry is not None and entry.request_seq < seq:
-                    if cumulative[position] > read:
-                        read, hit = cumulative[position], entry
-                    break
-        if hit is not None:
-            hit.expires_at = now + hit.ttl
-        creation_5m = creation_1h = 0
-        covered = read
-        for point in sorted(prompt.breakpoints, key=lambda p: p.index):
-            prefix = cumulative[point.index]
-            if prefix < min_tokens:
-                continue
-            ttl = ONE_HOUR_TTL_S if point.one_hour else ttl_s
-            old = self.entries.get(keys[point.index])
-            expires_at = max(now + ttl, old.expires_at if old else 0.0)
-            self.entries[keys[point.index]] = _Entry(expires_at, max(ttl, old.ttl if old else 0.0), seq)
-            self._earliest = min(self._earliest, expires_at)
-            if prefix > covered:
-                if point.one_hour:
-                    creation_1h += prefix - covered
-                else:
-                    creation_5m += prefix - covered
-                covered = prefix
-        return _CacheOutcome(read=read, creation_5m=creation_5m, creation_1h=creation_1h)
-
-
-class _PrefixCache:
-    """Automatic prefix caching (OpenAI / DeepSeek): remembers every prefix of earlier prompts."""
-
-    def __init__(self) -> None:
-        self.expiry: dict[bytes, float] = {}
-        self._earliest = math.inf  # as in _AnthropicCache
-
-    def process(self, prompt: _Prompt, model: str, *, now: float, ttl_s: float) -> int:
-        if now >= self._earliest:
-            self.expiry = {key: expires for key, expires in self.expiry.items() if expires > now}
-            self._earliest = min(self.expiry.values(), default=math.inf)
-        keys = prompt.keys(model)
-        cumulative = prompt.running_totals()
-        matched = 0
-        for position in range(len(keys) - 1, -1, -1):
-            if keys[position] in self.expiry:
-                matched = cumulative[position]
-                break
-        expires = now + ttl_s
-        self.expiry.update(dict.fromkeys(keys, expires))
-        if keys:
-            self._earliest = min(self._earliest, expires)
-        return matched
-
-
 # -------------------------------------------------------------------------------------------------- responses
 
 
@@ -926,12 +393,12 @@ class FakeLLM:
         model: str = "claude-haiku-4-5",
         context_limit_tokens: int | None = None,
         min_cacheable_tokens: int | None = None,
-        cache_ttl_s: float = 300.0,
+        cache_ttl_s: float = EXPLICIT_CACHE.ttl_s,
         clock: Callable[[], float] = time.monotonic,
         host: str = "127.0.0.1",
         memo_limit: int = MEMO_LIMIT,
     ) -> None:
-        if cache_rules not in ("anthropic", "openai", "deepseek", "none"):
+        if cache_rules not in CACHE_RULES:
             raise ValueError(f"unknown cache_rules {cache_rules!r}")
         self.cache_rules: CacheRules = cache_rules
         self.model = model
@@ -949,10 +416,9 @@ class FakeLLM:
         self._script: deque[Reply] = deque()
         self._seq = 0
         self._active_stalls = 0
-        self._anthropic_cache = _AnthropicCache()
-        self._prefix_cache = _PrefixCache()
+        self._cache = self._new_cache()
         # Content-determined work, kept across reset_cache; memo_limit=0 recomputes every block each time.
-        self._memo = _Memo(memo_limit) if memo_limit > 0 else None
+        self._memo = Memo(memo_limit) if memo_limit > 0 else None
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._server: QuickServer | None = None
@@ -1071,8 +537,7 @@ class FakeLLM:
     def reset_cache(self) -> None:
         """Forget every simulated cache entry."""
         with self._lock:
-            self._anthropic_cache = _AnthropicCache()
-            self._prefix_cache = _PrefixCache()
+            self._cache = self._new_cache()
 
     @staticmethod
     def last_user_text(body: dict[str, Any]) -> str:
@@ -1083,7 +548,7 @@ class FakeLLM:
         """
         for message in reversed(body.get("messages") or []):
             if isinstance(message, dict) and message.get("role") == "user":
-                text = _content_text(message.get("content"))
+                text = content_text(message.get("content"))
                 if not text.startswith(HINT_PREFIX):
                     return text
         return ""
@@ -1141,7 +606,7 @@ class FakeLLM:
         body = _request_object(await request.body())
         if body is None:
             return _anthropic_error(400, None, "request body is not a JSON object")
-        prompt, _ = _anthropic_prompt(body, self._memo)
+        prompt, _ = anthropic_prompt(body, self._memo)
         return JSONResponse({"input_tokens": prompt.total})
 
     async def _anthropic_messages(self, request: Request) -> Response:
@@ -1163,9 +628,9 @@ class FakeLLM:
             self._append(record)
             return _error_response(protocol, Reply.error(400, "request body is not a JSON object"))
         if protocol == "anthropic":
-            prompt, breakpoints = _anthropic_prompt(body, self._memo)
+            prompt, breakpoints = anthropic_prompt(body, self._memo)
         else:
-            prompt, breakpoints = _openai_prompt(body, self._memo), 0
+            prompt, breakpoints = openai_prompt(body, self._memo), 0
         record = RecordedRequest(
             protocol=protocol,
             path=request.url.path,
@@ -1193,7 +658,7 @@ class FakeLLM:
             return self._answer(protocol, body, prompt, record, reply, seq=seq, appended=True)
         return self._answer(protocol, body, prompt, record, reply, seq=seq, appended=False)
 
-    def _automatic_reply(self, protocol: Protocol, prompt: _Prompt, breakpoints: int) -> Reply | None:
+    def _automatic_reply(self, protocol: Protocol, prompt: Prompt, breakpoints: int) -> Reply | None:
         if breakpoints > MAX_CACHE_BREAKPOINTS:
             return Reply.error(
                 400,
@@ -1244,7 +709,7 @@ class FakeLLM:
         self,
         protocol: Protocol,
         body: dict[str, Any],
-        prompt: _Prompt,
+        prompt: Prompt,
         record: RecordedRequest,
         reply: Reply,
         *,
@@ -1264,13 +729,14 @@ class FakeLLM:
             with self._lock:
                 outcome = self._simulate_cache(protocol, prompt, model, seq)
             if protocol == "anthropic":
-                record.usage = _anthropic_usage(prompt.total, outcome, answer.output_tokens)
+                record.usage = outcome.anthropic_usage(prompt.total, answer.output_tokens)
                 if record.stream:
                     response = _anthropic_stream(model, answer, record.usage)
                 else:
                     response = JSONResponse(_anthropic_message(model, answer, record.usage), headers=_req_id())
             else:
-                record.usage = self._openai_usage(prompt.total, outcome, answer.output_tokens)
+                deepseek = self.cache_rules == "deepseek"
+                record.usage = outcome.openai_usage(prompt.total, answer.output_tokens, deepseek_fields=deepseek)
                 if record.stream:
                     options = body.get("stream_options")
                     include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
@@ -1281,7 +747,7 @@ class FakeLLM:
             self._append(record)
         return response
 
-    def _prompt_too_long(self, protocol: Protocol, prompt: _Prompt, reply: Reply) -> Response:
+    def _prompt_too_long(self, protocol: Protocol, prompt: Prompt, reply: Reply) -> Response:
         tokens = prompt.total
         limit = reply.limit_tokens or self.context_limit_tokens or DEFAULT_CONTEXT_LIMIT[protocol]
         limit = max(0, min(limit, tokens - 1))
@@ -1301,49 +767,15 @@ class FakeLLM:
             param="messages",
         )
 
-    def _min_tokens(self, default: int) -> int:
-        return self.min_cacheable_tokens if self.min_cacheable_tokens is not None else default
+    def _new_cache(self) -> PromptCache:
+        return PromptCache(self.cache_rules, min_cacheable_tokens=self.min_cacheable_tokens, ttl_s=self.cache_ttl_s)
 
-    def _simulate_cache(self, protocol: Protocol, prompt: _Prompt, model: str, seq: int) -> _CacheOutcome:
-        now = self.clock()
-        rules = self.cache_rules
-        if rules == "anthropic":
-            if protocol != "anthropic":
-                return _CacheOutcome()
-            return self._anthropic_cache.process(
-                prompt,
-                model,
-                seq=seq,
-                now=now,
-                min_tokens=self._min_tokens(_default_min_cacheable(model)),
-                ttl_s=self.cache_ttl_s,
-            )
-        if rules == "none":
-            return _CacheOutcome()
-        matched = self._prefix_cache.process(prompt, model, now=now, ttl_s=self.cache_ttl_s)
-        if rules == "openai":
-            minimum = self._min_tokens(OPENAI_CACHE_MIN_TOKENS)
-            cached = matched // OPENAI_CACHE_STEP_TOKENS * OPENAI_CACHE_STEP_TOKENS
-            if prompt.total < minimum or cached < minimum:
-                cached = 0
-        else:
-            cached = matched // DEEPSEEK_CACHE_STEP_TOKENS * DEEPSEEK_CACHE_STEP_TOKENS
-            if cached < self._min_tokens(0):
-                cached = 0
-        return _CacheOutcome(read=cached)
-
-    def _openai_usage(self, total: int, outcome: _CacheOutcome, output_tokens: int) -> dict[str, Any]:
-        usage: dict[str, Any] = {
-            "prompt_tokens": total,
-            "completion_tokens": output_tokens,
-            "total_tokens": total + output_tokens,
-        }
-        if self.cache_rules == "deepseek":
-            usage["prompt_cache_hit_tokens"] = outcome.read
-            usage["prompt_cache_miss_tokens"] = total - outcome.read
-        else:
-            usage["prompt_tokens_details"] = {"cached_tokens": outcome.read}
-        return usage
+    def _simulate_cache(self, protocol: Protocol, prompt: Prompt, model: str, seq: int) -> CacheOutcome:
+        cache = self._cache
+        # The settings are plain attributes a test may change between requests; the entries stay.
+        cache.rules, cache.ttl_s = self.cache_rules, self.cache_ttl_s
+        cache.min_cacheable_tokens = self.min_cacheable_tokens
+        return cache.process(prompt, model, protocol=protocol, seq=seq, now=self.clock())
 
 
 # --------------------------------------------------------------------------------------------- wire helpers
@@ -1449,23 +881,9 @@ def _fit_answer(protocol: Protocol, reply: Reply, body: dict[str, Any]) -> _Answ
         stop = "end_turn" if protocol == "anthropic" else "stop"
     output_tokens = reply.output_tokens
     if output_tokens is None:
-        produced = text + "".join(call.name + _dumps(call.input) for _, call in calls)
+        produced = text + "".join(call.name + sorted_json(call.input) for _, call in calls)
         output_tokens = count_tokens(produced)
     return _Answer(text, calls, stop, output_tokens, reply.drop_after_chars)
-
-
-def _anthropic_usage(total: int, outcome: _CacheOutcome, output_tokens: int) -> dict[str, Any]:
-    return {
-        "input_tokens": total - outcome.read - outcome.creation,
-        "output_tokens": output_tokens,
-        "cache_creation_input_tokens": outcome.creation,
-        "cache_read_input_tokens": outcome.read,
-        "cache_creation": {
-            "ephemeral_5m_input_tokens": outcome.creation_5m,
-            "ephemeral_1h_input_tokens": outcome.creation_1h,
-        },
-        "service_tier": "standard",
-    }
 
 
 def _anthropic_content(answer: _Answer) -> list[dict[str, Any]]:

@@ -1,13 +1,15 @@
 """Per-model USD prices (per million tokens) and the cost of a usage record.
 
 Rows match by substring of the model id, first match wins, so dated ids (`...-20251001`) and
-gateway prefixes (`anthropic/...`) find their row. Prices snapshot: 2026-11 (see docs).
+gateway prefixes (`anthropic/...`) find their row. The rows live in the packaged data file
+(`live_memory/data/providers.json`, snapshot 2026-11), which the benchmarks price their bills with too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from live_memory.providers.catalog import provider_data
 from live_memory.records import Usage
 
 
@@ -24,20 +26,10 @@ class Price:
         return self.cache_write_1h if self.cache_write_1h >= 0 else 2 * self.input
 
 
-PRICES: tuple[tuple[str, Price], ...] = (
-    ("claude-haiku-4-5", Price(1.00, 5.00, 1.25, 0.10)),
-    ("claude-haiku-4.5", Price(1.00, 5.00, 1.25, 0.10)),
-    ("claude-sonnet-5", Price(2.00, 10.00, 2.50, 0.20)),
-    ("claude-sonnet-4", Price(3.00, 15.00, 3.75, 0.30)),
-    ("claude-opus-4-1", Price(15.00, 75.00, 18.75, 1.50)),
-    ("claude-opus", Price(5.00, 25.00, 6.25, 0.50)),
-    ("gpt-5-nano", Price(0.05, 0.40, 0.05, 0.005)),
-    ("gpt-5-mini", Price(0.25, 2.00, 0.25, 0.025)),
-    ("gpt-4.1-nano", Price(0.10, 0.40, 0.10, 0.025)),
-    ("gpt-4.1-mini", Price(0.40, 1.60, 0.40, 0.10)),
-    ("deepseek-v4-pro", Price(0.66, 1.98, 0.66, 0.022)),
-    ("deepseek", Price(0.15, 0.60, 0.15, 0.003)),
-    ("gemini-2.5-flash", Price(0.30, 2.50, 0.30, 0.03)),
+# By substring of the lowercased model id, first match wins (rows from the packaged data file, `catalog.py`).
+PRICES: tuple[tuple[str, Price], ...] = tuple(
+    (str(row["match"]), Price(**{key: float(value) for key, value in row.items() if key != "match"}))
+    for row in provider_data()["prices"]
 )
 
 
