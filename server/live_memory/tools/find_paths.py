@@ -19,7 +19,7 @@ from live_memory.globs import GlobError, PathGlob, compile_path_glob
 from live_memory.jail import show_path
 from live_memory.tools.args import ArgumentError, Arguments
 from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, resolve_existing
-from live_memory.tools.listing import FileListing, list_files
+from live_memory.tools.listing import FileListing, list_files, listing_text
 from live_memory.tools.recheck import Recheck
 from live_memory.tools.search import WITHHELD
 
@@ -77,16 +77,9 @@ async def run_find_paths(ctx: ToolContext, arguments: Mapping[str, Any]) -> Tool
             lines.append(f"{rel}/ ({count} file{'' if count == 1 else 's'}){tag}")
         else:
             lines.append(rel + tag)
-    if not lines:
-        lines.append("No paths found")
-    if total > limit:
-        lines.append(
-            f"[Showing the first {limit} of {total} paths, sorted by path. "
-            "Narrow with name, type, max_depth or path, or raise limit.]"
-        )
-    if not listing.complete:
-        lines.append("[The listing stopped early (time or size cap); results are incomplete. Narrow the path.]")
-    text = "\n".join(lines) + args.ignored_note()
+    narrow = "Narrow with name, type, max_depth or path"
+    text = listing_text(lines, listing, limit=limit, total=total, noun="paths", narrow=narrow)
+    text += args.ignored_note()
     return ToolOutcome(bound_text(text, ctx.limits.max_output_bytes, "narrow with name, type, max_depth or path"))
 
 

@@ -23,7 +23,7 @@ from live_memory.subproc import run_bounded
 from live_memory.tools.context import ToolContext, opened_off_loop
 from live_memory.walk import walk_paths
 
-__all__ = ["GIT_EXCLUDE", "FileListing", "list_files", "ripgrep_base_args", "walk_listing"]
+__all__ = ["GIT_EXCLUDE", "FileListing", "list_files", "listing_text", "ripgrep_base_args", "walk_listing"]
 
 # Each listed path costs at least this many bytes of output; the walker stops at the same budget.
 _MIN_ENTRY_BYTES = 2
@@ -33,6 +33,17 @@ _MIN_ENTRY_BYTES = 2
 class FileListing:
     paths: list[str]  # workspace-relative, sorted
     complete: bool  # False when the cap or the timeout cut the listing short
+
+
+def listing_text(lines: list[str], listing: FileListing, *, limit: int, total: int, noun: str, narrow: str) -> str:
+    """A listing tool's answer: its lines (or that nothing was found), then what was left out and how to
+    narrow it down."""
+    shown = lines or ["No files found" if noun == "matches" else f"No {noun} found"]
+    if total > limit:
+        shown.append(f"[Showing the first {limit} of {total} {noun}, sorted by path. {narrow}, or raise limit.]")
+    if not listing.complete:
+        shown.append("[The listing stopped early (time or size cap); results are incomplete. Narrow the path.]")
+    return "\n".join(shown)
 
 
 def ripgrep_base_args(ripgrep: str, *, at_root: bool = False) -> list[str]:

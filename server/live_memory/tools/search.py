@@ -39,7 +39,7 @@ from live_memory.tools.context import (
     resolve_path,
 )
 from live_memory.tools.grep_engines import GrepError, GrepHits, GrepQuery, ripgrep_grep
-from live_memory.tools.listing import FileListing, list_files
+from live_memory.tools.listing import FileListing, list_files, listing_text
 from live_memory.tools.recheck import Recheck
 
 __all__ = ["WITHHELD", "ShownCheck", "format_grep", "run_glob", "run_grep", "split_glob_pattern", "withheld_filter"]
@@ -315,16 +315,9 @@ async def run_glob(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcom
         return ToolOutcome(f"Glob: cannot list '{show_path(base)}': {_reason(exc)}", is_error=True)
     shown, total = await asyncio.to_thread(_select_glob, ctx, listing, matcher, base, limit)
     lines = [p + WITHHELD if ctx.jail.is_secret(p) else p for p in shown]
-    if not lines:
-        lines = ["No files found"]
-    if total > limit:
-        lines.append(
-            f"[Showing the first {limit} of {total} matches, sorted by path. "
-            "Use a more specific pattern or path, or raise limit.]"
-        )
-    if not listing.complete:
-        lines.append("[The listing stopped early (time or size cap); results are incomplete. Narrow the path.]")
-    text = "\n".join(lines) + args.ignored_note()
+    narrow = "Use a more specific pattern or path"
+    text = listing_text(lines, listing, limit=limit, total=total, noun="matches", narrow=narrow)
+    text += args.ignored_note()
     return ToolOutcome(bound_text(text, ctx.limits.max_output_bytes, "use a more specific pattern or path"))
 
 
