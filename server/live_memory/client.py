@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-import httpx
+import httpx2
 
 from live_memory.config import Settings
 from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, SERVER_NAME
@@ -46,13 +46,13 @@ def auth_headers(settings: Settings) -> dict[str, str]:
     return {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
 
 
-def probe_client() -> httpx.Client:
+def probe_client() -> httpx2.Client:
     """One client for a series of probes: building a client loads the CA store (~40 ms of CPU), which a
     probe every 50-100 ms would otherwise repeat for as long as a server takes to start."""
-    return httpx.Client(timeout=HEALTH_PROBE_TIMEOUT_S)
+    return httpx2.Client(timeout=HEALTH_PROBE_TIMEOUT_S)
 
 
-def who_answers(url: str, client: httpx.Client | None = None) -> tuple[str, dict[str, Any] | None]:
+def who_answers(url: str, client: httpx2.Client | None = None) -> tuple[str, dict[str, Any] | None]:
     """("ours", health) when Live Memory answers /health at `url`, ("foreign", None) when another program
     holds the port, ("absent", None) when nothing listens."""
     if client is None:
@@ -60,9 +60,9 @@ def who_answers(url: str, client: httpx.Client | None = None) -> tuple[str, dict
             return who_answers(url, own)
     try:
         response = client.get(f"{url}/health")
-    except httpx.ConnectError:
+    except httpx2.ConnectError:
         return "absent", None
-    except httpx.HTTPError:  # it accepted the connection but spoke no usable HTTP in time
+    except httpx2.HTTPError:  # it accepted the connection but spoke no usable HTTP in time
         return "foreign", None
     try:
         data = response.json()
@@ -92,12 +92,12 @@ def request_json(
     or what answers is not Live Memory (a reply that is not a JSON object)."""
     base = base_url(settings)
     try:
-        response = httpx.request(
+        response = httpx2.request(
             method, base + path, params=params, json=body, headers=auth_headers(settings), timeout=CLIENT_TIMEOUT_S
         )
-    except httpx.ConnectError:
+    except httpx2.ConnectError:
         raise ClientError(f"no server answers at {base}; start one with `live-memory serve`") from None
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         raise ClientError(f"the server at {base} did not answer {path} ({type(exc).__name__})") from None
     try:
         data = response.json()

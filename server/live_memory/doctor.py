@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from live_memory.config import Settings, load_settings
 from live_memory.constants import MCP_PATH, SERVER_NAME
@@ -78,9 +78,9 @@ def _headers(settings: Settings) -> dict[str, str]:
 def server_config(settings: Settings) -> dict[str, Any] | None:
     """The running server's `GET /config`, or None when it does not answer it."""
     try:
-        response = httpx.get(f"{server_url(settings)}/config", timeout=2.0, headers=_headers(settings))
+        response = httpx2.get(f"{server_url(settings)}/config", timeout=2.0, headers=_headers(settings))
         data = response.json()
-    except (httpx.HTTPError, ValueError):
+    except (httpx2.HTTPError, ValueError):
         return None
     return data if response.status_code == 200 and isinstance(data, dict) and "options" in data else None
 
@@ -88,12 +88,12 @@ def server_config(settings: Settings) -> dict[str, Any] | None:
 def check_server(settings: Settings) -> Check:
     url = server_url(settings)
     try:
-        health = httpx.get(f"{url}/health", timeout=2.0, headers=_headers(settings)).json()
-    except httpx.ConnectError:
+        health = httpx2.get(f"{url}/health", timeout=2.0, headers=_headers(settings)).json()
+    except httpx2.ConnectError:
         return Check(
             "server", False, f"nothing listens on {url}", "start it: `live-memory serve` (or the systemd unit)"
         )
-    except (httpx.HTTPError, ValueError):
+    except (httpx2.HTTPError, ValueError):
         return Check(
             "server", False, f"another program holds port {settings.port}", "free the port or set LIVE_MEMORY_PORT"
         )

@@ -1,4 +1,4 @@
-"""One exception tree for Live Memory. Foreign errors (SDK, httpx, OS) are translated at one boundary.
+"""One exception tree for Live Memory. Foreign errors (SDK, httpx2, OS) are translated at one boundary.
 
 LiveMemoryError
 ├── ConfigError                 invalid option value; names the key and where it came from

@@ -105,7 +105,7 @@ def configure_logging(level: str, log_file: str = "", env: Mapping[str, str] | N
         rotating.addFilter(repeat)
         root.addHandler(rotating)
     # Request lines from HTTP clients would repeat every provider call; keep them at debug.
-    for noisy in ("httpx", "httpx2", "httpcore", "anthropic", "openai", "watchfiles"):
+    for noisy in ("httpx2", "httpcore2", "anthropic", "openai", "watchfiles"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 
 
