@@ -436,7 +436,7 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"live-memory: configuration error: {exc}", file=sys.stderr)
         return 2
-    configure_logging(str(settings.log_level), str(settings.log_file))
+    configure_logging(settings.log_level, settings.log_file)
     try:
         if args.command == "serve":
             ensure_data_dir(settings.data_dir)

@@ -9,15 +9,18 @@ another provider's key by accident.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeAlias, get_args
 
 Protocol = Literal["anthropic", "openai"]
 CacheStyle = Literal["explicit", "implicit", "none"]
+# The rows' names, in table order: the `provider` option's choices (a row per name, checked below).
+ProviderName: TypeAlias = Literal["anthropic", "openai", "deepseek", "openrouter", "ollama", "gateway"]
+PROVIDER_NAMES: tuple[ProviderName, ...] = get_args(ProviderName)
 
 
 @dataclass(frozen=True)
 class ProviderProfile:
-    name: str
+    name: ProviderName
     protocol: Protocol
     base_url: str
     default_model: str
@@ -31,7 +34,7 @@ class ProviderProfile:
     routes_by_cache_key: bool = False  # accepts `prompt_cache_key` to keep one workspace on one cache shard
 
 
-PROFILES: dict[str, ProviderProfile] = {
+PROFILES: dict[ProviderName, ProviderProfile] = {
     p.name: p
     for p in (
         ProviderProfile(
@@ -110,6 +113,9 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
     )
 }
+
+if tuple(PROFILES) != PROVIDER_NAMES:
+    raise TypeError(f"provider rows {tuple(PROFILES)} differ from ProviderName {PROVIDER_NAMES} (one row per name)")
 
 # Context sizes of well-known models, by substring of the model id (first match wins).
 MODEL_CONTEXT_TOKENS: tuple[tuple[str, int], ...] = (
