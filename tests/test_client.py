@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from live_memory.client import (
-    ClientError,
     auth_headers,
     base_url,
     error_of,
@@ -26,6 +25,7 @@ from live_memory.client import (
 )
 from live_memory.config import Settings, load_settings
 from live_memory.constants import SERVER_NAME
+from live_memory.errors import ClientError
 from tests.fakes.ports import free_port
 
 

@@ -30,7 +30,6 @@ from live_memory.client import (
     ASK_START_WAIT_S,
     BROKEN_PIPE_EXIT,
     STDIN_QUESTION,
-    ClientError,
     auth_headers,
     base_url,
     error_of,
@@ -46,7 +45,7 @@ from live_memory.constants import (
     MCP_PATH,
     SHUTDOWN_THREAD_WAIT_S,
 )
-from live_memory.errors import ConfigError
+from live_memory.errors import ClientError, ConfigError
 from live_memory.logging_setup import configure_logging
 from live_memory.security import check_bind
 

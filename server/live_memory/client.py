@@ -16,6 +16,7 @@ import httpx2
 
 from live_memory.config import Settings
 from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, SERVER_NAME
+from live_memory.errors import ClientError
 
 
 def _client_host(settings: Settings) -> str:
@@ -36,10 +37,6 @@ CLIENT_TIMEOUT_S = 10.0
 STDIN_QUESTION = "-"
 # Exit status of a command whose reader went away (`live-memory stats | head`): 128 + SIGPIPE, as the shell shows.
 BROKEN_PIPE_EXIT = 128 + int(signal.SIGPIPE)
-
-
-class ClientError(Exception):
-    """A client command cannot go on; the message says why and what to do. The CLI prints it and exits 1."""
 
 
 def auth_headers(settings: Settings) -> dict[str, str]:

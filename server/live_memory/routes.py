@@ -19,14 +19,13 @@ from live_memory import __version__
 from live_memory.config import Settings, load_settings
 from live_memory.config_update import outcome, restore, shown_values, validate_changes, write_changes
 from live_memory.constants import NOTIFY_MAX_BODY_BYTES, SERVER_NAME
-from live_memory.errors import ConfigError, InputError
+from live_memory.errors import ConfigError, InputError, RequestError
 from live_memory.http_bodies import (
     SMALL_BODY_BYTES,
     ConfigBody,
     EmptyBody,
     ForgetBody,
     NotifyBody,
-    RequestError,
     WorkspaceBody,
     error,
     read_json,

@@ -27,7 +27,7 @@ from live_memory.agent_loop import ToolRunner
 from live_memory.config import Settings
 from live_memory.context_window import ContextWindow
 from live_memory.dir_sync import DirectorySyncer
-from live_memory.errors import LiveMemoryError, WorkspaceLoadError
+from live_memory.errors import LiveMemoryError, SnapshotNotSaved, WorkspaceLoadError
 from live_memory.ingest import Ingestor, IngestPolicy
 from live_memory.loading import directory_tree, load_workspace, restore_workspace
 from live_memory.messages import ChatProvider
@@ -36,7 +36,7 @@ from live_memory.records import FileEvent, IngestResult
 from live_memory.runtime import Runtime
 from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import SpendTracker
-from live_memory.store import SnapshotNotSaved, SnapshotStore
+from live_memory.store import SnapshotStore
 from live_memory.telemetry import Telemetry
 from live_memory.watcher import WorkspaceWatcher
 from live_memory.workspace import (

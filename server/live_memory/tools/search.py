@@ -25,12 +25,12 @@ from live_memory.constants import (
     LISTING_MAX_LIMIT,
     MAX_PATH_CHARS,
 )
-from live_memory.errors import JailRefusal
-from live_memory.globs import GlobError, PathGlob, compile_path_glob, has_glob_magic
+from live_memory.errors import ArgumentError, GlobError, GrepError, JailRefusal
+from live_memory.globs import PathGlob, compile_path_glob, has_glob_magic
 from live_memory.jail import show_path
-from live_memory.tools.args import ArgumentError, Arguments
+from live_memory.tools.args import Arguments
 from live_memory.tools.context import Resolved, ToolContext, ToolOutcome, bound_text, opened_off_loop, resolve_path
-from live_memory.tools.grep_engines import GrepError, GrepHits, GrepQuery, ripgrep_grep
+from live_memory.tools.grep_engines import GrepHits, GrepQuery, ripgrep_grep
 from live_memory.tools.listing import FileListing, list_files
 from live_memory.tools.recheck import Recheck
 
