@@ -31,10 +31,11 @@ from live_memory.client import (
     BROKEN_PIPE_EXIT,
     STDIN_QUESTION,
     auth_headers,
-    base_url,
     error_of,
+    listen_url,
     not_ours,
     request_json,
+    server_url,
     wait_for_server,
     who_answers,
 )
@@ -88,10 +89,10 @@ def cmd_serve(settings: Settings, clock: Callable[[], float] = time.monotonic) -
         if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
             print(f"live-memory: cannot bind {settings.host}:{settings.port}: {exc}", file=sys.stderr)
             return 1
-        holder, health = who_answers(base_url(settings))
+        holder, health = who_answers(listen_url(settings))
         if holder == "ours" and health is not None:
             print(
-                f"live-memory: already running at {base_url(settings)} (pid {health.get('pid')}, "
+                f"live-memory: already running at {listen_url(settings)} (pid {health.get('pid')}, "
                 f"version {health.get('version')}); nothing to do."
             )
             return 0
@@ -159,8 +160,9 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     import mcp.client.streamable_http  # noqa: F401 - for `_ask`: an import reads files, so before the event loop runs
 
     cwd = os.path.abspath(args.cwd)
-    url = args.url or f"{base_url(settings)}{MCP_PATH}"
-    wait_for_server(url.removesuffix(MCP_PATH).rstrip("/"), args.wait)
+    base = server_url(settings, args.url)
+    url = base + MCP_PATH
+    wait_for_server(base, args.wait)
     timeout_s = float(settings.default_timeout_s) + 60.0
     # built before the event loop starts: a client loads its certificate store from disk
     http = httpx2.AsyncClient(headers=auth_headers(settings), timeout=httpx2.Timeout(30.0, read=timeout_s))
@@ -198,7 +200,7 @@ def ensure_data_dir(path: Path) -> None:
 def running_config(settings: Settings) -> tuple[str, dict[str, Any] | None]:
     """(base URL, the running server's GET /config) or (base URL, None) when no Live Memory server answers
     there; another program on the port is an error (ClientError)."""
-    base = base_url(settings)
+    base = server_url(settings)
     state, _ = who_answers(base)
     if state == "foreign":
         raise ClientError(not_ours(base))
@@ -374,7 +376,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask = _subparser(sub, "ask")
     ask.add_argument("question", help="the question; `-` reads it from standard input")
     ask.add_argument("--cwd", default=os.getcwd(), help="workspace directory (default: current)")
-    ask.add_argument("--url", default="", help="MCP endpoint URL (default from host/port settings)")
+    ask.add_argument(
+        "--url", default="", help="server URL, with or without /mcp (default: LIVE_MEMORY_URL, else host and port)"
+    )
     ask.add_argument("--max-answer-tokens", type=int, default=0)
     ask.add_argument(
         "--wait", type=float, default=ASK_START_WAIT_S, help="seconds to wait for a starting server (default: 10)"

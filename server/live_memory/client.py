@@ -3,31 +3,62 @@ Live Memory, one JSON request with clear errors, and waiting for a server that i
 
 Every failure is a `ClientError` whose message says what happened and what to do; the command prints it
 (no traceback reaches a person).
+
+Where the server is, first match wins (the one order; docs/configuration.md, "Where clients find the server"):
+  1. a URL the command is given (`--url`)
+  2. env LIVE_MEMORY_URL
+  3. env CLAUDE_PLUGIN_OPTION_SERVER_URL (the plugin's `server_url` option, as Claude Code hands it to the
+     plugin's scripts)
+  4. http://HOST:PORT, each from env LIVE_MEMORY_HOST / LIVE_MEMORY_PORT, else config.json in the data dir, else
+     127.0.0.1:7711; a wildcard host is dialled on loopback, an IPv6 address in brackets.
+`${VAR}` and `${VAR:-default}` in a URL are expanded; a trailing `/` or `/mcp` is dropped. The plugin's hooks
+(hooks/_client.py) and deploy/wait-for-health.py are stdlib scripts with their own copies of this order; a
+test checks that all three agree.
 """
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import httpx2
 
 from live_memory.config import Settings
-from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, SERVER_NAME
+from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME
 from live_memory.errors import ClientError
 
-
-def _client_host(settings: Settings) -> str:
-    host = str(settings.host)
-    if host in ("0.0.0.0", "", "::"):
-        return "127.0.0.1"
-    return f"[{host}]" if ":" in host else host
+URL_VARIABLES = ("LIVE_MEMORY_URL", "CLAUDE_PLUGIN_OPTION_SERVER_URL")
+WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def base_url(settings: Settings) -> str:
-    return f"http://{_client_host(settings)}:{settings.port}"
+def expand_vars(text: str, env: Mapping[str, str]) -> str:
+    """`${VAR}` / `${VAR:-default}` as Claude Code expands them (one level): the plugin option's default is
+    `http://127.0.0.1:${LIVE_MEMORY_PORT:-7711}`."""
+    return _VAR.sub(lambda m: env.get(m.group(1), "") or m.group(2) or "", text)
+
+
+def listen_url(settings: Settings) -> str:
+    """http://host:port of the address the server binds (step 4 of the order)."""
+    host = settings.host
+    if host in WILDCARD_HOSTS:
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
+
+
+def server_url(settings: Settings, explicit: str = "") -> str:
+    """Base URL of the server a client talks to, without a trailing slash (the order in the module docstring)."""
+    for raw in (explicit, *(settings.env.get(name, "") for name in URL_VARIABLES)):
+        url = expand_vars(raw.strip(), settings.env).strip().rstrip("/")
+        if url:
+            return url.removesuffix(MCP_PATH)
+    return listen_url(settings)
 
 
 # How long `ask` waits for a server that is still starting (polling /health), and how often it looks.
@@ -73,7 +104,7 @@ def who_answers(url: str, client: httpx2.Client | None = None) -> tuple[str, dic
 def not_ours(url: str) -> str:
     return (
         f"the program answering at {url} is not Live Memory; stop it, or point the CLI at Live Memory's port "
-        "with LIVE_MEMORY_PORT (and LIVE_MEMORY_HOST)"
+        "with LIVE_MEMORY_PORT (and LIVE_MEMORY_HOST), or at its URL with LIVE_MEMORY_URL"
     )
 
 
@@ -87,7 +118,7 @@ def request_json(
 ) -> tuple[int, dict[str, Any]]:
     """One request to the running server: (status, JSON object). Raises ClientError when no server answers
     or what answers is not Live Memory (a reply that is not a JSON object)."""
-    base = base_url(settings)
+    base = server_url(settings)
     try:
         response = httpx2.request(
             method, base + path, params=params, json=body, headers=auth_headers(settings), timeout=CLIENT_TIMEOUT_S
