@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.ports import free_port
 
@@ -141,11 +141,11 @@ class ServerProcess:
         )
         handle.close()
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        with httpx.Client(timeout=2.0) as client:
+        with httpx2.Client(timeout=2.0) as client:
             while True:
                 if self.process.poll() is not None:
                     raise RuntimeError(f"the server exited with {self.process.returncode}: {self._log_tail()}")
-                with contextlib.suppress(httpx.HTTPError):
+                with contextlib.suppress(httpx2.HTTPError):
                     if client.get(self.url + "/health").status_code == 200:
                         return self
                 if time.monotonic() > deadline:
@@ -522,7 +522,7 @@ class MemoryExplorer:
     """Arm B: one ask per exploration task; the hooks' tees go to /notify."""
 
     asker: Any  # bench._common.McpAsker (an open session)
-    http: httpx.AsyncClient
+    http: httpx2.AsyncClient
     cwd: str  # the copy the server reads
     # How the main agent names the repository in its context: the same root as in arms A and C, so B's
     # prompts are not charged for the length of the benchmark's scratch path.

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -145,7 +144,7 @@ async def _session(url: str, workspaces: list[Path], index: int, questions: int,
 async def _notifier(base: str, workspaces: list[Path], index: int, events: int, report: LoadReport) -> None:
     batch = 50
     content = "x" * 4096
-    async with httpx.AsyncClient(base_url=base, timeout=30.0) as client:
+    async with httpx2.AsyncClient(base_url=base, timeout=30.0) as client:
         for start in range(0, events, batch):
             workspace = workspaces[(index + start // batch) % len(workspaces)]
             body = {
@@ -183,7 +182,7 @@ async def _drive(
     )
     stop.set()
     await sampler
-    async with httpx.AsyncClient(base_url=base, timeout=30.0) as client:
+    async with httpx2.AsyncClient(base_url=base, timeout=30.0) as client:
         rows = (await client.get("/stats")).json()["workspaces"]
     report.answered = sum(r["questions_answered"] for r in rows)
     report.committed = sum(r["qa_retained"] for r in rows)

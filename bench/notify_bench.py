@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 from tests.fakes.llm_server import FakeLLM, Reply
 
 from bench._common import (
@@ -199,7 +199,7 @@ class Tally:
 
 
 async def preload(server: ChildServer, repo: Path, paths: list[str]) -> None:
-    async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+    async with httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
         events = [{"path": p, "kind": "read", "content": (repo / p).read_text()} for p in paths[:PRELOAD_FILES]]
         response = await http.post("/notify", json={"cwd": str(repo), "events": events})
         response.raise_for_status()
@@ -242,7 +242,7 @@ async def load_phase(servers: dict[str, ChildServer], repo: Path, paths: list[st
                 await measure(server, kind, work, tallies[label])
     figures = {}
     for label, server in servers.items():
-        async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+        async with httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
             stats = (await http.get("/stats", params={"cwd": cwd})).json()["workspace"]
         figures[label] = summarize(tallies[label], stats["file_contexts"])
     return figures
@@ -282,7 +282,7 @@ async def watcher_phase(server: ChildServer, repo: Path, paths: list[str]) -> di
     targets = paths[POOL : POOL + EDITS]
     latencies: list[float] = []
     timeouts = 0
-    async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
+    async with httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
 
         async def stale() -> int:
             response = await http.get("/stats", params={"cwd": cwd})

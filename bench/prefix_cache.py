@@ -80,7 +80,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
+import httpx2
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
 
@@ -402,7 +402,7 @@ async def drive(
     ignored = 0
     compactions = 0
     stats: dict[str, Any] = {}
-    async with McpAsker(mcp_url) as asker, httpx.AsyncClient(base_url=server_url, timeout=60) as http:
+    async with McpAsker(mcp_url) as asker, httpx2.AsyncClient(base_url=server_url, timeout=60) as http:
         for step in steps:
             record = QuestionRecord(step.index, 0, 0, False, 0.0, False)
             events: list[dict[str, Any]] = []
@@ -571,7 +571,7 @@ def run_naive(run: SessionRun) -> tuple[list[RecordedRequest], list[tuple[int, i
     path = "/v1/messages" if simulation.protocol == "anthropic" else "/v1/chat/completions"
     with (
         FakeLLM(cache_rules=simulation.rules, model=simulation.model) as fake,
-        httpx.Client(base_url=fake.base_url, timeout=60) as http,
+        httpx2.Client(base_url=fake.base_url, timeout=60) as http,
     ):
         fake.responder = lambda request: Reply.text("naive replay")
         for record in run.records:

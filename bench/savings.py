@@ -81,7 +81,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anthropic
-import httpx
+import httpx2
 import openai
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
@@ -765,7 +765,7 @@ async def drive_session(
     records: list[QuestionRecord] = []
     stats: dict[str, Any] = {}
     explorer = Explorer(setup, base_fake.base_url, Toolbox(repo))  # its SDK client lives on this event loop
-    async with McpAsker(mcp_url) as asker, httpx.AsyncClient(base_url=server_url, timeout=60) as http:
+    async with McpAsker(mcp_url) as asker, httpx2.AsyncClient(base_url=server_url, timeout=60) as http:
         for step in steps:
             clock.advance(QUESTION_GAP_S)
             record = QuestionRecord(step.index, step.session)

@@ -89,7 +89,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from bench._common import McpAsker, load_note, print_table, write_results
 from bench.bill_agents import (
@@ -492,7 +492,7 @@ def _memory_workload(
     async def play() -> tuple[MainAgent, MemoryExplorer]:
         # One MCP session for the whole run (a new Claude Code session would open its own; that costs no
         # model tokens), so the run does not wait on session set-up.
-        async with httpx.AsyncClient(base_url=server.url, timeout=120) as http, McpAsker(server.mcp_url) as asker:
+        async with httpx2.AsyncClient(base_url=server.url, timeout=120) as http, McpAsker(server.mcp_url) as asker:
             explorer = MemoryExplorer(asker, http, str(repo_dir))
             tools, context = await plugin_head(asker, server.command.src.parent)
             head["tools"], head["context"] = tools, context

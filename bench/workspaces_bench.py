@@ -48,7 +48,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 
 from bench._common import (
@@ -128,7 +128,7 @@ async def run_config(server: ChildServer, targets: list[Path]) -> dict[str, Any]
             if cpu_before is not None and cpu_after is not None:
                 server_cpu += cpu_after - cpu_before
             rates.append(len(targets) * QUESTIONS_PER_CALLER / wall)
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+    async with httpx2.AsyncClient(base_url=server.url, timeout=30) as http:
         stats = (await http.get("/stats")).json()["workspaces"]
     questions = len(latencies)
     return {

@@ -4,10 +4,14 @@ Owns: where the server is (URL and optional bearer token), one bounded JSON requ
 stdin, and running a script's work under a hard wall-clock bound. Never imports the server package,
 never raises out of a hook, and runs on any python3 >= 3.8 (no third-party modules).
 
-Server URL, first match wins:
+Server URL, first match wins (the package's one order, docs/configuration.md "Where clients find the server";
+tests/plugin/test_server_url.py checks this copy against the package's):
   1. env LIVE_MEMORY_URL
   2. the plugin option `server_url` (Claude Code exports it to hooks as CLAUDE_PLUGIN_OPTION_SERVER_URL)
-  3. http://127.0.0.1:${LIVE_MEMORY_PORT:-7711}
+  3. http://HOST:PORT, each from env LIVE_MEMORY_HOST / LIVE_MEMORY_PORT, else the service's config.json in
+     the data dir (LIVE_MEMORY_DATA_DIR, else CLAUDE_PLUGIN_DATA, else $XDG_DATA_HOME/live-memory), else
+     127.0.0.1:7711; a wildcard host is reached on loopback, an IPv6 address in brackets.
+`${VAR}` / `${VAR:-default}` in a URL are expanded; a trailing `/` or `/mcp` is dropped.
 Token: env LIVE_MEMORY_AUTH_TOKEN, else the plugin option `auth_token`.
 """
 
@@ -24,6 +28,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
+DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = "7711"
 # Why 0.8 s: hooks must stay under ~1 s in total even when the server accepts but never answers.
 DEFAULT_TIMEOUT_S = 0.8
@@ -35,6 +40,8 @@ PROJECT_HEADER = "X-Live-Memory-Project"
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+_WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
+_MCP_PATH = "/mcp"
 
 
 def expand_vars(text: str, env: Mapping[str, str]) -> str:
@@ -51,11 +58,40 @@ def server_url(env: Mapping[str, str] | None = None) -> str:
     """Base URL of the Live Memory service, without a trailing slash (see the module docstring)."""
     env = os.environ if env is None else env
     for raw in (env.get("LIVE_MEMORY_URL", ""), env.get("CLAUDE_PLUGIN_OPTION_SERVER_URL", "")):
-        url = expand_vars(raw.strip(), env).strip()
+        url = expand_vars(raw.strip(), env).strip().rstrip("/")
         if url:
-            return url.rstrip("/")
-    port = (env.get("LIVE_MEMORY_PORT") or "").strip() or DEFAULT_PORT
-    return "http://127.0.0.1:" + port
+            return url[: -len(_MCP_PATH)] if url.endswith(_MCP_PATH) else url
+    host, port = _setting(env, "host", DEFAULT_HOST), _setting(env, "port", DEFAULT_PORT)
+    if host in _WILDCARD_HOSTS:
+        host = DEFAULT_HOST
+    elif ":" in host and not host.startswith("["):
+        host = "[" + host + "]"
+    return "http://" + host + ":" + (port or DEFAULT_PORT)
+
+
+def _setting(env: Mapping[str, str], key: str, default: str) -> str:
+    """An option as the service resolves it: env LIVE_MEMORY_<KEY>, else its config.json, else `default`.
+    Read only when no URL is set; an unreadable config.json counts as absent (a hook never fails)."""
+    name = "LIVE_MEMORY_" + key.upper()
+    if name in env:
+        return env[name].strip()
+    try:
+        with open(os.path.join(_data_dir(env), "config.json"), encoding="utf-8") as handle:
+            values = json.load(handle)
+    except (OSError, ValueError):
+        return default
+    value = values.get(key) if isinstance(values, dict) else None
+    return default if value is None else str(value).strip()
+
+
+def _data_dir(env: Mapping[str, str]) -> str:
+    """The service's data dir, as it picks it: LIVE_MEMORY_DATA_DIR, CLAUDE_PLUGIN_DATA, the XDG data home."""
+    for name in ("LIVE_MEMORY_DATA_DIR", "CLAUDE_PLUGIN_DATA"):
+        if env.get(name):
+            return os.path.expanduser(env[name])
+    home = env.get("HOME") or os.path.expanduser("~")
+    xdg = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+    return os.path.join(os.path.expanduser(xdg), "live-memory")
 
 
 def auth_token(env: Mapping[str, str] | None = None) -> str:

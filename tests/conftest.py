@@ -62,30 +62,41 @@ def sealed_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
 
 
 def _share_the_default_tls_context() -> None:
-    """Every httpx / httpx2 client builds a TLS context and loads the CA store into it (~40 ms of CPU), even
-    for the plain-http loopback servers the tests talk to, and the tests build hundreds of clients. In the test
-    process, clients that ask for the default verification share one context (built once, same CA store)."""
-    import httpx._transports.default as httpx_transports
-    import httpx2._transports.default as httpx2_transports
+    """Every httpx2 client (ours, the SDKs', Starlette's TestClient) builds a TLS context and loads the CA store
+    into it (~40 ms of CPU), even for the plain-http loopback servers the tests talk to, and the tests build
+    hundreds of clients. In the test process, clients that ask for the default verification share one context
+    (built once, same CA store). The transport module looks the function up at call time, so it is swapped
+    there (private API: a new httpx2 that moves it fails here, loudly, at collection)."""
+    import httpx2._transports.default as transports
+    from httpx2._config import create_ssl_context as build
 
-    for module in (httpx_transports, httpx2_transports):
-        build = module.create_ssl_context
-        cache: dict[tuple[object, ...], Any] = {}
+    cache: dict[tuple[object, ...], Any] = {}
 
-        def shared(
-            verify: Any = True, cert: Any = None, trust_env: bool = True, *, _build: Any = build, _cache: Any = cache
-        ) -> Any:
-            if verify is not True or cert is not None:
-                return _build(verify=verify, cert=cert, trust_env=trust_env)
-            key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-            if key not in _cache:
-                _cache[key] = _build(verify=verify, cert=cert, trust_env=trust_env)
-            return _cache[key]
+    def shared(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+        if verify is not True or cert is not None:
+            return build(verify=verify, cert=cert, trust_env=trust_env)
+        key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if key not in cache:
+            cache[key] = build(verify=verify, cert=cert, trust_env=trust_env)
+        return cache[key]
 
-        vars(module)["create_ssl_context"] = shared
+    vars(transports)["create_ssl_context"] = shared
 
 
 _share_the_default_tls_context()
+
+
+def _import_what_the_mcp_sdk_imports_late() -> None:
+    """The MCP SDK sets up its logging (rich, when installed) on the first MCPServer(). The server builds its
+    one before the event loop starts; tests may build one inside a running loop, where that first import's
+    file reads would trip the blocking-call guard below. So it is imported once here, at collection."""
+    try:
+        import rich.logging  # noqa: F401 - loaded for the SDK, before any loop runs
+    except ImportError:  # without rich the SDK logs through the standard library: nothing to import
+        return
+
+
+_import_what_the_mcp_sdk_imports_late()
 
 
 class _Scheduling:

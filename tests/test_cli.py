@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from live_memory.cli import build_parser, cmd_ask, cmd_serve, main
@@ -397,7 +397,7 @@ def test_serve_port_flag_wins_doctor_passes_and_an_open_client_stream_does_not_h
         )
         server = ServeProcess({**env, "LIVE_MEMORY_PORT": "1"}, "--host", "127.0.0.1", "--port", str(port))
         try:
-            health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json()
+            health = httpx2.get(f"http://127.0.0.1:{port}/health", timeout=10).json()
             # `live-memory doctor` in this process, in the same environment (a new interpreter costs seconds)
             use_env(monkeypatch, env)
             doctor = io.StringIO()

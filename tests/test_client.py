@@ -15,17 +15,18 @@ from typing import Any
 import pytest
 
 from live_memory.client import (
-    ClientError,
     auth_headers,
-    base_url,
     error_of,
+    listen_url,
     not_ours,
     request_json,
+    server_url,
     wait_for_server,
     who_answers,
 )
 from live_memory.config import Settings, load_settings
 from live_memory.constants import SERVER_NAME
+from live_memory.errors import ClientError
 from tests.fakes.ports import free_port
 
 
@@ -91,7 +92,17 @@ def settings(tmp_path: Path, port: int, **env: str) -> Settings:
     ],
 )
 def test_the_client_dials_the_configured_address(tmp_path: Path, host: str, url: str) -> None:
-    assert base_url(settings(tmp_path, 7711, LIVE_MEMORY_HOST=host)) == url
+    configured = settings(tmp_path, 7711, LIVE_MEMORY_HOST=host)
+    assert server_url(configured) == listen_url(configured) == url
+
+
+def test_a_url_from_the_environment_wins_over_the_configured_address(tmp_path: Path, peer: Peer) -> None:
+    """The one order (tests/plugin/test_server_url.py checks it against the hooks): a URL, even the MCP
+    endpoint's, is where the CLI sends its requests; the serve command still checks its own address."""
+    configured = settings(tmp_path, free_port(), LIVE_MEMORY_URL=f"http://127.0.0.1:{peer.port}/mcp")
+    assert request_json(configured, "GET", "/stats")[0] == 200
+    assert peer.received[0]["path"] == "/stats"
+    assert listen_url(configured) == f"http://127.0.0.1:{configured.port}"
 
 
 def test_the_bearer_token_is_sent_only_when_one_is_configured(tmp_path: Path) -> None:

@@ -12,7 +12,16 @@ import pytest
 from live_memory import constants as C
 from live_memory.config import Settings, default_data_dir, load_settings, write_config_value
 from live_memory.errors import ConfigError
-from live_memory.options import OPTIONS, conforms
+from live_memory.options import OPTIONS, Option, changed_options, conforms
+
+
+def env_text(value: object) -> str:
+    """How a user writes `value` in the environment."""
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def write_config(data_dir: Path, values: dict[str, object]) -> None:
@@ -126,9 +135,37 @@ def test_every_option_reads_as_an_attribute_of_its_declared_type(tmp_path: Path)
         assert hints[option.key] == option.type
         value = getattr(settings, option.key)
         assert conforms(value, option.type), f"{option.key}={value!r} is not a {option.type}"
-        assert settings.values[option.key] == value
     assert (settings.port, settings.default_timeout_s, settings.preload_globs) == (9001, 30.0, ("docs/*.md",))
     assert (settings.concurrency, settings.max_iterations, settings.watch) == ("serial", 7, False)
+
+
+def _another_value(option: Option, index: int) -> object:
+    """A valid value of `option` other than its default; numbers move by a step unique to the row, so two
+    fields built from each other's values would show."""
+    default = option.default
+    if option.choices:
+        return next(c for c in option.choices if c != default)
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, int | float):
+        step: int | float = index + 1 if isinstance(default, int) else (index + 1) / 1000
+        up = default + step
+        return up if option.high is None or up <= option.high else default - step
+    if isinstance(default, tuple):
+        return (f"{option.key}-glob",)
+    return f"{option.key}-text"
+
+
+def test_every_option_from_the_environment_reaches_its_own_field(tmp_path: Path) -> None:
+    expected = {option.key: _another_value(option, index) for index, option in enumerate(OPTIONS)}
+    env = {option.env: env_text(expected[option.key]) for option in OPTIONS}
+    settings = load_settings(env=env, data_dir=tmp_path)
+    for option in OPTIONS:
+        assert getattr(settings, option.key) == expected[option.key], option.key
+        assert settings.sources[option.key] == f"env {option.env}"
+    assert [o.key for o in changed_options(load_settings(env={}, data_dir=tmp_path), settings)] == [
+        o.key for o in OPTIONS
+    ]
 
 
 def test_a_reload_builds_a_new_frozen_settings_and_leaves_the_old_one_intact(tmp_path: Path) -> None:
@@ -137,20 +174,18 @@ def test_a_reload_builds_a_new_frozen_settings_and_leaves_the_old_one_intact(tmp
     after = load_settings(env={}, data_dir=tmp_path)
     assert after is not before
     assert (before.port, after.port) == (C.DEFAULT_PORT, 9100)
-    assert before.values["port"] == C.DEFAULT_PORT and after.values["port"] == 9100
+    assert [o.key for o in changed_options(before, after)] == ["port"]
     with pytest.raises(FrozenInstanceError):
         after.port = 1  # type: ignore[misc]
     with pytest.raises(FrozenInstanceError):
         after.context_tokens = 1  # type: ignore[misc]
-    with pytest.raises(TypeError):
-        after.values["port"] = 1  # type: ignore[index]
     with pytest.raises(AttributeError):
         _ = after.no_such_option  # type: ignore[attr-defined]
 
 
 def test_effective_provider_values_name_where_they_came_from(tmp_path: Path) -> None:
     settings = load_settings(env={}, data_dir=tmp_path)
-    assert settings.model == settings.values["model"] == "claude-haiku-4-5"
+    assert settings.model == "claude-haiku-4-5"
     assert settings.sources["model"] == "profile anthropic default"
     assert settings.base_url == "https://api.anthropic.com"
     assert settings.sources["base_url"] == "profile anthropic default"

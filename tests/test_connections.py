@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import httpx
+import httpx2
 import pytest
 import uvicorn
 from starlette.applications import Starlette
@@ -115,7 +115,7 @@ def test_past_the_cap_the_longest_open_idle_connection_makes_room() -> None:
     with serving(3, 60.0) as port:
         idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
         try:
-            response = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+            response = httpx2.get(f"http://127.0.0.1:{port}/", timeout=5)
             assert response.text == "ok"
             assert _closed_by_server(idle[0])
             assert not _closed_by_server(idle[1], within_s=0.05)  # the newer ones stay

@@ -3,6 +3,7 @@ expected error reaches an MCP client as its own message (an error result, never 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,31 @@ async def test_bad_input_reaches_the_client_saying_how_to_fix_it(tmp_path: Path)
         is_error, text = await ask(client, "relative/path")
     assert is_error
     assert text == PREFIX + "cwd must be an absolute path (your repository root), got 'relative/path'"
+
+
+def test_every_exception_class_of_the_package_is_declared_in_errors_and_drawn_in_its_tree() -> None:
+    import ast
+    import builtins
+
+    import live_memory
+    from live_memory import errors
+
+    declared = {name for name, value in vars(errors).items() if isinstance(value, type)}
+    exception_names = declared | {
+        n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)
+    }
+    package = Path(live_memory.__file__).parent
+    elsewhere = []
+    for source in sorted(package.rglob("*.py")):
+        if source.name == "errors.py" and source.parent == package:
+            continue
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(base, ast.Name) and base.id in exception_names for base in node.bases
+            ):
+                elsewhere.append(f"{source.relative_to(package)}: {node.name}")
+    assert not elsewhere, f"exception classes outside errors.py: {elsewhere}"
+    doc = errors.__doc__ or ""
+    for name in declared:
+        if issubclass(getattr(errors, name), BaseException):
+            assert re.search(rf"^\W*{name}\b", doc, re.MULTILINE), f"{name} is not drawn in errors.py's docstring tree"

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from live_memory.store import SnapshotStore
@@ -69,7 +69,7 @@ async def test_each_provider_fault_ends_in_an_answer_or_a_clear_error_within_the
 async def wait_until(
     server: LiveServer, workspace: Path, predicate: Callable[[dict[str, Any]], bool]
 ) -> dict[str, Any]:
-    async with httpx.AsyncClient(base_url=server.url) as client:
+    async with httpx2.AsyncClient(base_url=server.url) as client:
         for _ in range(300):  # bounded polling of the server's own state
             stats = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
             if predicate(stats):

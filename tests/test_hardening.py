@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from live_memory.app import Timings
@@ -33,7 +33,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 async def _health(url: str) -> tuple[int, dict[str, Any]]:
-    async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+    async with httpx2.AsyncClient(base_url=url, timeout=10) as client:
         response = await client.get("/health")
     return response.status_code, dict(response.json())
 

@@ -12,11 +12,11 @@ from starlette.requests import Request
 from starlette.types import Message
 
 from live_memory.constants import NOTIFY_MAX_EVENTS
+from live_memory.errors import RequestError
 from live_memory.http_bodies import (
     EmptyBody,
     ForgetBody,
     NotifyBody,
-    RequestError,
     WorkspaceBody,
     error,
     read_json,

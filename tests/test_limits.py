@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from tests.fakes.ports import free_port
@@ -90,7 +90,7 @@ def test_idle_connections_cannot_starve_the_server_of_file_descriptors(server: S
             idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
         started = time.monotonic()
         for _ in range(5):
-            response = httpx.get(server.url + "/health", timeout=5)
+            response = httpx2.get(server.url + "/health", timeout=5)
             assert response.status_code == 200 and response.json()["workers"] == "ok"  # it answers, promptly
         assert time.monotonic() - started < 5
         # What the flood of connections and the requests made it log: no error for each connection it refused

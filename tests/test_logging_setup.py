@@ -150,10 +150,10 @@ def test_configuring_again_replaces_handlers_and_filters_instead_of_adding_more(
 
 def test_http_client_request_lines_stay_out_of_an_info_log(restored_logging: logging.Logger) -> None:
     configure_logging("info", env={})
-    for name in ("httpx", "httpx2", "anthropic", "openai", "watchfiles"):
+    for name in ("httpx2", "httpcore2", "anthropic", "openai", "watchfiles"):
         assert logging.getLogger(name).level == logging.WARNING, name
     configure_logging("error", env={})
-    assert logging.getLogger("httpx").level == logging.ERROR
+    assert logging.getLogger("httpx2").level == logging.ERROR
 
 
 def test_each_question_is_one_line_of_figures(caplog: pytest.LogCaptureFixture) -> None:

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import anyio
-import httpx
+import httpx2
 import pytest
 
 from live_memory.app import Timings
@@ -131,7 +131,7 @@ async def test_project_header_is_the_default_cwd(fake: FakeLLM, workspace: Path,
             server.mcp_url, {"question": "hi"}, headers={"X-Live-Memory-Project": str(workspace)}
         )
         assert not is_error, text
-        async with httpx.AsyncClient() as client:
+        async with httpx2.AsyncClient() as client:
             stats = (await client.get(f"{server.url}/stats", params={"cwd": str(workspace)})).json()
     assert stats["workspace"]["workspace"] == str(workspace)
 
@@ -170,7 +170,7 @@ async def test_rate_limit_with_retry_after_is_retried(fake: FakeLLM, workspace: 
 async def test_without_credential_health_works_and_questions_say_what_to_set(workspace: Path, tmp_path: Path) -> None:
     settings = await asyncio.to_thread(load_settings, env={"HOME": str(tmp_path)}, data_dir=tmp_path / "data")
     with live_server(settings) as server:
-        async with httpx.AsyncClient() as client:
+        async with httpx2.AsyncClient() as client:
             health = (await client.get(f"{server.url}/health")).json()
         text, is_error = await ask_via_mcp(server.mcp_url, {"question": "q", "cwd": str(workspace)})
     assert (health["status"], health["credential"]) == ("degraded", "missing")  # still HTTP 200
@@ -180,7 +180,6 @@ async def test_without_credential_health_works_and_questions_say_what_to_set(wor
 
 
 async def call(mcp_url: str, tool: str, arguments: dict[str, object]) -> tuple[str, bool]:
-    import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 

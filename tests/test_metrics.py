@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
+import httpx2
 
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
@@ -25,7 +25,7 @@ async def test_metrics_label_workspaces_by_id_and_count_latency_tokens_and_provi
     with live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
         _, first_error = await ask_via_mcp(server.mcp_url, {"question": "what is A?", "cwd": str(workspace)})
         _, second_error = await ask_via_mcp(server.mcp_url, {"question": "again?", "cwd": str(workspace)})
-        async with httpx.AsyncClient(base_url=server.url) as client:
+        async with httpx2.AsyncClient(base_url=server.url) as client:
             ws = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
             text = (await client.get("/metrics")).text
     assert not first_error and second_error

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
@@ -34,8 +34,8 @@ def server(fake: FakeLLM, tmp_path: Path) -> Iterator[LiveServer]:
         yield running
 
 
-async def post(server: LiveServer, route: str, body: Any, **kwargs: Any) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=server.url) as client:
+async def post(server: LiveServer, route: str, body: Any, **kwargs: Any) -> httpx2.Response:
+    async with httpx2.AsyncClient(base_url=server.url) as client:
         return await client.post(route, json=body, **kwargs)
 
 
@@ -105,7 +105,7 @@ async def test_a_flood_of_events_for_many_repositories_stays_within_the_workspac
         for root in roots:
             event = {"path": "a.py", "kind": "read", "content": "A = 1\n"}
             assert (await post(running, "/notify", {"cwd": str(root), "events": [event]})).status_code == 200
-        async with httpx.AsyncClient(base_url=running.url) as client:
+        async with httpx2.AsyncClient(base_url=running.url) as client:
             listed = (await client.get("/stats")).json()
     assert len(listed["workspaces"]) == 3  # the least recently used ones were unloaded
 
@@ -122,11 +122,11 @@ async def test_after_a_restart_stats_and_held_files_come_back_before_any_questio
     with live_server(settings) as running:
         await post(running, "/notify", {"cwd": str(workspace), "events": tees})
         await ask(running, workspace, "first question")
-        async with httpx.AsyncClient(base_url=running.url) as client:
+        async with httpx2.AsyncClient(base_url=running.url) as client:
             before = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
     (workspace / "src" / "db.py").write_text("URL = 'postgres://'\n")  # changed while the server was down
     with live_server(settings) as running:
-        async with httpx.AsyncClient(base_url=running.url) as client:
+        async with httpx2.AsyncClient(base_url=running.url) as client:
             listed = (await client.get("/stats")).json()
             after = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
         await ask(running, workspace, "second question")
@@ -153,7 +153,7 @@ async def test_after_a_restart_stats_and_held_files_come_back_before_any_questio
 async def test_malformed_notify_requests_get_precise_4xx(
     server: LiveServer, send: dict[str, Any], status: int, message: str
 ) -> None:
-    async with httpx.AsyncClient(base_url=server.url) as client:
+    async with httpx2.AsyncClient(base_url=server.url) as client:
         response = await client.post("/notify", **send)
     assert response.status_code == status
     assert message in response.json()["error"]
@@ -179,7 +179,7 @@ async def test_concurrent_clients_lose_no_update(server: LiveServer, fake: FakeL
 
     async def client_burst(client_id: int) -> list[dict[str, Any]]:
         replies = []
-        async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        async with httpx2.AsyncClient(base_url=server.url, timeout=30) as client:
             for version in range(posts):
                 events = [
                     {"path": path(client_id, k), "kind": "read", "content": f"v = {client_id}.{version}"}
@@ -207,7 +207,7 @@ async def test_an_over_long_path_component_in_cwd_is_a_precise_400(server: LiveS
     body = {"cwd": "/tmp/" + "x" * 300, "events": [{"path": "a.py", "kind": "change"}]}
     response = await post(server, "/notify", body)
     assert response.status_code == 400 and "longer than 255 bytes" in response.json()["error"]
-    async with httpx.AsyncClient(base_url=server.url) as client:
+    async with httpx2.AsyncClient(base_url=server.url) as client:
         stats = await client.get("/stats", params={"cwd": "/tmp/" + "y" * 300})
     assert stats.status_code == 400 and "Traceback" not in stats.text
 

@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from live_memory.cli import main
@@ -41,8 +41,8 @@ def without_cache_control(value: Any) -> Any:
     return value
 
 
-async def get(server: LiveServer, path: str, **params: str) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=server.url) as client:
+async def get(server: LiveServer, path: str, **params: str) -> httpx2.Response:
+    async with httpx2.AsyncClient(base_url=server.url) as client:
         return await client.get(path, params=params)
 
 
@@ -76,7 +76,7 @@ async def test_background_work_stops_before_questions_do(fake: FakeLLM, workspac
         spent = (await get(server, "/stats")).json()["server"]["today"]["foreground_usd"]
         # a cap that leaves room for questions but is past the share where background work stops
         (data / "config.json").write_text(f'{{"daily_budget_usd": {spent * 1.1}}}')
-        async with httpx.AsyncClient(base_url=server.url) as client:
+        async with httpx2.AsyncClient(base_url=server.url) as client:
             assert (await client.post("/reload", json={})).status_code == 200
             events = [{"path": f"f{i}.py", "kind": "read", "content": content} for i in range(6)]
             await client.post("/notify", json={"cwd": str(workspace), "events": events})
@@ -131,7 +131,7 @@ async def test_ledger_can_be_read_and_corrected(fake: FakeLLM, workspace: Path, 
     )
     with live_server(settings) as server:
         await ask_via_mcp(server.mcp_url, {"question": "warm up", "cwd": str(workspace)})
-        async with httpx.AsyncClient(base_url=server.url) as client:
+        async with httpx2.AsyncClient(base_url=server.url) as client:
             content = "A = 1\n" + "# padding\n" * 800
             await client.post(
                 "/notify",
@@ -197,7 +197,7 @@ async def test_reload_swaps_the_model_and_keeps_workspaces(fake: FakeLLM, worksp
         await ask_via_mcp(server.mcp_url, {"question": "before reload", "cwd": str(workspace)})
         data.mkdir(exist_ok=True)
         (data / "config.json").write_text('{"model": "claude-sonnet-4-6"}')
-        async with httpx.AsyncClient(base_url=server.url) as client:
+        async with httpx2.AsyncClient(base_url=server.url) as client:
             reloaded = (await client.post("/reload", json={})).json()
         text, _ = await ask_via_mcp(server.mcp_url, {"question": "after reload", "cwd": str(workspace)})
     assert reloaded["reloaded"] and reloaded["model"] == "claude-sonnet-4-6" and "model" in reloaded["changed"]

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, STALE_LEDGER_HEADING
@@ -65,13 +65,13 @@ def workspace(tmp_path: Path) -> Path:
 
 
 async def notify(server: LiveServer, workspace: Path, events: list[dict[str, Any]]) -> None:
-    async with httpx.AsyncClient(base_url=server.url) as client:
+    async with httpx2.AsyncClient(base_url=server.url) as client:
         response = await client.post("/notify", json={"cwd": str(workspace), "events": events})
     assert response.status_code == 200, response.text
 
 
 async def stats(server: LiveServer, workspace: Path) -> dict[str, Any]:
-    async with httpx.AsyncClient(base_url=server.url) as client:
+    async with httpx2.AsyncClient(base_url=server.url) as client:
         return dict((await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"])
 
 

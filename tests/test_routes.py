@@ -6,7 +6,7 @@ import json
 import logging
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from live_memory.config import load_settings
@@ -21,9 +21,9 @@ def test_without_a_credential_health_is_degraded_and_startup_says_what_to_set(
     env = {"HOME": str(tmp_path), "LIVE_MEMORY_OAUTH": "0"}
     settings = off_loop(load_settings, env=env, data_dir=tmp_path / "data")
     with caplog.at_level(logging.WARNING, logger="live_memory"), live_server(settings) as server:
-        health = httpx.get(server.url + "/health", timeout=10)
-        config = httpx.get(server.url + "/config", timeout=10).json()
-        page = httpx.get(server.url + "/", timeout=10).text
+        health = httpx2.get(server.url + "/health", timeout=10)
+        config = httpx2.get(server.url + "/config", timeout=10).json()
+        page = httpx2.get(server.url + "/", timeout=10).text
     assert health.status_code == 200
     assert health.json()["status"] == "degraded" and health.json()["credential"] == "missing"
     warnings = [r.getMessage() for r in caplog.records if "no model credential" in r.getMessage()]
@@ -34,14 +34,14 @@ def test_without_a_credential_health_is_degraded_and_startup_says_what_to_set(
 
 def test_health_is_ok_with_a_credential(fake: FakeLLM, tmp_path: Path) -> None:
     with live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
-        health = httpx.get(server.url + "/health", timeout=10).json()
+        health = httpx2.get(server.url + "/health", timeout=10).json()
     assert (health["status"], health["credential"]) == ("ok", "api key")
 
 
 def test_get_config_reports_the_servers_values_and_sources_with_secrets_masked(fake: FakeLLM, tmp_path: Path) -> None:
     settings = settings_for(fake.base_url, tmp_path / "data", api_key="sk-secret-value-9876")
     with live_server(settings) as server:
-        config = httpx.get(server.url + "/config", timeout=10).json()
+        config = httpx2.get(server.url + "/config", timeout=10).json()
     rows = {row["key"]: row for row in config["options"]}
     assert config["process"]["role"] == "server" and isinstance(config["process"]["pid"], int)
     assert config["credential"] == {"kind": "api key", "source": "env LIVE_MEMORY_API_KEY"}
@@ -55,8 +55,8 @@ def test_get_config_reports_the_servers_values_and_sources_with_secrets_masked(f
 def test_post_config_writes_the_servers_own_file_and_applies_it(fake: FakeLLM, tmp_path: Path) -> None:
     data = tmp_path / "data"
     with live_server(settings_for(fake.base_url, data)) as server:
-        answer = httpx.post(server.url + "/config", json={"max_iterations": "7", "file_globs": ["src/*"]}, timeout=10)
-        config = httpx.get(server.url + "/config", timeout=10).json()
+        answer = httpx2.post(server.url + "/config", json={"max_iterations": "7", "file_globs": ["src/*"]}, timeout=10)
+        config = httpx2.get(server.url + "/config", timeout=10).json()
         running = server.app.state.service.settings
     assert answer.status_code == 200, answer.text
     body = answer.json()
@@ -72,8 +72,8 @@ def test_post_config_writes_the_servers_own_file_and_applies_it(fake: FakeLLM, t
 def test_post_config_defers_options_read_at_start_and_warns_when_env_wins(fake: FakeLLM, tmp_path: Path) -> None:
     data = tmp_path / "data"
     with live_server(settings_for(fake.base_url, data, default_timeout_s="30")) as server:
-        body = httpx.post(server.url + "/config", json={"port": 7812, "default_timeout_s": 90}, timeout=10).json()
-        rows = {row["key"]: row for row in httpx.get(server.url + "/config", timeout=10).json()["options"]}
+        body = httpx2.post(server.url + "/config", json={"port": 7812, "default_timeout_s": 90}, timeout=10).json()
+        rows = {row["key"]: row for row in httpx2.get(server.url + "/config", timeout=10).json()["options"]}
         timeout_now = server.app.state.service.settings.default_timeout_s
     assert body["applied"] == []
     assert body["deferred"] == [{"key": "port", "message": "port takes effect at the next start of the server"}]
@@ -100,7 +100,7 @@ def test_post_config_refuses_a_bad_value_and_leaves_the_file_as_it_was(
     data.mkdir(mode=0o700)
     (data / "config.json").write_text('{"max_iterations": 9}\n')
     with live_server(settings_for(fake.base_url, data)) as server:
-        answer = httpx.post(server.url + "/config", json=body, timeout=10)
+        answer = httpx2.post(server.url + "/config", json=body, timeout=10)
         iterations = server.app.state.service.settings.max_iterations
     assert answer.status_code == 400 and expected in answer.json()["error"]
     assert (data / "config.json").read_text() == '{"max_iterations": 9}\n' and iterations == 9
@@ -108,7 +108,7 @@ def test_post_config_refuses_a_bad_value_and_leaves_the_file_as_it_was(
 
 def test_reload_takes_an_empty_body_without_a_content_type(fake: FakeLLM, tmp_path: Path) -> None:
     with live_server(settings_for(fake.base_url, tmp_path / "data")) as server:
-        bare = httpx.post(server.url + "/reload", timeout=10)
-        text = httpx.post(server.url + "/reload", content=b"x", headers={"content-type": "text/plain"}, timeout=10)
+        bare = httpx2.post(server.url + "/reload", timeout=10)
+        text = httpx2.post(server.url + "/reload", content=b"x", headers={"content-type": "text/plain"}, timeout=10)
     assert bare.status_code == 200 and bare.json()["reloaded"] is True
     assert text.status_code == 415

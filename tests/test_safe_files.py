@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from live_memory.errors import NotRegularFileError
 from live_memory.safe_files import (
-    NotRegularFileError,
     atomic_write,
     clean_stale_temp_files,
     disk_hashes,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -50,8 +50,8 @@ def server(fake: FakeLLM, tmp_path: Path) -> Iterator[LiveServer]:
         yield running
 
 
-def raw(server: LiveServer, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> httpx.Response:
-    with httpx.Client(base_url=server.url) as client:
+def raw(server: LiveServer, method: str, path: str, headers: dict[str, str], body: bytes = b"") -> httpx2.Response:
+    with httpx2.Client(base_url=server.url) as client:
         return client.request(method, path, headers=headers, content=body)
 
 
@@ -232,7 +232,7 @@ def test_a_repeated_origin_over_a_real_socket_is_refused(server: LiveServer) -> 
 async def test_token_guards_everything_but_health(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
     settings = settings_for(fake.base_url, tmp_path / "data", auth_token="s3cret-token", force_explore_when_cold=0)
     with live_server(settings) as running:
-        async with httpx.AsyncClient(base_url=running.url) as client:
+        async with httpx2.AsyncClient(base_url=running.url) as client:
             assert (await client.get("/health")).status_code == 200
             missing = await client.get("/stats")
             wrong = await client.get("/stats", headers={"authorization": "Bearer nope"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from live_memory.status_page import uptime
@@ -44,7 +44,7 @@ async def test_the_status_page_shows_provider_spend_latency_and_recent_questions
     )
     with live_server(settings) as server:
         await ask_via_mcp(server.mcp_url, {"question": "where is <main>?", "cwd": str(workspace)})
-        async with httpx.AsyncClient(base_url=server.url) as client:
+        async with httpx2.AsyncClient(base_url=server.url) as client:
             page = (await client.get("/")).text
             stats = (await client.get("/stats")).json()["server"]
     text = Text.of(page)

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from live_memory.errors import SnapshotNotSaved
 from live_memory.snapshot import SCHEMA_VERSION, EncodedHistory, SnapshotIn
-from live_memory.store import SnapshotNotSaved, SnapshotStore
+from live_memory.store import SnapshotStore
 from live_memory.workspace import workspace_id
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from live_memory.prompts import PRELOADED_HEADING
@@ -28,7 +28,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 async def stats(server: LiveServer, workspace: Path) -> dict[str, Any]:
-    async with httpx.AsyncClient(base_url=server.url) as client:
+    async with httpx2.AsyncClient(base_url=server.url) as client:
         response = await client.get("/stats", params={"cwd": str(workspace)})
     return dict(response.json().get("workspace", {}))
 
@@ -43,7 +43,7 @@ async def test_an_edit_by_another_process_is_noticed_before_the_next_question(
             (workspace / "app.py").write_text(f"VALUE = {attempt + 2}\n")
             if (await stats(server, workspace))["stale_files"] == 1:
                 break
-            async with httpx.AsyncClient(base_url=server.url) as client:
+            async with httpx2.AsyncClient(base_url=server.url) as client:
                 await client.get("/health")  # a round trip gives the watcher's debounce time to fire
         else:
             pytest.fail("the watcher never reported the out-of-band edit")
@@ -68,7 +68,7 @@ async def test_reset_reloads_now_and_empty_waits_for_the_next_question(
     settings = settings_for(fake.base_url, tmp_path / "data", preload_globs="docs/intro.md", force_explore_when_cold=0)
     with live_server(settings) as server:
         await ask_via_mcp(server.mcp_url, {"question": "remember me", "cwd": str(workspace)})
-        async with httpx.AsyncClient(base_url=server.url) as client:
+        async with httpx2.AsyncClient(base_url=server.url) as client:
             reset = (await client.post("/reset", json={"cwd": str(workspace)})).json()
             after_reset = await stats(server, workspace)
             emptied = (await client.post("/clear", json={"cwd": str(workspace)})).json()

@@ -30,12 +30,12 @@ from live_memory.client import (
     ASK_START_WAIT_S,
     BROKEN_PIPE_EXIT,
     STDIN_QUESTION,
-    ClientError,
     auth_headers,
-    base_url,
     error_of,
+    listen_url,
     not_ours,
     request_json,
+    server_url,
     wait_for_server,
     who_answers,
 )
@@ -46,7 +46,7 @@ from live_memory.constants import (
     MCP_PATH,
     SHUTDOWN_THREAD_WAIT_S,
 )
-from live_memory.errors import ConfigError
+from live_memory.errors import ClientError, ConfigError
 from live_memory.logging_setup import configure_logging
 from live_memory.security import check_bind
 
@@ -89,10 +89,10 @@ def cmd_serve(settings: Settings, clock: Callable[[], float] = time.monotonic) -
         if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
             print(f"live-memory: cannot bind {settings.host}:{settings.port}: {exc}", file=sys.stderr)
             return 1
-        holder, health = who_answers(base_url(settings))
+        holder, health = who_answers(listen_url(settings))
         if holder == "ours" and health is not None:
             print(
-                f"live-memory: already running at {base_url(settings)} (pid {health.get('pid')}, "
+                f"live-memory: already running at {listen_url(settings)} (pid {health.get('pid')}, "
                 f"version {health.get('version')}); nothing to do."
             )
             return 0
@@ -160,8 +160,9 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     import mcp.client.streamable_http  # noqa: F401 - for `_ask`: an import reads files, so before the event loop runs
 
     cwd = os.path.abspath(args.cwd)
-    url = args.url or f"{base_url(settings)}{MCP_PATH}"
-    wait_for_server(url.removesuffix(MCP_PATH).rstrip("/"), args.wait)
+    base = server_url(settings, args.url)
+    url = base + MCP_PATH
+    wait_for_server(base, args.wait)
     timeout_s = float(settings.default_timeout_s) + 60.0
     # built before the event loop starts: a client loads its certificate store from disk
     http = httpx2.AsyncClient(headers=auth_headers(settings), timeout=httpx2.Timeout(30.0, read=timeout_s))
@@ -199,7 +200,7 @@ def ensure_data_dir(path: Path) -> None:
 def running_config(settings: Settings) -> tuple[str, dict[str, Any] | None]:
     """(base URL, the running server's GET /config) or (base URL, None) when no Live Memory server answers
     there; another program on the port is an error (ClientError)."""
-    base = base_url(settings)
+    base = server_url(settings)
     state, _ = who_answers(base)
     if state == "foreign":
         raise ClientError(not_ours(base))
@@ -380,7 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask = _subparser(sub, "ask")
     ask.add_argument("question", help="the question; `-` reads it from standard input")
     ask.add_argument("--cwd", default=os.getcwd(), help="workspace directory (default: current)")
-    ask.add_argument("--url", default="", help="MCP endpoint URL (default from host/port settings)")
+    ask.add_argument(
+        "--url", default="", help="server URL, with or without /mcp (default: LIVE_MEMORY_URL, else host and port)"
+    )
     ask.add_argument("--max-answer-tokens", type=int, default=0)
     ask.add_argument(
         "--wait", type=float, default=ASK_START_WAIT_S, help="seconds to wait for a starting server (default: 10)"
@@ -441,7 +444,7 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"live-memory: configuration error: {exc}", file=sys.stderr)
         return 2
-    configure_logging(str(settings.log_level), str(settings.log_file))
+    configure_logging(settings.log_level, settings.log_file)
     try:
         if args.command == "serve":
             ensure_data_dir(settings.data_dir)

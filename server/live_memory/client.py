@@ -3,30 +3,62 @@ Live Memory, one JSON request with clear errors, and waiting for a server that i
 
 Every failure is a `ClientError` whose message says what happened and what to do; the command prints it
 (no traceback reaches a person).
+
+Where the server is, first match wins (the one order; docs/configuration.md, "Where clients find the server"):
+  1. a URL the command is given (`--url`)
+  2. env LIVE_MEMORY_URL
+  3. env CLAUDE_PLUGIN_OPTION_SERVER_URL (the plugin's `server_url` option, as Claude Code hands it to the
+     plugin's scripts)
+  4. http://HOST:PORT, each from env LIVE_MEMORY_HOST / LIVE_MEMORY_PORT, else config.json in the data dir, else
+     127.0.0.1:7711; a wildcard host is dialled on loopback, an IPv6 address in brackets.
+`${VAR}` and `${VAR:-default}` in a URL are expanded; a trailing `/` or `/mcp` is dropped. The plugin's hooks
+(hooks/_client.py) and deploy/wait-for-health.py are stdlib scripts with their own copies of this order; a
+test checks that all three agree.
 """
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
-import httpx
+import httpx2
 
 from live_memory.config import Settings
-from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, SERVER_NAME
+from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME
+from live_memory.errors import ClientError
+
+URL_VARIABLES = ("LIVE_MEMORY_URL", "CLAUDE_PLUGIN_OPTION_SERVER_URL")
+WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def _client_host(settings: Settings) -> str:
-    host = str(settings.host)
-    if host in ("0.0.0.0", "", "::"):
-        return "127.0.0.1"
-    return f"[{host}]" if ":" in host else host
+def expand_vars(text: str, env: Mapping[str, str]) -> str:
+    """`${VAR}` / `${VAR:-default}` as Claude Code expands them (one level): the plugin option's default is
+    `http://127.0.0.1:${LIVE_MEMORY_PORT:-7711}`."""
+    return _VAR.sub(lambda m: env.get(m.group(1), "") or m.group(2) or "", text)
 
 
-def base_url(settings: Settings) -> str:
-    return f"http://{_client_host(settings)}:{settings.port}"
+def listen_url(settings: Settings) -> str:
+    """http://host:port of the address the server binds (step 4 of the order)."""
+    host = settings.host
+    if host in WILDCARD_HOSTS:
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
+
+
+def server_url(settings: Settings, explicit: str = "") -> str:
+    """Base URL of the server a client talks to, without a trailing slash (the order in the module docstring)."""
+    for raw in (explicit, *(settings.env.get(name, "") for name in URL_VARIABLES)):
+        url = expand_vars(raw.strip(), settings.env).strip().rstrip("/")
+        if url:
+            return url.removesuffix(MCP_PATH)
+    return listen_url(settings)
 
 
 # How long `ask` waits for a server that is still starting (polling /health), and how often it looks.
@@ -38,21 +70,17 @@ STDIN_QUESTION = "-"
 BROKEN_PIPE_EXIT = 128 + int(signal.SIGPIPE)
 
 
-class ClientError(Exception):
-    """A client command cannot go on; the message says why and what to do. The CLI prints it and exits 1."""
-
-
 def auth_headers(settings: Settings) -> dict[str, str]:
     return {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
 
 
-def probe_client() -> httpx.Client:
+def probe_client() -> httpx2.Client:
     """One client for a series of probes: building a client loads the CA store (~40 ms of CPU), which a
     probe every 50-100 ms would otherwise repeat for as long as a server takes to start."""
-    return httpx.Client(timeout=HEALTH_PROBE_TIMEOUT_S)
+    return httpx2.Client(timeout=HEALTH_PROBE_TIMEOUT_S)
 
 
-def who_answers(url: str, client: httpx.Client | None = None) -> tuple[str, dict[str, Any] | None]:
+def who_answers(url: str, client: httpx2.Client | None = None) -> tuple[str, dict[str, Any] | None]:
     """("ours", health) when Live Memory answers /health at `url`, ("foreign", None) when another program
     holds the port, ("absent", None) when nothing listens."""
     if client is None:
@@ -60,9 +88,9 @@ def who_answers(url: str, client: httpx.Client | None = None) -> tuple[str, dict
             return who_answers(url, own)
     try:
         response = client.get(f"{url}/health")
-    except httpx.ConnectError:
+    except httpx2.ConnectError:
         return "absent", None
-    except httpx.HTTPError:  # it accepted the connection but spoke no usable HTTP in time
+    except httpx2.HTTPError:  # it accepted the connection but spoke no usable HTTP in time
         return "foreign", None
     try:
         data = response.json()
@@ -76,7 +104,7 @@ def who_answers(url: str, client: httpx.Client | None = None) -> tuple[str, dict
 def not_ours(url: str) -> str:
     return (
         f"the program answering at {url} is not Live Memory; stop it, or point the CLI at Live Memory's port "
-        "with LIVE_MEMORY_PORT (and LIVE_MEMORY_HOST)"
+        "with LIVE_MEMORY_PORT (and LIVE_MEMORY_HOST), or at its URL with LIVE_MEMORY_URL"
     )
 
 
@@ -90,14 +118,14 @@ def request_json(
 ) -> tuple[int, dict[str, Any]]:
     """One request to the running server: (status, JSON object). Raises ClientError when no server answers
     or what answers is not Live Memory (a reply that is not a JSON object)."""
-    base = base_url(settings)
+    base = server_url(settings)
     try:
-        response = httpx.request(
+        response = httpx2.request(
             method, base + path, params=params, json=body, headers=auth_headers(settings), timeout=CLIENT_TIMEOUT_S
         )
-    except httpx.ConnectError:
+    except httpx2.ConnectError:
         raise ClientError(f"no server answers at {base}; start one with `live-memory serve`") from None
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         raise ClientError(f"the server at {base} did not answer {path} ({type(exc).__name__})") from None
     try:
         data = response.json()

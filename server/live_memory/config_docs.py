@@ -6,6 +6,8 @@ committed file differs, so an option cannot go undocumented.
 
 from __future__ import annotations
 
+from live_memory import constants as C
+from live_memory.constants import MCP_PATH
 from live_memory.options import CONFIG_FILE, OPTIONS
 from live_memory.providers.profiles import PROFILES
 
@@ -25,6 +27,28 @@ The data dir itself is `LIVE_MEMORY_DATA_DIR`, else `CLAUDE_PLUGIN_DATA`, else
 snapshots and `spend.json`.
 
 This file is generated from `server/live_memory/options.py` by `python -m live_memory.config_docs`.
+"""
+
+
+# The order lives in client.py (the CLI), hooks/_client.py (the plugin's scripts) and wait_for_health.py (the
+# readiness check); tests/plugin/test_server_url.py checks that the three agree with each other and with this.
+CLIENT_URL = f"""## Where clients find the server
+
+`host` and `port` are where the server listens. The command line (`live-memory ask`, `stats`, `config`,
+`doctor`, ...), the plugin's hooks, slash commands and status line, and `deploy/wait-for-health.py` all find
+the server in one order; the first that is set wins:
+
+1. a URL given on the command line (`live-memory ask --url`, `wait-for-health.py --url`);
+2. `LIVE_MEMORY_URL`;
+3. `CLAUDE_PLUGIN_OPTION_SERVER_URL`: the plugin's `server_url` option, as Claude Code hands it to the
+   plugin's scripts (`docs/claude-code.md`);
+4. `http://HOST:PORT`, each from `LIVE_MEMORY_HOST` / `LIVE_MEMORY_PORT`, else `{CONFIG_FILE}` in the data dir,
+   else `{C.DEFAULT_HOST}` / `{C.DEFAULT_PORT}`. A wildcard host (`0.0.0.0`, `::`) is reached on loopback, an
+   IPv6 address in brackets.
+
+`${{VAR}}` and `${{VAR:-default}}` in a URL are expanded; a trailing `/` or `{MCP_PATH}` is dropped. The MCP
+connection itself is Claude Code's: it always uses the plugin's `server_url` option. `live-memory serve`
+checks its own address (`host`, `port`) for a server already running there.
 """
 
 
@@ -62,6 +86,7 @@ def render() -> str:
         "A custom `base_url` never receives a profile's own key variable; give it `api_key` explicitly. The",
         "provider's own base-URL variable (for example `ANTHROPIC_BASE_URL`) keeps its key variable.",
         "",
+        CLIENT_URL,
     ]
     return "\n".join(lines)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from live_memory.config import Settings, read_config_file
 from live_memory.errors import ConfigError
-from live_memory.options import CONFIG_FILE, OPTIONS_BY_KEY
+from live_memory.options import CONFIG_FILE, OPTIONS_BY_KEY, changed_options
 from live_memory.safe_files import atomic_write, ensure_private_dir
 
 
@@ -68,6 +68,7 @@ def shown_values(settings: Settings) -> dict[str, str]:
 def outcome(values: Mapping[str, object], running: Settings, now: Settings) -> dict[str, Any]:
     """What became of each key just written: applied, deferred to the next start, or overridden by env."""
     shown = shown_values(now)
+    pending = {option.key for option in changed_options(running, now) if option.restart}
     applied: list[str] = []
     deferred: list[dict[str, str]] = []
     overridden: list[dict[str, str]] = []
@@ -82,7 +83,7 @@ def outcome(values: Mapping[str, object], running: Settings, now: Settings) -> d
                     f"{key} stays {shown[key]}",
                 }
             )
-        elif option.restart and now.values[key] != running.values[key]:
+        elif key in pending:
             deferred.append({"key": key, "message": f"{key} takes effect at the next start of the server"})
         else:
             applied.append(key)

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
+from live_memory.client import auth_headers, server_url
 from live_memory.config import Settings, load_settings
 from live_memory.constants import MCP_PATH, SERVER_NAME
 from live_memory.errors import ConfigError, ProviderError
@@ -65,22 +66,12 @@ def check_data_dir(path: Path, where: str = SHELL) -> Check:
     return Check(name, True, f"{path} ({oct(mode)})")
 
 
-def server_url(settings: Settings) -> str:
-    host = settings.host
-    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    return f"http://{host}:{settings.port}"
-
-
-def _headers(settings: Settings) -> dict[str, str]:
-    return {"authorization": f"Bearer {settings.auth_token}"} if settings.auth_token else {}
-
-
 def server_config(settings: Settings) -> dict[str, Any] | None:
     """The running server's `GET /config`, or None when it does not answer it."""
     try:
-        response = httpx.get(f"{server_url(settings)}/config", timeout=2.0, headers=_headers(settings))
+        response = httpx2.get(f"{server_url(settings)}/config", timeout=2.0, headers=auth_headers(settings))
         data = response.json()
-    except (httpx.HTTPError, ValueError):
+    except (httpx2.HTTPError, ValueError):
         return None
     return data if response.status_code == 200 and isinstance(data, dict) and "options" in data else None
 
@@ -88,12 +79,12 @@ def server_config(settings: Settings) -> dict[str, Any] | None:
 def check_server(settings: Settings) -> Check:
     url = server_url(settings)
     try:
-        health = httpx.get(f"{url}/health", timeout=2.0, headers=_headers(settings)).json()
-    except httpx.ConnectError:
+        health = httpx2.get(f"{url}/health", timeout=2.0, headers=auth_headers(settings)).json()
+    except httpx2.ConnectError:
         return Check(
             "server", False, f"nothing listens on {url}", "start it: `live-memory serve` (or the systemd unit)"
         )
-    except (httpx.HTTPError, ValueError):
+    except (httpx2.HTTPError, ValueError):
         return Check(
             "server", False, f"another program holds port {settings.port}", "free the port or set LIVE_MEMORY_PORT"
         )
@@ -193,7 +184,7 @@ def check_plugin(settings: Settings, plugin_dir: Path | None) -> Check:
         return Check(
             "plugin .mcp.json",
             False,
-            f"the plugin connects to {url}, the server listens on {expected}",
+            f"the plugin connects to {url}, the server is at {expected}",
             "set the same port for both (LIVE_MEMORY_PORT for the server, the plugin's server URL option)",
         )
     return Check("plugin .mcp.json", True, f"points at {url}")

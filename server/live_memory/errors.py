@@ -1,4 +1,4 @@
-"""One exception tree for Live Memory. Foreign errors (SDK, httpx, OS) are translated at one boundary.
+"""One exception tree for Live Memory. Foreign errors (SDK, httpx2, OS) are translated at one boundary.
 
 LiveMemoryError
 ├── ConfigError                 invalid option value; names the key and where it came from
@@ -15,9 +15,29 @@ LiveMemoryError
     ├── PromptTooLongError      the prompt exceeds the model's context; carries the parsed limit
     ├── ProviderTimeoutError    the request timed out or the connection dropped
     └── BadRequestError         any other 4xx the provider returned
+
+Errors caught close to where they are raised, outside that tree: a handler for LiveMemoryError (the MCP
+boundary, a workspace load, a background job) must not catch them as-is. Their bases say how callers treat
+them (an OSError is "cannot read or write", a ValueError "bad input").
+
+Exception
+├── ClientError                 a CLI command cannot go on (no server, a foreign one); the CLI prints it, exits 1
+├── RequestError                an HTTP request's body or query is invalid; carries the status and detail
+├── TooManyDirectories          a workspace has more directories than the OS watcher may watch
+├── GrepError                   a search could not run as asked (a bad regex); the message is for the model
+└── GitFailure                  git could not answer; the message is for the model
+ValueError
+├── ArgumentError               a tool argument is missing or malformed
+└── GlobError                   a glob cannot be compiled
+OSError
+├── NotRegularFileError         refused: a FIFO, device, directory or symbolic link where a file is read
+└── SnapshotNotSaved            a snapshot could not be written; carries the reason in words
 """
 
 from __future__ import annotations
+
+import stat
+from typing import Any
 
 
 class LiveMemoryError(Exception):
@@ -101,3 +121,83 @@ class ProviderTimeoutError(ProviderError):
 
 class BadRequestError(ProviderError):
     """Any other client error the provider reported."""
+
+
+# --- outside the tree (see the module docstring) -------------------------------------------------------
+
+
+class ClientError(Exception):
+    """A client command cannot go on; the message says why and what to do. The CLI prints it and exits 1."""
+
+
+class RequestError(Exception):
+    """A request cannot be served as sent; routes answer `status` with the message and `detail`."""
+
+    def __init__(self, status: int, message: str, detail: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
+class TooManyDirectories(Exception):
+    """The workspace has more directories than the OS watcher may watch; it relies on the hooks instead."""
+
+
+class GrepError(Exception):
+    """The search could not run as asked (a bad regex); the message is for the model."""
+
+
+class GitFailure(Exception):
+    """git could not answer; the message is for the model."""
+
+
+class ArgumentError(ValueError):
+    """A tool argument is missing or malformed; the message names it and the fix."""
+
+
+class GlobError(ValueError):
+    """A glob that cannot be compiled (e.g. a reversed range "[z-a]"); the message says which."""
+
+
+class NotRegularFileError(OSError):
+    """Refused: the path is not a regular file (or a symbolic link stands where none is followed).
+
+    An OSError, so callers that treat "cannot read" alike need no extra clause. `mode` is the file
+    type found (st_mode bits), `kind` says it in words ("a FIFO (named pipe)", "a directory", ...),
+    `path` is the path (or, beneath a root, the leading components) concerned.
+    """
+
+    def __init__(self, path: str, mode: int, *, expected: str = "a regular file") -> None:
+        self.path = path
+        self.mode = mode
+        self.kind = describe_mode(mode)
+        super().__init__(f"'{path}' is {self.kind}, not {expected}")
+
+    @property
+    def is_link(self) -> bool:
+        return stat.S_ISLNK(self.mode)
+
+
+class SnapshotNotSaved(OSError):
+    """A snapshot could not be written; `reason` says why in words an operator can act on."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def describe_mode(mode: int) -> str:
+    """What a file of this st_mode is, for a message ("a FIFO (named pipe)", "a directory", ...)."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link (not followed)"
+    return "not a regular file"

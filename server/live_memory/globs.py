@@ -18,11 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from live_memory.errors import GlobError
+
 __all__ = ["GlobError", "PathGlob", "compile_path_glob", "glob_to_regex", "has_glob_magic"]
-
-
-class GlobError(ValueError):
-    """A glob that cannot be compiled (e.g. a reversed range "[z-a]"); the message says which."""
 
 
 _MAGIC = frozenset("*?[{")

@@ -12,15 +12,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from live_memory.constants import NOTIFY_MAX_EVENTS
+from live_memory.errors import RequestError
 
 SMALL_BODY_BYTES = 64 * 1024
-
-
-class RequestError(Exception):
-    def __init__(self, status: int, message: str, detail: Any = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.detail = detail
 
 
 class NotifyEvent(BaseModel):

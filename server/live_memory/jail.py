@@ -34,9 +34,9 @@ from live_memory.constants import (
     MAX_PATH_CHARS,
     MAX_PATH_COMPONENT_BYTES,
 )
-from live_memory.errors import JailRefusal
+from live_memory.errors import JailRefusal, NotRegularFileError, describe_mode
 from live_memory.globs import glob_to_regex
-from live_memory.safe_files import NotRegularFileError, describe_mode, open_beneath
+from live_memory.safe_files import open_beneath
 
 __all__ = ["Jail", "SecretMatcher", "show_path"]
 

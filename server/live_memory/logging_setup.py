@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from live_memory.constants import LOG_FILE_BACKUPS, LOG_FILE_MAX_BYTES, LOG_REPEAT_BURST, LOG_REPEAT_WINDOW_S
+from live_memory.options import LogLevel
 
 PLAIN = "%(levelname)s %(name)s: %(message)s"
 STAMPED = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -74,7 +75,7 @@ class RepeatFilter(logging.Filter):
         return verdict
 
 
-def configure_logging(level: str, log_file: str = "", env: Mapping[str, str] | None = None) -> None:
+def configure_logging(level: LogLevel, log_file: str = "", env: Mapping[str, str] | None = None) -> None:
     env = os.environ if env is None else env
     root = logging.getLogger()
     root.setLevel(level.upper())
@@ -105,7 +106,7 @@ def configure_logging(level: str, log_file: str = "", env: Mapping[str, str] | N
         rotating.addFilter(repeat)
         root.addHandler(rotating)
     # Request lines from HTTP clients would repeat every provider call; keep them at debug.
-    for noisy in ("httpx", "httpx2", "httpcore", "anthropic", "openai", "watchfiles"):
+    for noisy in ("httpx2", "httpcore2", "anthropic", "openai", "watchfiles"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 
 

@@ -1,7 +1,8 @@
 """The user options as one typed table: the frozen `Options` dataclass.
 
-Each field is an option. Its annotation is its type; `option(...)` carries its default (from constants.py),
-bounds or choices, one-line doc and flags. `OPTIONS` (the rows `config.py` resolves, `config set` validates
+Each field is an option. Its annotation is its type (a choice is a Literal alias, declared here once and used
+as such by the policies that read it); `option(...)` carries its default (from constants.py), bounds, one-line
+doc and flags. `OPTIONS` (the rows `config.py` resolves, `config set` validates
 and `config_docs.py` documents) is derived from the fields, and each row's strict caster from the
 annotation, so no row can disagree with its type; a default that does not fit its own row fails at import.
 Casters raise ValueError saying what was expected; the loader adds the key and the source.
@@ -13,10 +14,10 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeAlias, TypeVar, get_args, get_origin, get_type_hints
 
 from live_memory import constants as C
-from live_memory.providers.profiles import PROFILES
+from live_memory.providers.profiles import PROVIDER_NAMES, ProviderName
 
 ENV_PREFIX = "LIVE_MEMORY_"
 CONFIG_FILE = "config.json"
@@ -31,13 +32,27 @@ Concurrency: TypeAlias = Literal["parallel", "serial"]  # how a workspace admits
 RepoRootMode: TypeAlias = Literal["nearest", "outermost"]  # which git root a cwd belongs to
 LogLevel: TypeAlias = Literal["debug", "info", "warning", "error"]
 
+# The same choices as typed values: `one_of` narrows a checked string to its alias with them.
+HOLD_FILES_CHOICES: tuple[HoldFiles, ...] = get_args(HoldFiles)
+LONG_CACHE_CHOICES: tuple[LongCache, ...] = get_args(LongCache)
+CONCURRENCY_CHOICES: tuple[Concurrency, ...] = get_args(Concurrency)
+REPO_ROOT_MODE_CHOICES: tuple[RepoRootMode, ...] = get_args(RepoRootMode)
+LOG_LEVEL_CHOICES: tuple[LogLevel, ...] = get_args(LogLevel)
+PROVIDER_CHOICES: tuple[ProviderName, ...] = PROVIDER_NAMES
+
+Choice = TypeVar("Choice", bound=str)
+
+
+def one_of(value: object, allowed: tuple[Choice, ...]) -> Choice | None:
+    """`value` as the member of `allowed` it equals (typed as their alias), or None."""
+    return next((choice for choice in allowed if choice == value), None)
+
 
 @dataclass(frozen=True)
 class _Spec:
     doc: str
     low: float | None
     high: float | None
-    choices: tuple[str, ...]
     secret: bool
     file_allowed: bool
     restart: bool
@@ -49,13 +64,12 @@ def option(
     *,
     low: float | None = None,
     high: float | None = None,
-    choices: tuple[str, ...] = (),
     secret: bool = False,
     file_allowed: bool = True,  # False: env only (e.g. where config.json itself lives)
     restart: bool = False,  # True: read once at start (binding, logging, security, MCP tools); a reload defers it
 ) -> Any:  # typed as Any, like dataclasses.field(), so the field's annotation is the type mypy sees
     """Declare one option field of `Options`; secrets stay out of the object's repr."""
-    spec = _Spec(doc, low, high, tuple(choices), secret, file_allowed, restart)
+    spec = _Spec(doc, low, high, secret, file_allowed, restart)
     return field(default=default, repr=not secret, metadata={_SPEC: spec})
 
 
@@ -90,10 +104,8 @@ class Options:
         (), "Directories workspaces must lie under; empty means the server user's home directory."
     )
     # --- provider (model, base_url and api_key read as their effective values on `Settings`)
-    provider: str = option(
-        C.DEFAULT_PROVIDER,
-        "Provider profile (endpoint, default model, key variables); see the table below.",
-        choices=tuple(PROFILES),
+    provider: ProviderName = option(
+        C.DEFAULT_PROVIDER, "Provider profile (endpoint, default model, key variables); see the table below."
     )
     base_url: str = option("", "Endpoint base URL; overrides the profile's.")
     api_key: str = option("", "API key for the endpoint; overrides provider variables.", secret=True)
@@ -414,11 +426,11 @@ def conforms(value: object, hint: object) -> bool:
 
 
 def _row(key: str, hint: object, spec: _Spec, default: object) -> Option:
-    choices = spec.choices
+    choices: tuple[str, ...] = ()
     base: object
     if get_origin(hint) is Literal:
-        if choices or not all(isinstance(x, str) for x in get_args(hint)):
-            raise TypeError(f"option {key}: a Literal type lists its own choices, as strings")
+        if not all(isinstance(x, str) for x in get_args(hint)):
+            raise TypeError(f"option {key}: a Literal type lists its choices as strings")
         choices, base = get_args(hint), str
     elif hint in _SCALARS:
         base = hint
@@ -426,8 +438,6 @@ def _row(key: str, hint: object, spec: _Spec, default: object) -> Option:
         raise TypeError(f"option {key}: unsupported type {hint!r} (bool, int, float, str, tuple[str, ...], Literal)")
     cast, kind = _SCALARS[base]
     if choices:
-        if base is not str:
-            raise TypeError(f"option {key}: choices need a str or Literal type, not {hint!r}")
         cast, kind = _choice(choices), "one of " + ", ".join(choices)
     if spec.low is not None or spec.high is not None:
         if base is not int and base is not float:
@@ -476,3 +486,15 @@ def options_of(table: type) -> tuple[Option, ...]:
 
 OPTIONS: tuple[Option, ...] = options_of(Options)
 OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
+
+
+def option_values(options: Options) -> tuple[tuple[Option, object], ...]:
+    """Each row with its value in `options`, in table order. The table is derived from the fields, so this
+    is the one place a field is read by its row's key; callers compare and show values through it."""
+    return tuple((row, getattr(options, row.key)) for row in OPTIONS)
+
+
+def changed_options(old: Options, new: Options) -> tuple[Option, ...]:
+    """The rows whose values differ from `old` to `new` (a reload's changes; a restart option's pending one)."""
+    pairs = zip(option_values(old), option_values(new), strict=True)
+    return tuple(row for (row, before), (_, after) in pairs if before != after)

@@ -19,21 +19,20 @@ from live_memory import __version__
 from live_memory.config import Settings, load_settings
 from live_memory.config_update import outcome, restore, shown_values, validate_changes, write_changes
 from live_memory.constants import NOTIFY_MAX_BODY_BYTES, SERVER_NAME
-from live_memory.errors import ConfigError, InputError
+from live_memory.errors import ConfigError, InputError, RequestError
 from live_memory.http_bodies import (
     SMALL_BODY_BYTES,
     ConfigBody,
     EmptyBody,
     ForgetBody,
     NotifyBody,
-    RequestError,
     WorkspaceBody,
     error,
     read_json,
 )
 from live_memory.messages import ChatProvider
 from live_memory.metrics import collect_families, render_metrics
-from live_memory.options import OPTIONS_BY_KEY
+from live_memory.options import OPTIONS_BY_KEY, changed_options
 from live_memory.records import FileEvent
 from live_memory.runtime import Runtime
 from live_memory.service import WorkspaceService
@@ -48,13 +47,14 @@ def config_view(running: Settings, settings: Settings, runtime: Runtime) -> dict
     """GET /config: the server's effective values and their sources (secrets masked). `running` holds the
     values read once at start: an option changed since then shows as pending until the next start."""
     started = shown_values(running)
+    pending = {option.key for option in changed_options(running, settings) if option.restart}
     options = []
     for key, value, source in settings.describe():
         option = OPTIONS_BY_KEY.get(key)
         row: dict[str, Any] = {"key": key, "value": value, "source": source}
         if option is not None:
             row.update(secret=option.secret, restart=option.restart)
-            if option.restart and settings.values[key] != running.values[key]:
+            if key in pending:
                 row["pending"] = f"takes effect at the next start (running with {started[key]})"
         options.append(row)
     return {

@@ -35,16 +35,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 from live_memory.constants import HASH_CHUNK_BYTES
+from live_memory.errors import NotRegularFileError
 
 __all__ = [
     "DIR_FLAGS",
     "FILE_FLAGS",
     "ROOT_FLAGS",
     "FileDigest",
-    "NotRegularFileError",
     "atomic_write",
     "clean_stale_temp_files",
-    "describe_mode",
     "ensure_private_dir",
     "fsync_dir",
     "fsync_file",
@@ -65,45 +64,9 @@ ROOT_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC  # the root 
 _HAS_PREADV = hasattr(os, "preadv")
 
 
-class NotRegularFileError(OSError):
-    """Refused: the path is not a regular file (or a symbolic link stands where none is followed).
-
-    An OSError, so callers that treat "cannot read" alike need no extra clause. `mode` is the file
-    type found (st_mode bits), `kind` says it in words ("a FIFO (named pipe)", "a directory", ...),
-    `path` is the path (or, beneath a root, the leading components) concerned.
-    """
-
-    def __init__(self, path: str, mode: int, *, expected: str = "a regular file") -> None:
-        self.path = path
-        self.mode = mode
-        self.kind = describe_mode(mode)
-        super().__init__(f"'{path}' is {self.kind}, not {expected}")
-
-    @property
-    def is_link(self) -> bool:
-        return stat.S_ISLNK(self.mode)
-
-
 class FileDigest(NamedTuple):
     sha256: str  # hex digest of exactly `size` bytes
     size: int
-
-
-def describe_mode(mode: int) -> str:
-    """What a file of this st_mode is, for a message ("a FIFO (named pipe)", "a directory", ...)."""
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device file"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link (not followed)"
-    return "not a regular file"
 
 
 def _shown(path: str | os.PathLike[str]) -> str:

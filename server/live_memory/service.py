@@ -28,15 +28,16 @@ from live_memory.compaction import CompactionReport
 from live_memory.config import Settings
 from live_memory.context_window import ContextWindow
 from live_memory.dir_sync import DirectorySyncer
-from live_memory.errors import LiveMemoryError, WorkspaceLoadError
+from live_memory.errors import LiveMemoryError, SnapshotNotSaved, WorkspaceLoadError
 from live_memory.ingest import Ingestor, IngestPolicy
 from live_memory.loading import load_workspace, restore_workspace
 from live_memory.messages import ChatProvider
+from live_memory.options import changed_options
 from live_memory.records import FileEvent, IngestResult
 from live_memory.runtime import Runtime
 from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import Caps, SpendTracker
-from live_memory.store import SnapshotNotSaved, SnapshotStore
+from live_memory.store import SnapshotStore
 from live_memory.telemetry import Telemetry
 from live_memory.watcher import WorkspaceWatcher
 from live_memory.workspace import (
@@ -393,9 +394,7 @@ class WorkspaceService:
         """Swap the settings snapshot and provider; workspaces stay. Returns the changed option keys."""
         policy = await asyncio.to_thread(workspace_policy, runtime.settings)  # resolves the allowed roots
         old = self.runtime
-        changed = [k for k, v in runtime.settings.values.items() if v != old.settings.values.get(k)]
-        if runtime.settings.model != old.settings.model and "model" not in changed:
-            changed.append("model")
+        changed = [option.key for option in changed_options(old.settings, runtime.settings)]
         self.runtime = runtime
         self.policy = policy
         self._locations.clear()  # allowed roots or canonicalization may have changed

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from live_memory.dir_sync import DirectorySyncer
+from live_memory.errors import SnapshotNotSaved
 from live_memory.safe_files import (
     atomic_write,
     ensure_private_dir,
@@ -65,14 +66,6 @@ SNAPSHOT_DIR = "workspaces"
 META_MAX_BYTES = 64 * 1024
 JOURNAL_SUFFIX = ".journal"
 SUPERSEDES = "journal"  # the snapshot's field naming the journal token it supersedes
-
-
-class SnapshotNotSaved(OSError):
-    """A snapshot could not be written; `reason` says why in words an operator can act on."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def describe_write_error(exc: OSError, data_dir: Path) -> str:

@@ -30,6 +30,7 @@ from watchfiles import Change, DefaultFilter
 from watchfiles._rust_notify import RustNotify
 
 from live_memory import constants as C
+from live_memory.errors import TooManyDirectories
 from live_memory.records import EventKind, FileEvent
 from live_memory.walk import walk_paths
 
@@ -49,10 +50,6 @@ WATCHING_FAILED = "failed"
 Sink = Callable[[Path, Sequence[FileEvent]], Awaitable[None]]
 # Whether a workspace-relative path is known to the memory (only those can go stale).
 Known = Callable[[str], bool]
-
-
-class TooManyDirectories(Exception):
-    pass
 
 
 def watched_directories(root: Path, max_directories: int) -> list[str]:

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import anthropic
-import httpx
 import httpx2
 import openai
 import pytest
@@ -753,7 +752,7 @@ def test_module_runs_standalone_server_from_the_command_line() -> None:
     watcher.start()
     try:
         assert found.wait(15.0), "the standalone server did not report its address"
-        response = httpx.post(
+        response = httpx2.post(
             address[0] + "/v1/chat/completions",
             json={"model": "deepseek-chat", "messages": [{"role": "user", "content": "ping"}]},
             timeout=5.0,

@@ -7,20 +7,20 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 
 
 class Wire:
-    def __init__(self, respond: Callable[[httpx.Request], httpx.Response]) -> None:
+    def __init__(self, respond: Callable[[httpx2.Request], httpx2.Response]) -> None:
         self.respond = respond
-        self.requests: list[httpx.Request] = []
+        self.requests: list[httpx2.Request] = []
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(request)
         return self.respond(request)
 
-    def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=httpx.MockTransport(self))
+    def client(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(transport=httpx2.MockTransport(self))
 
     def body(self, index: int = 0) -> Any:
         return json.loads(self.requests[index].content)

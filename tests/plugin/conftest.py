@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -112,11 +112,11 @@ class Service:
     data_dir: Path
     provider: FakeLLM
 
-    def post(self, path: str, body: Mapping[str, Any]) -> httpx.Response:
-        return httpx.post(self.url + path, json=dict(body), timeout=WAIT_S)
+    def post(self, path: str, body: Mapping[str, Any]) -> httpx2.Response:
+        return httpx2.post(self.url + path, json=dict(body), timeout=WAIT_S)
 
-    def stats(self, cwd: Path) -> httpx.Response:
-        return httpx.get(self.url + "/stats", params={"cwd": str(cwd)}, timeout=WAIT_S)
+    def stats(self, cwd: Path) -> httpx2.Response:
+        return httpx2.get(self.url + "/stats", params={"cwd": str(cwd)}, timeout=WAIT_S)
 
     def load(self, cwd: Path) -> None:
         """Load the workspace (/notify only applies to a loaded one)."""

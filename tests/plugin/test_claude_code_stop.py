@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
@@ -79,14 +79,14 @@ def start_server(tmp_path: Path, home: Path, memory: FakeLLM) -> tuple[subproces
         server = subprocess.Popen(
             [sys.executable, "-m", "live_memory", "serve"], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path
         )
-    with httpx.Client(timeout=2.0) as client:
+    with httpx2.Client(timeout=2.0) as client:
         for _ in range(int(WAIT_S / 0.05)):
             if server.poll() is not None:
                 raise AssertionError("the server exited: " + log.read_text(errors="replace"))
             try:
                 if client.get(f"http://127.0.0.1:{port}/health").status_code == 200:
                     return server, log, port
-            except httpx.HTTPError:
+            except httpx2.HTTPError:
                 threading.Event().wait(0.05)  # polling a child's readiness, bounded by the loop
     server.kill()
     raise AssertionError("the server did not answer /health in time")

@@ -1,6 +1,6 @@
 """The Anthropic Messages adapter: the request layout, response parsing, usage and failures.
 
-Wire-level units run the official SDK over `httpx.MockTransport`; two tests use the fake provider's
+Wire-level units run the official SDK over `httpx2.MockTransport`; two tests use the fake provider's
 cache simulation over loopback."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 from live_memory.constants import ANTHROPIC_API_VERSION
@@ -78,7 +78,7 @@ class Wire(BaseWire):
 
 def replying(status: int = 200, **body: Any) -> Wire:
     payload = message_json(**body) if status == 200 else body
-    return Wire(lambda _request: httpx.Response(status, json=payload))
+    return Wire(lambda _request: httpx2.Response(status, json=payload))
 
 
 async def ask(wire: Wire, chat_request: ChatRequest | None = None, **credential: Any) -> Any:
@@ -294,8 +294,8 @@ async def test_a_rejected_subscription_credential_says_how_to_configure_a_key() 
 
 
 async def test_a_refused_connection_is_a_retryable_timeout_naming_the_provider() -> None:
-    def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("connection refused", request=request)
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused", request=request)
 
     with pytest.raises(ProviderTimeoutError, match=r"^anthropic: connection failed") as caught:
         await ask(Wire(refuse))
@@ -314,11 +314,11 @@ async def test_a_renewable_credential_goes_through_the_sdk_and_fails_like_a_stat
     assert answer.text == "ok"
     assert wire.requests[0].headers["authorization"] == "Bearer oat-1"  # the SDK's token flow sent it
 
-    def time_out(request: httpx.Request) -> httpx.Response:
-        raise httpx.ReadTimeout("no answer", request=request)
+    def time_out(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ReadTimeout("no answer", request=request)
 
-    def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("connection refused", request=request)
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused", request=request)
 
     with pytest.raises(ProviderTimeoutError, match=r"^anthropic: request timed out$"):
         await ask(Wire(time_out), credentials=oauth_token)

@@ -10,7 +10,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 from live_memory.errors import PromptTooLongError, ProviderError
@@ -80,7 +80,7 @@ def completion_json(message: dict[str, Any] | None = None, **overrides: Any) -> 
 
 def replying(status: int = 200, body: dict[str, Any] | None = None) -> Wire:
     payload = completion_json() if body is None else body
-    return Wire(lambda _request: httpx.Response(status, json=payload))
+    return Wire(lambda _request: httpx2.Response(status, json=payload))
 
 
 async def ask(

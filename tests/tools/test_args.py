@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from live_memory.tools.args import ArgumentError, Arguments
+from live_memory.errors import ArgumentError
+from live_memory.tools.args import Arguments
 
 
 def args(raw: Any, *, aliases: dict[str, str] | None = None) -> Arguments:

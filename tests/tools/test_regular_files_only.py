@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from live_memory.directory_tree import build_directory_tree
@@ -81,7 +81,7 @@ async def test_a_change_event_for_a_fifo_is_answered_at_once(
     with live_server(settings_for(fake.base_url, tmp_path / "data")) as server, releasing(fifo_workspace / "pipe"):
         _text, is_error = await ask_via_mcp(server.mcp_url, {"question": "warm up", "cwd": str(fifo_workspace)})
         assert not is_error, _text
-        async with httpx.AsyncClient(base_url=server.url, timeout=TIMEOUT_S) as client:
+        async with httpx2.AsyncClient(base_url=server.url, timeout=TIMEOUT_S) as client:
             response = await client.post("/notify", json=body)
     assert response.status_code == 200
     assert response.json()["workspace_loaded"] is True

@@ -11,10 +11,13 @@ Two uses:
 Prints exactly one status line to stderr. Exits 0 whatever happened (a hook must never fail a session), except
 with --strict: 1 when the server is not healthy at the end of the wait.
 
-Where to probe, first match wins: --url; env LIVE_MEMORY_URL; http://<host>:<port> from env LIVE_MEMORY_HOST /
-LIVE_MEMORY_PORT, else from the data dir's config.json (LIVE_MEMORY_DATA_DIR, else CLAUDE_PLUGIN_DATA, else
-$XDG_DATA_HOME/live-memory), else 127.0.0.1:7711. A wildcard host (0.0.0.0, ::) is probed on loopback. Sends
-`Authorization: Bearer $LIVE_MEMORY_AUTH_TOKEN` when that is set. Ignores proxy variables: the server is local.
+Where to probe, first match wins (the one order every client follows; docs/configuration.md, "Where clients
+find the server"): --url; env LIVE_MEMORY_URL; env CLAUDE_PLUGIN_OPTION_SERVER_URL (the plugin's `server_url`
+option); http://<host>:<port>, each from env LIVE_MEMORY_HOST / LIVE_MEMORY_PORT, else from the data dir's
+config.json (LIVE_MEMORY_DATA_DIR, else CLAUDE_PLUGIN_DATA, else $XDG_DATA_HOME/live-memory), else
+127.0.0.1:7711. `${VAR}` / `${VAR:-default}` in a URL are expanded; a trailing `/` or `/mcp` is dropped. A
+wildcard host (0.0.0.0, ::) is probed on loopback. Sends `Authorization: Bearer $LIVE_MEMORY_AUTH_TOKEN` when
+that is set. Ignores proxy variables: the server is local.
 
 Standard library only, python3 >= 3.8, never imports live_memory: `deploy/wait-for-health.py` is a byte-identical
 copy of this file and runs with any python3.
@@ -26,6 +29,7 @@ import argparse
 import http.client
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +48,13 @@ PROBE_TIMEOUT_S = 1.0
 POLL_INTERVAL_S = 0.05
 MAX_POLL_INTERVAL_S = 0.5
 _WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
+_URL_VARIABLES = ("LIVE_MEMORY_URL", "CLAUDE_PLUGIN_OPTION_SERVER_URL")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _expand(text: str, env: Mapping[str, str]) -> str:
+    """`${VAR}` / `${VAR:-default}`, one level, as Claude Code expands the plugin option's default."""
+    return _VAR.sub(lambda m: env.get(m.group(1), "") or m.group(2) or "", text)
 
 
 def _data_dir(env: Mapping[str, str]) -> Path:
@@ -64,16 +75,16 @@ def _config_file_values(env: Mapping[str, str]) -> dict[str, Any]:
 
 def server_url(env: Mapping[str, str], explicit: str = "") -> str:
     """Base URL of the server (no trailing slash), as described in the module docstring."""
-    for raw in (explicit, env.get("LIVE_MEMORY_URL", "")):
-        if raw.strip():
-            url = raw.strip().rstrip("/")
+    for raw in (explicit, *(env.get(name, "") for name in _URL_VARIABLES)):
+        url = _expand(raw.strip(), env).strip().rstrip("/")
+        if url:
             return url[: -len("/mcp")] if url.endswith("/mcp") else url
     file_values: dict[str, Any] | None = None
     values: dict[str, str] = {}
     for key in ("host", "port"):
-        raw_env = env.get(f"LIVE_MEMORY_{key.upper()}", "").strip()
-        if raw_env:
-            values[key] = raw_env
+        name = f"LIVE_MEMORY_{key.upper()}"
+        if name in env:  # set, even empty: the server reads it so
+            values[key] = env[name].strip()
             continue
         if file_values is None:
             file_values = _config_file_values(env)

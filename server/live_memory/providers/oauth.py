@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
+import httpx2
 
 from live_memory.constants import (
     OAUTH_CLIENT_ID,
@@ -130,7 +130,7 @@ class SubscriptionCredential:
             "refresh_token": stale.refresh_token,
             "client_id": OAUTH_CLIENT_ID,
         }
-        async with httpx.AsyncClient(timeout=15.0) as client:
+        async with httpx2.AsyncClient(timeout=15.0) as client:
             response = await client.post(self._token_url, json=body)
         if response.status_code != 200:
             raise AuthError(

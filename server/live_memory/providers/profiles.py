@@ -13,17 +13,20 @@ another provider's key by accident.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias, get_args
 
 from live_memory.providers.catalog import provider_data
 
 Protocol = Literal["anthropic", "openai"]
 CacheStyle = Literal["explicit", "implicit", "none"]
+# The rows' names, in table order: the `provider` option's choices (a row per name, checked below).
+ProviderName: TypeAlias = Literal["anthropic", "openai", "deepseek", "openrouter", "ollama", "gateway"]
+PROVIDER_NAMES: tuple[ProviderName, ...] = get_args(ProviderName)
 
 
 @dataclass(frozen=True)
 class ProviderProfile:
-    name: str
+    name: ProviderName
     protocol: Protocol
     base_url: str
     default_model: str
@@ -65,7 +68,10 @@ def _by_model(rows: list[dict[str, Any]]) -> tuple[tuple[str, int], ...]:
 
 _DATA = provider_data()
 
-PROFILES: dict[str, ProviderProfile] = {row["name"]: _profile(row) for row in _DATA["profiles"]}
+PROFILES: dict[ProviderName, ProviderProfile] = {p.name: p for p in map(_profile, _DATA["profiles"])}
+
+if tuple(PROFILES) != PROVIDER_NAMES:
+    raise TypeError(f"provider rows {tuple(PROFILES)} differ from ProviderName {PROVIDER_NAMES} (one row per name)")
 
 # Context sizes of well-known models, by substring of the model id (first match wins).
 MODEL_CONTEXT_TOKENS: tuple[tuple[str, int], ...] = _by_model(_DATA["model_context_tokens"])

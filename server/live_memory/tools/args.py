@@ -9,11 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from live_memory.errors import ArgumentError
+
 __all__ = ["ArgumentError", "Arguments"]
-
-
-class ArgumentError(ValueError):
-    """A tool argument is missing or malformed; the message names it and the fix."""
 
 
 class Arguments:

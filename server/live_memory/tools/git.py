@@ -25,10 +25,10 @@ from live_memory.constants import (
     GIT_SEARCH_DEFAULT_COUNT,
     GIT_SEARCH_MAX_COUNT,
 )
-from live_memory.errors import JailRefusal
+from live_memory.errors import ArgumentError, GitFailure, JailRefusal
 from live_memory.jail import Jail
 from live_memory.subproc import ProcessResult, child_env, run_bounded
-from live_memory.tools.args import ArgumentError, Arguments
+from live_memory.tools.args import Arguments
 from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, resolve_path
 from live_memory.tools.search import WITHHELD
 
@@ -49,10 +49,6 @@ _GIT_PREFIX = (
     "-c",
     "diff.external=",
 )
-
-
-class GitFailure(Exception):
-    """git could not answer; the message is for the model."""
 
 
 async def _git(ctx: ToolContext, *args: str, max_bytes: int = GIT_MAX_RAW_BYTES) -> ProcessResult:

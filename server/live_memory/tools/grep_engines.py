@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 
 from live_memory.constants import GREP_MAX_COLUMNS, GREP_MAX_RAW_BYTES
-from live_memory.globs import GlobError, compile_path_glob
+from live_memory.errors import GlobError, GrepError
+from live_memory.globs import compile_path_glob
 from live_memory.subproc import run_bounded
 from live_memory.tools.context import ToolContext
 from live_memory.tools.listing import GIT_EXCLUDE, ripgrep_base_args
@@ -44,10 +45,6 @@ __all__ = [
     "ripgrep_argv",
     "ripgrep_grep",
 ]
-
-
-class GrepError(Exception):
-    """The search could not run as asked (a bad regex); the message is for the model."""
 
 
 @dataclass(frozen=True)

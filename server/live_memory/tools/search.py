@@ -25,10 +25,10 @@ from live_memory.constants import (
     LISTING_MAX_LIMIT,
     MAX_PATH_CHARS,
 )
-from live_memory.errors import JailRefusal
-from live_memory.globs import GlobError, PathGlob, compile_path_glob, has_glob_magic
+from live_memory.errors import ArgumentError, GlobError, GrepError, JailRefusal
+from live_memory.globs import PathGlob, compile_path_glob, has_glob_magic
 from live_memory.jail import show_path
-from live_memory.tools.args import ArgumentError, Arguments
+from live_memory.tools.args import Arguments
 from live_memory.tools.context import (
     Resolved,
     ToolContext,
@@ -38,7 +38,7 @@ from live_memory.tools.context import (
     resolve_existing,
     resolve_path,
 )
-from live_memory.tools.grep_engines import GrepError, GrepHits, GrepQuery, ripgrep_grep
+from live_memory.tools.grep_engines import GrepHits, GrepQuery, ripgrep_grep
 from live_memory.tools.listing import FileListing, list_files, listing_text
 from live_memory.tools.recheck import Recheck
 

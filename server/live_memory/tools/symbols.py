@@ -33,13 +33,13 @@ from live_memory.constants import (
     SYMBOL_NAME_MAX_CHARS,
     SYMBOL_SCAN_MAX_FILES,
 )
-from live_memory.errors import JailRefusal
+from live_memory.errors import ArgumentError, GrepError, JailRefusal
 from live_memory.jail import show_path
 from live_memory.safe_files import read_prefix
 from live_memory.symbol_index import SymbolHit, SymbolIndex
-from live_memory.tools.args import ArgumentError, Arguments
+from live_memory.tools.args import Arguments
 from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, opened_off_loop
-from live_memory.tools.grep_engines import GrepError, GrepHits, GrepQuery, ripgrep_grep
+from live_memory.tools.grep_engines import GrepHits, GrepQuery, ripgrep_grep
 from live_memory.tools.recheck import Recheck
 
 __all__ = ["run_find_symbol"]
