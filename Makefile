@@ -50,13 +50,13 @@ bench: $(DEV_STAMP)
 docs: $(DEV_STAMP)
 	$(BIN)/python -m live_memory.config_docs > docs/configuration.md
 
-# deploy/ holds copies of the package's templates (the source of truth `live-memory service install` writes
-# from), for people who install by hand; a test fails when a copy differs.
-TEMPLATES := server/live_memory/deploy_templates
+# deploy/ holds links to the package's templates (the source of truth `live-memory service install` writes
+# from), for people who install by hand: one copy of each file, whichever way it is reached.
+TEMPLATES := ../server/live_memory/deploy_templates
 deploy-files:
-	cp $(TEMPLATES)/live-memory.service $(TEMPLATES)/live-memory.user.service $(TEMPLATES)/live-memory.env.example deploy/
-	cp $(TEMPLATES)/wait_for_health.py deploy/wait-for-health.py
-	chmod +x deploy/wait-for-health.py
+	for name in live-memory.service live-memory.user.service live-memory.env.example; do \
+		ln -sfn $(TEMPLATES)/$$name deploy/$$name; done
+	ln -sfn $(TEMPLATES)/wait_for_health.py deploy/wait-for-health.py
 
 fake-provider: $(DEV_STAMP)
 	$(BIN)/python -m tests.fakes.llm_server --port 8089

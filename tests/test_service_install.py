@@ -1,5 +1,5 @@
 """Service packaging: systemd units rendered and installed from the packaged templates, the env file, the
-deploy/ copies, and the /health waiter (deploy/wait-for-health.py) as a real subprocess against real sockets."""
+deploy/ links, and the /health waiter (deploy/wait-for-health.py) as a real subprocess against real sockets."""
 
 from __future__ import annotations
 
@@ -364,10 +364,10 @@ def test_rendered_units_pass_systemd_analyze_verify(tmp_path: Path, venv_bin: Pa
 
 
 @pytest.mark.parametrize(("deploy_name", "package_name"), sorted(DEPLOY_COPIES.items()))
-def test_deploy_copies_are_identical_to_the_package_templates(deploy_name: str, package_name: str) -> None:
-    source = TEMPLATES_DIR / package_name
-    copy = REPO / "deploy" / deploy_name
-    assert copy.read_bytes() == source.read_bytes(), "deploy/ is generated from the templates: run `make deploy-files`"
+def test_deploy_files_are_links_to_the_package_templates(deploy_name: str, package_name: str) -> None:
+    link = REPO / "deploy" / deploy_name
+    assert link.is_symlink(), "deploy/ is generated from the templates: run `make deploy-files`"
+    assert link.resolve() == (TEMPLATES_DIR / package_name).resolve()
 
 
 def test_every_template_is_found_through_the_package() -> None:
