@@ -48,7 +48,7 @@ bench: $(DEV_STAMP)
 	$(BIN)/python -m bench.report
 
 docs: $(DEV_STAMP)
-	$(BIN)/python -m live_memory.config_docs > docs/configuration.md
+	$(BIN)/python -m live_memory.cli.config_docs > docs/configuration.md
 
 # deploy/ holds links to the package's templates (the source of truth `live-memory service install` writes
 # from), for people who install by hand: one copy of each file, whichever way it is reached.

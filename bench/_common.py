@@ -167,7 +167,7 @@ def _serve(spec: dict[str, Any], conn: Any, stop: Any) -> None:
         _use_checkout(spec["src"])
     from tests.fakes.live_server import LiveServer, settings_for
 
-    from live_memory.app import create_app
+    from live_memory.http.app import create_app
 
     logging.basicConfig(level=logging.WARNING)  # before the app: the MCP SDK would configure INFO
     try:
@@ -296,7 +296,7 @@ def server_process(
     """Serve Live Memory (settings as `settings_for`) in a spawned child process; yields its URL and pid.
     `src`: serve another checkout of the server instead (a baseline measured in the same run).
 
-    The listening socket is made like `tests.fakes.live_server.LiveServer` (and `live_memory.cli.bind_socket`)
+    The listening socket is made like `tests.fakes.live_server.LiveServer` (and `live_memory.cli.main.bind_socket`)
     make it: with IPPROTO_TCP, so asyncio sets TCP_NODELAY on accepted connections. `tcp_nodelay=True`
     also sets it on the listener (no difference on Linux since that fix; kept for comparisons).
     `profile_dir`: profile the child (see `child_process`).

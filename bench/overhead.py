@@ -109,9 +109,9 @@ def echo_app() -> Any:
     """A minimal MCP server: one echo tool, served like Live Memory's endpoint (stateless, same security)."""
     from mcp.server.mcpserver import MCPServer
 
-    from live_memory.app import transport_security
     from live_memory.constants import MCP_PATH
-    from live_memory.security import SecurityPolicy
+    from live_memory.http.app import transport_security
+    from live_memory.http.security import SecurityPolicy
 
     mcp = MCPServer(name="echo")
 

@@ -34,7 +34,7 @@ class FileClock:
 
 
 def main() -> int:
-    from live_memory import cli
+    from live_memory.cli import main as cli
     from live_memory.config import load_settings
 
     settings = load_settings()

@@ -11,7 +11,7 @@ Method
       (forked windows, `max_parallel_queries` = 4, the default);
     - `1 workspace, serial`: the same, with `concurrency` = serial (one question at a time, FIFO);
     - `20 workspaces, TCP_NODELAY`: the first configuration again with TCP_NODELAY set on the server's
-      listening socket. As shipped (like `live_memory.cli.bind_socket`) the listener is made without it,
+      listening socket. As shipped (like `live_memory.cli.main.bind_socket`) the listener is made without it,
       so asyncio leaves Nagle on and keep-alive responses written in two pieces wait ~40 ms for the
       client's delayed ACK; this row shows what the one-line fix would give.
     Every caller asks QUESTIONS_PER_CALLER questions per round (80 per round), ROUNDS rounds on the same

@@ -41,7 +41,7 @@ atexit.register(gc.freeze)
 # checkout is fresh, cached in .hypothesis/ after).
 ONE_WORKER_MODULES = {
     "tests/test_bench_session_bill.py": "session-bill",
-    "tests/test_security.py": "hypothesis",
+    "tests/http/test_security.py": "hypothesis",
     "tests/test_workspace.py": "hypothesis",
 }
 

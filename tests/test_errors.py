@@ -25,10 +25,10 @@ from live_memory.errors import (
     RateLimitedError,
     WorkspaceLoadError,
 )
-from live_memory.jobs import JobRegistry
-from live_memory.mcp_tools import build_mcp_server
+from live_memory.http.jobs import JobRegistry
+from live_memory.http.mcp_tools import build_mcp_server
+from live_memory.http.shutdown import StopSignal
 from live_memory.messages import ChatProvider, ChatRequest, ChatResponse
-from live_memory.shutdown import StopSignal
 from tests.fakes.engine import engine_for
 from tests.fakes.scripted_provider import ScriptedProvider
 

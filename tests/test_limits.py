@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from tests.cli.test_main import cli_env
 from tests.fakes.ports import free_port
-from tests.test_cli import cli_env
 
 FD_LIMIT = 256
 IDLE_CONNECTIONS = 300
@@ -111,7 +111,7 @@ def limits_table() -> str:
     from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 
     from live_memory import constants as C
-    from live_memory.http_bodies import SMALL_BODY_BYTES
+    from live_memory.http.bodies import SMALL_BODY_BYTES
 
     rows = [
         ("question length", f"{C.MAX_QUESTION_CHARS:,} characters", "refused with a clear error"),

@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from live_memory.jobs import JobRegistry
-from live_memory.mcp_tools import build_mcp_server
+from live_memory.http.jobs import JobRegistry
+from live_memory.http.mcp_tools import build_mcp_server
+from live_memory.http.shutdown import StopSignal
 from live_memory.messages import ChatRequest, ChatResponse
-from live_memory.shutdown import StopSignal
 from tests.fakes.engine import engine_for
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 

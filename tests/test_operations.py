@@ -13,7 +13,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from live_memory.cli import main
+from live_memory.cli.main import main
 from live_memory.keep_warm import KeepWarm
 from live_memory.tools import TOOL_SCHEMAS
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for

@@ -10,9 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from live_memory.app import default_tool_factory
 from live_memory.config import Settings, load_settings
 from live_memory.errors import InputError, WorkspaceLoadError
+from live_memory.http.app import default_tool_factory
 from live_memory.ledger import LedgerFact
 from live_memory.records import FileEvent
 from live_memory.runtime import Runtime

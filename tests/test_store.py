@@ -16,11 +16,11 @@ from live_memory.errors import SnapshotNotSaved
 from live_memory.snapshot import SCHEMA_VERSION, EncodedHistory, SnapshotIn
 from live_memory.store import SnapshotStore
 from live_memory.workspace import workspace_id
+from tests.cli.test_main import ServeProcess, cli_env, openai_env
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
 from tests.fakes.ports import free_port
 from tests.fakes.repo_builder import one_file_repo
-from tests.test_cli import ServeProcess, cli_env, openai_env
 
 
 @pytest.fixture

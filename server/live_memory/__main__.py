@@ -2,6 +2,6 @@
 
 import sys
 
-from live_memory.cli import main
+from live_memory.cli.main import main
 
 sys.exit(main())

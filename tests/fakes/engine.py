@@ -11,8 +11,8 @@ from pathlib import Path
 import anyio
 
 from live_memory.answerer import Answerer
-from live_memory.app import default_tool_factory
 from live_memory.config import load_settings
+from live_memory.http.app import default_tool_factory
 from live_memory.messages import ChatProvider
 from live_memory.runtime import Runtime
 from live_memory.service import WorkspaceService

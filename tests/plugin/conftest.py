@@ -19,7 +19,7 @@ import httpx2
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from live_memory.app import create_app
+from live_memory.http.app import create_app
 from tests.fakes.live_server import LiveServer, settings_for
 from tests.fakes.llm_server import FakeLLM
 

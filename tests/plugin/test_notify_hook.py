@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from live_memory.app import create_app
+from live_memory.http.app import create_app
 from tests.fakes.live_server import LiveServer, settings_for
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.ports import free_port

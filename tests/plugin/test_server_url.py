@@ -1,4 +1,4 @@
-"""One order for where the server is. The CLI (live_memory.client), the plugin's scripts (hooks/_client.py,
+"""One order for where the server is. The CLI (live_memory.cli.client), the plugin's scripts (hooks/_client.py,
 stdlib only) and deploy/wait-for-health.py (stdlib only) each resolve it; whatever the environment and the
 data dir's config.json say, all three must land on the same URL, in the documented order."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from live_memory.client import server_url
+from live_memory.cli.client import server_url
 from live_memory.config import load_settings
 from live_memory.deploy_templates import wait_for_health
 from tests.plugin.conftest import REPO_ROOT

@@ -28,10 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from live_memory import constants as C
-from live_memory.config import load_settings
-from live_memory.deploy_templates import wait_for_health
-from live_memory.errors import ConfigError
-from live_memory.service_install import (
+from live_memory.cli.service_install import (
     ENV_TEMPLATE,
     PROVIDER_ENV,
     UNIT_NAME,
@@ -42,11 +39,14 @@ from live_memory.service_install import (
     render_unit,
     template_text,
 )
+from live_memory.config import load_settings
+from live_memory.deploy_templates import wait_for_health
+from live_memory.errors import ConfigError
 from tests.fakes.live_server import LiveServer, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.off_loop import off_loop
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = REPO / "server" / "live_memory" / "deploy_templates"
 WAIT_SCRIPT = REPO / "deploy" / "wait-for-health.py"
 # deploy/ file -> its source of truth in the package
@@ -553,7 +553,7 @@ def tmp_checkout_venv() -> Iterator[Path]:
 
     root = Path(tempfile.mkdtemp(prefix="lm-venv-", dir="/tmp"))
     bin_dir = root / "venv" / "bin"
-    make_executable(bin_dir / "live-memory", "import sys\nfrom live_memory.cli import main\nsys.exit(main())\n")
+    make_executable(bin_dir / "live-memory", "import sys\nfrom live_memory.cli.main import main\nsys.exit(main())\n")
     try:
         yield bin_dir
     finally:

@@ -13,7 +13,7 @@ from starlette.types import Message
 
 from live_memory.constants import NOTIFY_MAX_EVENTS
 from live_memory.errors import RequestError
-from live_memory.http_bodies import (
+from live_memory.http.bodies import (
     EmptyBody,
     ForgetBody,
     NotifyBody,

@@ -20,9 +20,9 @@ from live_memory import __version__
 from live_memory import constants as C
 from live_memory.answerer import Answerer, validate_question
 from live_memory.errors import LiveMemoryError
-from live_memory.jobs import JobRegistry
+from live_memory.http.jobs import JobRegistry
+from live_memory.http.shutdown import EndListens, StopSignal
 from live_memory.records import QuestionResult
-from live_memory.shutdown import EndListens, StopSignal
 
 logger = logging.getLogger(__name__)
 

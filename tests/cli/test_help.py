@@ -9,8 +9,8 @@ import re
 import pytest
 
 from live_memory import constants as C
-from live_memory.cli import build_parser
-from live_memory.cli_help import HELP
+from live_memory.cli.help import HELP
+from live_memory.cli.main import build_parser
 from live_memory.options import OPTIONS
 
 _VARIABLE = re.compile(r"\bLIVE_MEMORY_[A-Z0-9_]+\b")

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from live_memory.cli import build_parser, cmd_ask, cmd_serve, main
+from live_memory.cli.main import build_parser, cmd_ask, cmd_serve, main
 from live_memory.config import load_settings
 from live_memory.constants import SHUTDOWN_GRACE_S
 from tests.fakes.live_server import live_server, settings_for
@@ -31,7 +31,7 @@ from tests.fakes.llm_server import FakeLLM, Reply
 from tests.fakes.ports import free_port
 from tests.fakes.process_logging import restored_logging
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 COMMAND = [sys.executable, "-m", "live_memory"]
 
 

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 from starlette.types import Message
 
-from live_memory.app import create_app
 from live_memory.config import load_settings
 from live_memory.errors import ConfigError
-from live_memory.security import SecurityMiddleware, SecurityPolicy, check_bind, split_authority
+from live_memory.http.app import create_app
+from live_memory.http.security import SecurityMiddleware, SecurityPolicy, check_bind, split_authority
 from live_memory.tools import Toolbox
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply

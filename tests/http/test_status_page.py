@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from live_memory.status_page import uptime
+from live_memory.http.status_page import uptime
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM
 

@@ -17,10 +17,9 @@ from starlette.routing import Route
 
 from live_memory import __version__
 from live_memory.config import Settings, load_settings
-from live_memory.config_update import outcome, restore, shown_values, validate_changes, write_changes
 from live_memory.constants import NOTIFY_MAX_BODY_BYTES, SERVER_NAME
 from live_memory.errors import ConfigError, InputError, RequestError
-from live_memory.http_bodies import (
+from live_memory.http.bodies import (
     SMALL_BODY_BYTES,
     ConfigBody,
     EmptyBody,
@@ -30,14 +29,15 @@ from live_memory.http_bodies import (
     error,
     read_json,
 )
+from live_memory.http.config_update import outcome, restore, shown_values, validate_changes, write_changes
+from live_memory.http.metrics import collect_families, render_metrics
+from live_memory.http.stats import credential_kind, server_stats, workspace_stats
+from live_memory.http.status_page import render_status_page
 from live_memory.messages import ChatProvider
-from live_memory.metrics import collect_families, render_metrics
 from live_memory.options import OPTIONS_BY_KEY, changed_options
 from live_memory.records import FileEvent
 from live_memory.runtime import Runtime
 from live_memory.service import WorkspaceService
-from live_memory.stats import credential_kind, server_stats, workspace_stats
-from live_memory.status_page import render_status_page
 from live_memory.workspace import WorkspaceState
 
 ProviderFactory = Callable[..., ChatProvider | None]

@@ -19,7 +19,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from live_memory import constants as C
-from live_memory.connections import BoundedH11Protocol, bounded_protocol, connection_cap
+from live_memory.http.connections import BoundedH11Protocol, bounded_protocol, connection_cap
 from tests.fakes.quick_server import QuickServer
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"

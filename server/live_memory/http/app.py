@@ -37,17 +37,17 @@ from live_memory import constants as C
 from live_memory.answerer import Answerer
 from live_memory.config import Settings
 from live_memory.constants import MCP_PATH
-from live_memory.jobs import JobRegistry
+from live_memory.http.jobs import JobRegistry
+from live_memory.http.mcp_tools import build_mcp_server
+from live_memory.http.routes import build_routes
+from live_memory.http.security import SecurityMiddleware, SecurityPolicy, check_bind
+from live_memory.http.shutdown import IdleStreams, StopSignal, drain_limit_s
 from live_memory.keep_warm import KeepWarm
-from live_memory.mcp_tools import build_mcp_server
 from live_memory.messages import ChatProvider
 from live_memory.providers.factory import build_provider
-from live_memory.routes import build_routes
 from live_memory.runtime import Runtime, missing_credential_message
 from live_memory.safe_files import clean_stale_temp_files, ensure_private_dir
-from live_memory.security import SecurityMiddleware, SecurityPolicy, check_bind
 from live_memory.service import ToolFactory, WorkspaceService
-from live_memory.shutdown import IdleStreams, StopSignal, drain_limit_s
 from live_memory.store import SNAPSHOT_DIR
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from live_memory.client import (
+from live_memory.cli.client import (
     auth_headers,
     error_of,
     listen_url,

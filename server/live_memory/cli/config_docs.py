@@ -1,6 +1,6 @@
 """Render docs/configuration.md from the one options table (`options.Options`, as `options.OPTIONS`).
 
-`python -m live_memory.config_docs > docs/configuration.md` regenerates it; a test fails when the
+`python -m live_memory.cli.config_docs > docs/configuration.md` regenerates it; a test fails when the
 committed file differs, so an option cannot go undocumented.
 """
 
@@ -26,7 +26,7 @@ The data dir itself is `LIVE_MEMORY_DATA_DIR`, else `CLAUDE_PLUGIN_DATA`, else
 `$XDG_DATA_HOME/live-memory` (`~/.local/share/live-memory`); it holds `{CONFIG_FILE}`, `workspaces/*.json`
 snapshots and `spend.json`.
 
-This file is generated from `server/live_memory/options.py` by `python -m live_memory.config_docs`.
+This file is generated from `server/live_memory/options.py` by `python -m live_memory.cli.config_docs`.
 """
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.cli import main
+from live_memory.cli.main import main
 from live_memory.config import load_settings
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM

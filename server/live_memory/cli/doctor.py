@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx2
 
-from live_memory.client import auth_headers, server_url
+from live_memory.cli.client import auth_headers, server_url
 from live_memory.config import Settings, load_settings
 from live_memory.constants import MCP_PATH, SERVER_NAME
 from live_memory.errors import ConfigError, ProviderError

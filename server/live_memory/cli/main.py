@@ -25,8 +25,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from live_memory import __version__
-from live_memory.cli_help import HELP
-from live_memory.client import (
+from live_memory.cli.client import (
     ASK_START_WAIT_S,
     BROKEN_PIPE_EXIT,
     STDIN_QUESTION,
@@ -39,6 +38,7 @@ from live_memory.client import (
     wait_for_server,
     who_answers,
 )
+from live_memory.cli.help import HELP
 from live_memory.config import Settings, load_settings, write_config_value
 from live_memory.constants import (
     KEEP_ALIVE_TIMEOUT_S,
@@ -47,8 +47,8 @@ from live_memory.constants import (
     SHUTDOWN_THREAD_WAIT_S,
 )
 from live_memory.errors import ClientError, ConfigError
+from live_memory.http.security import check_bind
 from live_memory.logging_setup import configure_logging
-from live_memory.security import check_bind
 
 if TYPE_CHECKING:
     import httpx2
@@ -78,9 +78,9 @@ def cmd_serve(settings: Settings, clock: Callable[[], float] = time.monotonic) -
     monotonic clock (a replay on simulated time passes its own)."""
     import uvicorn
 
-    from live_memory.app import Timings, create_app, serve_until_stopped
-    from live_memory.connections import bounded_protocol, connection_cap
-    from live_memory.shutdown import drain_limit_s
+    from live_memory.http.app import Timings, create_app, serve_until_stopped
+    from live_memory.http.connections import bounded_protocol, connection_cap
+    from live_memory.http.shutdown import drain_limit_s
 
     check_bind(settings.host, settings.auth_token)
     try:
@@ -316,7 +316,7 @@ def cmd_ledger(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from live_memory.doctor import run_doctor  # imports the provider SDKs: only when needed
+    from live_memory.cli.doctor import run_doctor  # imports the provider SDKs: only when needed
 
     checks = run_doctor(os.environ, Path(args.plugin_dir) if args.plugin_dir else None, round_trip=not args.offline)
     for check in checks:
@@ -327,7 +327,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_install_service(args: argparse.Namespace) -> int:
-    from live_memory.service_install import current_executable, install_service, plan_install
+    from live_memory.cli.service_install import current_executable, install_service, plan_install
 
     where = {
         "executable": current_executable(),
@@ -353,7 +353,7 @@ def ask_as_command(settings: Settings, question: str, repo: Path) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from live_memory.demo import run_demo
+    from live_memory.cli.demo import run_demo
 
     return run_demo(ask_as_command, Path(args.repo) if args.repo else None)
 

@@ -121,7 +121,7 @@ def script_reply(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
 def default_repo() -> Path | None:
     """The checkout this package was installed from (an editable install or a source tree), else the
     repository around the current directory, if either holds the demo's file."""
-    here = Path(__file__).resolve().parents[2]
+    here = Path(__file__).resolve().parents[3]
     candidates = [here, *[p for p in (Path.cwd(), *Path.cwd().parents) if (p / ".git").exists()][:1]]
     for candidate in candidates:
         if (candidate / DEMO_FILE).is_file():
@@ -157,7 +157,7 @@ def server_env(model_url: str, port: int, data_dir: Path, repo: Path) -> dict[st
 
 def wait_until_serving(url: str, process: subprocess.Popen[bytes], timeout_s: float) -> str | None:
     """None once Live Memory answers /health at `url`; else why not (the server exited, or the bound passed)."""
-    from live_memory.client import probe_client, who_answers
+    from live_memory.cli.client import probe_client, who_answers
 
     deadline = time.monotonic() + timeout_s
     with probe_client() as client:

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.cli import main
-from live_memory.demo import DEMO_FILE
+from live_memory.cli.demo import DEMO_FILE
+from live_memory.cli.main import main
 from tests.fakes.process_logging import restored_logging
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "server" / "live_memory"
 # The demo and what it runs on: a plain `pip install .` must be enough.
-DEMO_MODULES = [PACKAGE / "demo.py", *sorted((PACKAGE / "testing").glob("*.py"))]
+DEMO_MODULES = [PACKAGE / "cli" / "demo.py", *sorted((PACKAGE / "testing").glob("*.py"))]
 
 
 def test_demo_answers_first_by_reading_a_file_then_from_memory_and_stops_everything(

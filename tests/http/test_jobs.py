@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from live_memory.errors import BusyError, InputError, LiveMemoryError
-from live_memory.jobs import RUNNING, JobRegistry
+from live_memory.http.jobs import RUNNING, JobRegistry
 
 
 class Clock:

@@ -13,7 +13,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from live_memory.constants import SHUTDOWN_DRAIN_MARGIN_S
-from live_memory.shutdown import LISTEN_METHOD, EndListens, IdleStreams, StopSignal, drain_limit_s
+from live_memory.http.shutdown import LISTEN_METHOD, EndListens, IdleStreams, StopSignal, drain_limit_s
 
 
 async def test_begin_runs_every_step_once_even_when_one_fails() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from live_memory.app import create_app
+from live_memory.http.app import create_app
 from tests.fakes.live_server import settings_for
 
 
