@@ -156,30 +156,20 @@ class ReadLog:
         self.rereads += int(first < task)
 
 
+@dataclass(eq=False)
 class Context:
     """One client conversation: prefix + messages, requests through a cache simulation into a ledger."""
 
-    def __init__(
-        self,
-        actor: str,
-        prefix: Prefix,
-        cache: CacheSim,
-        ledger: Ledger,
-        clock: VirtualClock,
-        step_s: float,
-        *,
-        limit_tokens: int = CONTEXT_LIMIT_TOKENS,
-    ) -> None:
-        self.actor = actor
-        self.prefix = prefix
-        self.cache = cache
-        self.ledger = ledger
-        self.clock = clock
-        self.step_s = step_s
-        self.limit_tokens = limit_tokens
-        self.messages: list[Block] = []
-        self.fit = 0  # blocks in the last request that fit
-        self.compactions = 0
+    actor: str
+    prefix: Prefix
+    cache: CacheSim
+    ledger: Ledger
+    clock: VirtualClock
+    step_s: float
+    limit_tokens: int = field(default=CONTEXT_LIMIT_TOKENS, kw_only=True)
+    messages: list[Block] = field(default_factory=list, init=False)
+    fit: int = field(default=0, init=False)  # blocks in the last request that fit
+    compactions: int = field(default=0, init=False)
 
     def blocks(self) -> list[Block]:
         return [*self.prefix.tools, *self.prefix.system, *self.prefix.context, *self.messages]
