@@ -2,7 +2,10 @@
 
 - `percentile` / `latency_summary`: nearest-rank percentiles of a sample (no interpolation, so a p99
   over 100 samples is the 99th smallest value actually observed).
-- `write_results` / `print_table` / `load_note`: the common output shape, `bench/results/<name>.json`.
+- `cumulative` / `first_index_staying_below`: running totals of a cost series and where one series stays
+  below another (the break-even point).
+- `write_results` / `save_results` / `print_table` / `warn_if_busy`: the common output shape,
+  `bench/results/<name>.json`.
 - `McpAsker`: one official MCP client session (`mcp` + `httpx2`) reused for many `ask_live_memory` calls.
 - `server_process`: the real Live Memory app under uvicorn in a *child process* (spawned, so it has its
   own interpreter and GIL). Throughput benchmarks use it so that the load generator and the fake provider
@@ -66,6 +69,27 @@ def latency_summary(samples_ms: Sequence[float], digits: int = 2) -> dict[str, f
     }
 
 
+def cumulative(values: Sequence[float]) -> list[float]:
+    """Running totals of `values`, each rounded to 6 places (the sum itself is not rounded)."""
+    out: list[float] = []
+    total = 0.0
+    for value in values:
+        total += value
+        out.append(round(total, 6))
+    return out
+
+
+def first_index_staying_below(ours: Sequence[float], theirs: Sequence[float]) -> int | None:
+    """The first index from which `ours` is below `theirs` at every later index too; None when `ours` ends
+    at or above `theirs`."""
+    start: int | None = None
+    for index in range(len(ours) - 1, -1, -1):
+        if ours[index] >= theirs[index]:
+            break
+        start = index
+    return start
+
+
 # -- output --------------------------------------------------------------------------------------------
 def write_results(name: str, figures: Mapping[str, Any]) -> Path:
     """Write `bench/results/<name>.json` (indented, trailing newline) and return its path."""
@@ -73,6 +97,11 @@ def write_results(name: str, figures: Mapping[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(figures, indent=2) + "\n")
     return path
+
+
+def save_results(name: str, figures: Mapping[str, Any]) -> None:
+    """`write_results`, then say where: the last line a benchmark's run prints."""
+    print(f"\nwrote {write_results(name, figures)}")
 
 
 def _cell(value: Any) -> str:
@@ -100,12 +129,11 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: st
         print(line(row))
 
 
-def load_note() -> str | None:
-    """A warning when the machine is busy (figures get noisy), else None."""
+def warn_if_busy() -> None:
+    """Print a warning when the machine is busy (figures get noisy)."""
     load = os.getloadavg()[0]
     if load > 1.0:
-        return f"note: load average {load:.1f} on {os.cpu_count()} cores; figures will be noisy"
-    return None
+        print(f"note: load average {load:.1f} on {os.cpu_count()} cores; figures will be noisy", flush=True)
 
 
 # -- MCP client ----------------------------------------------------------------------------------------

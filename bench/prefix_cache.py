@@ -95,12 +95,12 @@ from tests.fakes.llm_server import (
 from bench._common import (
     McpAsker,
     content_text,
-    load_note,
     print_table,
+    save_results,
     scripted_ledger,
     summary_request,
     system_text,
-    write_results,
+    warn_if_busy,
 )
 from bench.tools_bench import django_repo
 from live_memory.constants import COMPACTION_THRESHOLD
@@ -924,9 +924,7 @@ def simulate(name: str, questions: int) -> dict[str, Any]:
 
 
 def main(questions: int = QUESTIONS) -> dict[str, Any]:
-    note = load_note()
-    if note:
-        print(note, flush=True)
+    warn_if_busy()
     steps = build_script(candidate_files(django_repo()), questions)
     digest = hashlib.sha256(repr(steps).encode()).hexdigest()[:16]
     figures: dict[str, Any] = {
@@ -1001,8 +999,7 @@ def main(questions: int = QUESTIONS) -> dict[str, Any]:
             print(f"  WARNING: only {lm['compactions']} compactions (wanted >= {MIN_COMPACTIONS})")
         if lm["errors"] or lm["plan_mismatches"]:
             print(f"  WARNING: {lm['errors']} errors, {lm['plan_mismatches']} questions deviated from their tool plan")
-    path = write_results(NAME, figures)
-    print(f"\nwrote {path}")
+    save_results(NAME, figures)
     return figures
 
 
