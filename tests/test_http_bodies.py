@@ -12,15 +12,7 @@ from starlette.requests import Request
 from starlette.types import Message
 
 from live_memory.constants import NOTIFY_MAX_EVENTS
-from live_memory.http_bodies import (
-    EmptyBody,
-    ForgetBody,
-    NotifyBody,
-    RequestError,
-    WorkspaceBody,
-    error,
-    read_json,
-)
+from live_memory.http_bodies import EmptyBody, ForgetBody, NotifyBody, RequestError, WorkspaceBody, error, read_json
 
 JSON = "application/json"
 
