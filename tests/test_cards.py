@@ -195,17 +195,24 @@ impl Point {
 pub trait Shape { fn area(&self) -> f64; }
 """
 
-_Row = tuple[str, str, int, int, int]
+
+def _outline(card: FileCard) -> str:
+    """`_table` as text: a line per definition, indented two spaces per level of nesting."""
+    return "".join(f"{'  ' * depth}{kind} {name} {start}-{end}\n" for kind, name, start, end, depth in _table(card))
 
 
 @pytest.mark.parametrize(
-    ("path", "source", "table", "references", "signatures"),
+    ("path", "source", "outline", "references", "signatures"),
     [
         pytest.param(
             "lib/queue.js",
             _JAVASCRIPT,
-            [("variable", "MAX", 1, 1, 0), ("class", "Queue", 2, 4, 0), ("method", "Queue.push", 3, 3, 1)]
-            + [("function", "ids", 5, 5, 0)],
+            """\
+variable MAX 1-1
+class Queue 2-4
+  method Queue.push 3-3
+function ids 5-5
+""",
             {"Queue", "MAX", "items"},
             {},
             id="javascript-functions-classes-methods-and-top-level-constants",
@@ -213,8 +220,12 @@ _Row = tuple[str, str, int, int, int]
         pytest.param(
             "server.go",
             _GO,
-            [("struct", "Server", 3, 5, 0), ("interface", "Runner", 7, 9, 0)]
-            + [("method", "Server.Run", 11, 13, 0), ("function", "New", 15, 15, 0)],
+            """\
+struct Server 3-5
+interface Runner 7-9
+method Server.Run 11-13
+function New 15-15
+""",
             set(),
             {"Server.Run": "func (s *Server) Run() error"},  # qualified by its receiver
             id="go-methods-qualified-by-receiver-and-types-say-what-they-are",
@@ -222,8 +233,13 @@ _Row = tuple[str, str, int, int, int]
         pytest.param(
             "src/lib.rs",
             _RUST,
-            [("struct", "Point", 1, 1, 0), ("impl", "Point", 2, 4, 0), ("method", "Point.new", 3, 3, 1)]
-            + [("trait", "Shape", 5, 5, 0), ("method", "Shape.area", 5, 5, 1)],  # impl blocks hold their methods
+            """\
+struct Point 1-1
+impl Point 2-4
+  method Point.new 3-3
+trait Shape 5-5
+  method Shape.area 5-5
+""",
             {"Point"},  # `impl Point` and `Point { x }` use the struct
             {"Shape.area": "fn area(&self) -> f64"},  # not the rest of the line
             id="rust-impl-blocks-hold-their-methods",
@@ -231,10 +247,10 @@ _Row = tuple[str, str, int, int, int]
     ],
 )
 def test_a_card_outlines_each_language_with_qualified_names(
-    path: str, source: str, table: list[_Row], references: set[str], signatures: dict[str, str]
+    path: str, source: str, outline: str, references: set[str], signatures: dict[str, str]
 ) -> None:
     card = build_card(path, source)
-    assert _table(card) == table
+    assert _outline(card) == outline
     assert references <= card.references
     assert {d.qualified: d.signature for d in card.definitions if d.qualified in signatures} == signatures
 
