@@ -222,6 +222,8 @@ def workload(
 
 @dataclass(frozen=True)
 class EditOp:
+    """A Claude Code Edit call: in `path`, `old` (old_string) becomes `new` (new_string)."""
+
     path: str
     old: str
     new: str
