@@ -7,6 +7,7 @@
 - `write_results` / `save_results` / `print_table` / `warn_if_busy`: the common output shape,
   `bench/results/<name>.json`.
 - `McpAsker`: one official MCP client session (`mcp` + `httpx2`) reused for many `ask_live_memory` calls.
+- `scripted_settings`: the in-process server a scripted session (prefix_cache, savings) drives.
 - `server_process`: the real Live Memory app under uvicorn in a *child process* (spawned, so it has its
   own interpreter and GIL). Throughput benchmarks use it so that the load generator and the fake provider
   do not share a GIL with the server they measure; the child serves `create_app(settings_for(...))` with
@@ -32,8 +33,9 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
+from live_memory.config import Settings
 from live_memory.prompts import (
     FOLD_PREAMBLE,
     FROZEN_LEDGER_POINTER,
@@ -339,6 +341,37 @@ def server_process(
     }
     with child_process(_serve, spec, "live-memory-bench-server", profile_dir=profile_dir) as (url, pid):
         yield ChildServer(url, pid)
+
+
+class ServedModel(Protocol):
+    """What a scripted benchmark's setup names for the server: wire protocol, provider profile, model."""
+
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+
+def scripted_settings(fake_base_url: str, data_dir: Path, served: ServedModel, max_context_tokens: int) -> Settings:
+    """The server a scripted session drives, in process: `served` on the fake provider with a
+    `max_context_tokens` window; it summarizes whenever a compaction is due (no minimum interval) and runs
+    no OS watcher (the script reports its own edits through /notify)."""
+    from tests.fakes.live_server import settings_for
+
+    return settings_for(
+        fake_base_url,
+        data_dir,
+        protocol=served.protocol,
+        provider=served.provider,
+        model=served.model,
+        max_context_tokens=max_context_tokens,
+        distill_min_interval_s=0,
+        watch="false",
+    )
 
 
 # The fake summarizers (the scripted sessions' and the session bill's) and their answers' form.

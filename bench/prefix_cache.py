@@ -81,7 +81,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx
-from tests.fakes.live_server import live_server, settings_for
+from tests.fakes.live_server import live_server
 from tests.fakes.llm_server import (
     CacheRules,
     FakeLLM,
@@ -98,6 +98,7 @@ from bench._common import (
     print_table,
     save_results,
     scripted_ledger,
+    scripted_settings,
     summary_request,
     system_text,
     warn_if_busy,
@@ -451,16 +452,7 @@ def run_live_memory(simulation: Simulation, steps: Sequence[Step], pristine: Pat
     started = time.perf_counter()
     with FakeLLM(cache_rules=simulation.rules, model=simulation.model) as fake:
         fake.responder = model
-        settings = settings_for(
-            fake.base_url,
-            tmp / f"data-{simulation.name}",
-            protocol=simulation.protocol,
-            provider=simulation.provider,
-            model=simulation.model,
-            max_context_tokens=BUDGET_TOKENS,
-            distill_min_interval_s=0,
-            watch="false",
-        )
+        settings = scripted_settings(fake.base_url, tmp / f"data-{simulation.name}", simulation, BUDGET_TOKENS)
         with live_server(settings) as server:
             records, stats, ignored = asyncio.run(drive(server.url, server.mcp_url, repo, steps, fake))
         requests = list(fake.requests)

@@ -83,7 +83,7 @@ from typing import Any, Literal
 import anthropic
 import httpx
 import openai
-from tests.fakes.live_server import live_server, settings_for
+from tests.fakes.live_server import live_server
 from tests.fakes.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
 
 from bench._common import (
@@ -94,6 +94,7 @@ from bench._common import (
     print_table,
     save_results,
     scripted_ledger,
+    scripted_settings,
     summary_request,
     warn_if_busy,
 )
@@ -819,16 +820,7 @@ def run_setup(name: str) -> dict[str, Any]:
             for session in range(SESSIONS):
                 if session:
                     clock.advance(SESSION_GAP_S)
-                settings = settings_for(
-                    lm_fake.base_url,
-                    tmp / "data",
-                    protocol=setup.protocol,
-                    provider=setup.provider,
-                    model=setup.model,
-                    max_context_tokens=BUDGET_TOKENS,
-                    distill_min_interval_s=0,
-                    watch="false",
-                )
+                settings = scripted_settings(lm_fake.base_url, tmp / "data", setup, BUDGET_TOKENS)
                 chunk = steps[session * PER_SESSION : (session + 1) * PER_SESSION]
                 with live_server(settings) as server:
                     session_records, stats = asyncio.run(
