@@ -2,8 +2,12 @@
 
 - `percentile` / `latency_summary`: nearest-rank percentiles of a sample (no interpolation, so a p99
   over 100 samples is the 99th smallest value actually observed).
-- `write_results` / `print_table` / `load_note`: the common output shape, `bench/results/<name>.json`.
+- `cumulative` / `first_index_staying_below`: running totals of a cost series and where one series stays
+  below another (the break-even point).
+- `write_results` / `save_results` / `print_table` / `warn_if_busy`: the common output shape,
+  `bench/results/<name>.json`.
 - `McpAsker`: one official MCP client session (`mcp` + `httpx2`) reused for many `ask_live_memory` calls.
+- `scripted_settings`: the in-process server a scripted session (prefix_cache, savings) drives.
 - `server_process`: the real Live Memory app under uvicorn in a *child process* (spawned, so it has its
   own interpreter and GIL). Throughput benchmarks use it so that the load generator and the fake provider
   do not share a GIL with the server they measure; the child serves `create_app(settings_for(...))` with
@@ -29,8 +33,9 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
+from live_memory.config import Settings
 from live_memory.prompts import (
     FOLD_PREAMBLE,
     FROZEN_LEDGER_POINTER,
@@ -66,6 +71,27 @@ def latency_summary(samples_ms: Sequence[float], digits: int = 2) -> dict[str, f
     }
 
 
+def cumulative(values: Sequence[float]) -> list[float]:
+    """Running totals of `values`, each rounded to 6 places (the sum itself is not rounded)."""
+    out: list[float] = []
+    total = 0.0
+    for value in values:
+        total += value
+        out.append(round(total, 6))
+    return out
+
+
+def first_index_staying_below(ours: Sequence[float], theirs: Sequence[float]) -> int | None:
+    """The first index from which `ours` is below `theirs` at every later index too; None when `ours` ends
+    at or above `theirs`."""
+    start: int | None = None
+    for index in range(len(ours) - 1, -1, -1):
+        if ours[index] >= theirs[index]:
+            break
+        start = index
+    return start
+
+
 # -- output --------------------------------------------------------------------------------------------
 def write_results(name: str, figures: Mapping[str, Any]) -> Path:
     """Write `bench/results/<name>.json` (indented, trailing newline) and return its path."""
@@ -73,6 +99,11 @@ def write_results(name: str, figures: Mapping[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(figures, indent=2) + "\n")
     return path
+
+
+def save_results(name: str, figures: Mapping[str, Any]) -> None:
+    """`write_results`, then say where: the last line a benchmark's run prints."""
+    print(f"\nwrote {write_results(name, figures)}")
 
 
 def _cell(value: Any) -> str:
@@ -100,12 +131,11 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: st
         print(line(row))
 
 
-def load_note() -> str | None:
-    """A warning when the machine is busy (figures get noisy), else None."""
+def warn_if_busy() -> None:
+    """Print a warning when the machine is busy (figures get noisy)."""
     load = os.getloadavg()[0]
     if load > 1.0:
-        return f"note: load average {load:.1f} on {os.cpu_count()} cores; figures will be noisy"
-    return None
+        print(f"note: load average {load:.1f} on {os.cpu_count()} cores; figures will be noisy", flush=True)
 
 
 # -- MCP client ----------------------------------------------------------------------------------------
@@ -311,6 +341,37 @@ def server_process(
     }
     with child_process(_serve, spec, "live-memory-bench-server", profile_dir=profile_dir) as (url, pid):
         yield ChildServer(url, pid)
+
+
+class ServedModel(Protocol):
+    """What a scripted benchmark's setup names for the server: wire protocol, provider profile, model."""
+
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+
+def scripted_settings(fake_base_url: str, data_dir: Path, served: ServedModel, max_context_tokens: int) -> Settings:
+    """The server a scripted session drives, in process: `served` on the fake provider with a
+    `max_context_tokens` window; it summarizes whenever a compaction is due (no minimum interval) and runs
+    no OS watcher (the script reports its own edits through /notify)."""
+    from tests.fakes.live_server import settings_for
+
+    return settings_for(
+        fake_base_url,
+        data_dir,
+        protocol=served.protocol,
+        provider=served.provider,
+        model=served.model,
+        max_context_tokens=max_context_tokens,
+        distill_min_interval_s=0,
+        watch="false",
+    )
 
 
 # The fake summarizers (the scripted sessions' and the session bill's) and their answers' form.

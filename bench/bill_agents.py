@@ -24,7 +24,7 @@ import os
 import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -156,30 +156,20 @@ class ReadLog:
         self.rereads += int(first < task)
 
 
+@dataclass(eq=False)
 class Context:
     """One client conversation: prefix + messages, requests through a cache simulation into a ledger."""
 
-    def __init__(
-        self,
-        actor: str,
-        prefix: Prefix,
-        cache: CacheSim,
-        ledger: Ledger,
-        clock: VirtualClock,
-        step_s: float,
-        *,
-        limit_tokens: int = CONTEXT_LIMIT_TOKENS,
-    ) -> None:
-        self.actor = actor
-        self.prefix = prefix
-        self.cache = cache
-        self.ledger = ledger
-        self.clock = clock
-        self.step_s = step_s
-        self.limit_tokens = limit_tokens
-        self.messages: list[Block] = []
-        self.fit = 0  # blocks in the last request that fit
-        self.compactions = 0
+    actor: str
+    prefix: Prefix
+    cache: CacheSim
+    ledger: Ledger
+    clock: VirtualClock
+    step_s: float
+    limit_tokens: int = field(default=CONTEXT_LIMIT_TOKENS, kw_only=True)
+    messages: list[Block] = field(default_factory=list, init=False)
+    fit: int = field(default=0, init=False)  # blocks in the last request that fit
+    compactions: int = field(default=0, init=False)
 
     def blocks(self) -> list[Block]:
         return [*self.prefix.tools, *self.prefix.system, *self.prefix.context, *self.messages]
@@ -224,41 +214,34 @@ class Files:
             os.replace(partial, target)  # a new inode: a hard-linked pristine copy stays untouched
 
 
+@dataclass(eq=False)
 class MainAgent:
     """Claude Code's main agent over a session sequence; `explorer` is the arm's way to explore."""
 
-    def __init__(
-        self,
-        arm: str,
-        files: Files,
-        cache: CacheSim,
-        ledger: Ledger,
-        clock: VirtualClock,
-        explorer: Explorer,
-        *,
-        prefix_for: Callable[[int], Prefix],
-        root: str = PROJECT_ROOT,
-        limit_tokens: int = CONTEXT_LIMIT_TOKENS,
-    ) -> None:
-        self.arm = arm
-        self.files = files
-        self.cache = cache
-        self.ledger = ledger
-        self.clock = clock
-        self.explorer = explorer
-        self.prefix_for = prefix_for
-        self.root = root
-        self.limit_tokens = limit_tokens
-        self.reads = ReadLog()
-        self.compactions = 0
-        self.session = -1
+    arm: str
+    files: Files
+    cache: CacheSim
+    ledger: Ledger
+    clock: VirtualClock
+    explorer: Explorer
+    _: KW_ONLY
+    prefix_for: Callable[[int], Prefix]
+    root: str = PROJECT_ROOT
+    limit_tokens: int = CONTEXT_LIMIT_TOKENS
+    reads: ReadLog = field(default_factory=ReadLog, init=False)
+    compactions: int = field(default=0, init=False)
+    session: int = field(default=-1, init=False)
+    context: Context = field(init=False)
+    held: dict[str, str] = field(default_factory=dict, init=False)  # path -> version of the content this context holds
+    known: set[str] = field(default_factory=set, init=False)  # files this session has read (it knows where they are)
+    sizes: dict[str, int] = field(default_factory=dict, init=False)  # tokens of the files this session has read itself
+    # tasks an explorer (memory or subagent) was asked about
+    delegated: set[int] = field(default_factory=set, init=False)
+    last_read: str | None = field(default=None, init=False)
+    task_block: Block | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
         self.context = self._new_context(0)
-        self.held: dict[str, str] = {}  # path -> version of the content this context holds
-        self.known: set[str] = set()  # files this session has read (it knows where they are)
-        self.sizes: dict[str, int] = {}  # tokens of the files this session has read itself
-        self.delegated: set[int] = set()  # tasks an explorer (memory or subagent) was asked about
-        self.last_read: str | None = None
-        self.task_block: Block | None = None
 
     def _new_context(self, session: int) -> Context:
         return Context(

@@ -221,13 +221,6 @@ def workload(
 
 
 @dataclass(frozen=True)
-class EditOp:
-    path: str
-    old: str
-    new: str
-
-
-@dataclass(frozen=True)
 class Task:
     index: int
     session: int
@@ -396,6 +389,15 @@ def _locate_answer(repo: Repo, path: str, symbol: str) -> str:
     a, b = definition_range(text, symbol)
     first = text.splitlines()[a - 1].strip() if text.splitlines() else ""
     return f"`{symbol}` is defined in {path}:{a}-{b}: `{first[:100]}`."
+
+
+@dataclass(frozen=True)
+class EditOp:
+    """A Claude Code Edit call: in `path`, `old` (old_string) becomes `new` (new_string)."""
+
+    path: str
+    old: str
+    new: str
 
 
 def _edit_op(text: str, path: str, symbol: str, index: int) -> EditOp:

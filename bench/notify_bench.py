@@ -57,11 +57,11 @@ from bench._common import (
     ChildServer,
     McpAsker,
     latency_summary,
-    load_note,
     percentile,
     print_table,
+    save_results,
     server_process,
-    write_results,
+    warn_if_busy,
 )
 from bench.tools_bench import django_repo
 from live_memory.constants import WATCH_DEBOUNCE_MS
@@ -341,9 +341,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--baseline-src", help="another checkout of the server, measured in the same run")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    note = load_note()
-    if note:
-        print(note, flush=True)
+    warn_if_busy()
     pristine = django_repo()
     with tempfile.TemporaryDirectory(prefix="lm-notify-bench-") as tmp_name, FakeLLM() as fake:
         tmp = Path(tmp_name)
@@ -423,8 +421,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     health_p99 = n["health_during_notify_latency"]["p99_ms"]
     health = f"/health p99 during the load {health_p99} ms (goal < {HEALTH_P99_GOAL_MS:.0f}: "
     print(f"\n/notify: {events}; {health}{'met' if health_ok else 'missed'})")
-    path = write_results(NAME, figures)
-    print(f"\nwrote {path}")
+    save_results(NAME, figures)
     return figures
 
 

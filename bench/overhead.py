@@ -53,9 +53,9 @@ from bench._common import (
     ChildServer,
     child_process,
     latency_summary,
-    load_note,
     print_table,
     server_process,
+    warn_if_busy,
     write_results,
 )
 from bench._common import _serve as serve_live_memory
@@ -385,9 +385,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "--profile", metavar="DIR", help="profile the server and the fake provider (cProfile, DIR/<process>.prof)"
     )
     args = parser.parse_args(argv if argv is not None else [])
-    note = load_note()
-    if note:
-        print(note, flush=True)
+    warn_if_busy()
     profile_dir = Path(args.profile).resolve() if args.profile else None
     if profile_dir is not None:
         profile_dir.mkdir(parents=True, exist_ok=True)

@@ -81,18 +81,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx2
-from tests.fakes.live_server import live_server, settings_for
+from tests.fakes.live_server import live_server
 from tests.fakes.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
 
 from bench._common import (
     McpAsker,
     content_text,
-    load_note,
     print_table,
+    save_results,
     scripted_ledger,
+    scripted_settings,
     summary_request,
     system_text,
-    write_results,
+    warn_if_busy,
 )
 from bench.tools_bench import django_repo
 from live_memory.constants import COMPACTION_THRESHOLD
@@ -445,16 +446,7 @@ def run_live_memory(simulation: Simulation, steps: Sequence[Step], pristine: Pat
     started = time.perf_counter()
     with FakeLLM(cache_rules=simulation.rules, model=simulation.model) as fake:
         fake.responder = model
-        settings = settings_for(
-            fake.base_url,
-            tmp / f"data-{simulation.name}",
-            protocol=simulation.protocol,
-            provider=simulation.provider,
-            model=simulation.model,
-            max_context_tokens=BUDGET_TOKENS,
-            distill_min_interval_s=0,
-            watch="false",
-        )
+        settings = scripted_settings(fake.base_url, tmp / f"data-{simulation.name}", simulation, BUDGET_TOKENS)
         with live_server(settings) as server:
             records, stats, ignored = asyncio.run(drive(server.url, server.mcp_url, repo, steps, fake))
         requests = list(fake.requests)
@@ -918,9 +910,7 @@ def simulate(name: str, questions: int) -> dict[str, Any]:
 
 
 def main(questions: int = QUESTIONS) -> dict[str, Any]:
-    note = load_note()
-    if note:
-        print(note, flush=True)
+    warn_if_busy()
     steps = build_script(candidate_files(django_repo()), questions)
     digest = hashlib.sha256(repr(steps).encode()).hexdigest()[:16]
     figures: dict[str, Any] = {
@@ -995,8 +985,7 @@ def main(questions: int = QUESTIONS) -> dict[str, Any]:
             print(f"  WARNING: only {lm['compactions']} compactions (wanted >= {MIN_COMPACTIONS})")
         if lm["errors"] or lm["plan_mismatches"]:
             print(f"  WARNING: {lm['errors']} errors, {lm['plan_mismatches']} questions deviated from their tool plan")
-    path = write_results(NAME, figures)
-    print(f"\nwrote {path}")
+    save_results(NAME, figures)
     return figures
 
 

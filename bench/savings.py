@@ -83,17 +83,20 @@ from typing import Any, Literal
 import anthropic
 import httpx2
 import openai
-from tests.fakes.live_server import live_server, settings_for
+from tests.fakes.live_server import live_server
 from tests.fakes.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
 
 from bench._common import (
     McpAsker,
     content_text,
-    load_note,
+    cumulative,
+    first_index_staying_below,
     print_table,
+    save_results,
     scripted_ledger,
+    scripted_settings,
     summary_request,
-    write_results,
+    warn_if_busy,
 )
 from bench.tools_bench import django_repo
 from live_memory.constants import COMPACTION_FLOOR, COMPACTION_THRESHOLD, DEFAULT_MAX_ANSWER_TOKENS
@@ -589,24 +592,11 @@ class ArmTotals:
         return {str(n): round(sum(v) / len(v), 6) for n, v in sorted(groups.items())}
 
 
-def cumulative(values: Sequence[float]) -> list[float]:
-    out: list[float] = []
-    total = 0.0
-    for value in values:
-        total += value
-        out.append(round(total, 6))
-    return out
-
-
 def break_even(live_memory: Sequence[float], baseline: Sequence[float]) -> int | str:
     """The question number after which Live Memory's cumulative cost stays below the baseline's (0: from the
     start), or "never" when it ends at or above it. Both series are cumulative, one value per question."""
-    after: int | str = "never"
-    for index in range(len(live_memory) - 1, -1, -1):
-        if live_memory[index] >= baseline[index]:
-            break
-        after = index  # below at question index+1 (1-based) and at every later one
-    return after
+    after = first_index_staying_below(live_memory, baseline)  # below at question after+1 (1-based) and later
+    return "never" if after is None else after
 
 
 # -- running ---------------------------------------------------------------------------------------------
@@ -830,16 +820,7 @@ def run_setup(name: str) -> dict[str, Any]:
             for session in range(SESSIONS):
                 if session:
                     clock.advance(SESSION_GAP_S)
-                settings = settings_for(
-                    lm_fake.base_url,
-                    tmp / "data",
-                    protocol=setup.protocol,
-                    provider=setup.provider,
-                    model=setup.model,
-                    max_context_tokens=BUDGET_TOKENS,
-                    distill_min_interval_s=0,
-                    watch="false",
-                )
+                settings = scripted_settings(lm_fake.base_url, tmp / "data", setup, BUDGET_TOKENS)
                 chunk = steps[session * PER_SESSION : (session + 1) * PER_SESSION]
                 with live_server(settings) as server:
                     session_records, stats = asyncio.run(
@@ -974,9 +955,7 @@ def print_setup(result: dict[str, Any]) -> None:
 
 
 def main() -> dict[str, Any]:
-    note = load_note()
-    if note:
-        print(note, flush=True)
+    warn_if_busy()
     pristine = django_repo()
     steps = build_script(pristine)
     digest = hashlib.sha256(repr(steps).encode()).hexdigest()[:16]
@@ -1013,8 +992,7 @@ def main() -> dict[str, Any]:
             figures["setups"][name] = future.result()
     for result in figures["setups"].values():
         print_setup(result)
-    path = write_results(NAME, figures)
-    print(f"\nwrote {path}")
+    save_results(NAME, figures)
     return figures
 
 

@@ -91,7 +91,7 @@ from typing import Any
 
 import httpx2
 
-from bench._common import McpAsker, load_note, print_table, write_results
+from bench._common import McpAsker, cumulative, first_index_staying_below, print_table, warn_if_busy, write_results
 from bench.bill_agents import (
     PROJECT_ROOT,
     SMALL_FILE_TOKENS,
@@ -240,23 +240,10 @@ def deciles(values: Sequence[float], mask: Sequence[bool] | None = None) -> list
     return out
 
 
-def cumulative(values: Sequence[float]) -> list[float]:
-    out: list[float] = []
-    total = 0.0
-    for v in values:
-        total += v
-        out.append(round(total, 6))
-    return out
-
-
 def break_even(ours: Sequence[float], theirs: Sequence[float]) -> int | None:
     """The first task count from which `ours` (cumulative) stays below `theirs`; None if it ends above."""
-    after: int | None = None
-    for i in range(len(ours) - 1, -1, -1):
-        if ours[i] >= theirs[i]:
-            break
-        after = i + 1
-    return after
+    start = first_index_staying_below(ours, theirs)
+    return None if start is None else start + 1
 
 
 @dataclass
@@ -1028,9 +1015,7 @@ def parse_workload(name: str) -> Workload:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
-    note = load_note()
-    if note:
-        print(note, flush=True)
+    warn_if_busy()
     src = Path(args.server_src).resolve()
     if not (src / "live_memory").is_dir():
         raise SystemExit(f"--server-src {src} holds no live_memory package")

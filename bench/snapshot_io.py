@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench._common import load_note, print_table, write_results
+from bench._common import print_table, save_results, warn_if_busy
 from bench.tools_bench import django_repo
 from live_memory.constants import DIRECTORY_TREE_SHARE
 from live_memory.context_window import ContextWindow
@@ -194,9 +194,7 @@ def measure(repo: Path, files: list[str], budget: int, manifest_entries: int, tm
 
 
 def main() -> dict[str, Any]:
-    note = load_note()
-    if note:
-        print(note, flush=True)
+    warn_if_busy()
     repo = django_repo()
     files = tracked_files(repo)
     results = []
@@ -229,8 +227,7 @@ def main() -> dict[str, Any]:
     ]
     print_table(["medians", *labels], rows, title=f"snapshot I/O (medians of {RUNS} runs)")
     figures = {"runs": RUNS, "results": results}
-    path = write_results(NAME, figures)
-    print(f"\nwrote {path}")
+    save_results(NAME, figures)
     return figures
 
 

@@ -55,10 +55,10 @@ from bench._common import (
     ChildServer,
     McpAsker,
     latency_summary,
-    load_note,
     print_table,
+    save_results,
     server_process,
-    write_results,
+    warn_if_busy,
 )
 
 NAME = "workspaces_bench"
@@ -176,9 +176,7 @@ def run_all(tmp: Path) -> list[dict[str, Any]]:
 
 def main() -> dict[str, Any]:
     logging.basicConfig(level=logging.WARNING)
-    note = load_note()
-    if note:
-        print(note, flush=True)
+    warn_if_busy()
     with tempfile.TemporaryDirectory(prefix="lm-workspaces-bench-") as tmp:
         rows = run_all(Path(tmp))
     ratios = {}
@@ -241,8 +239,7 @@ def main() -> dict[str, Any]:
         "results": rows,
         "ratios": ratios,
     }
-    path = write_results(NAME, figures)
-    print(f"\nwrote {path}")
+    save_results(NAME, figures)
     return figures
 
 

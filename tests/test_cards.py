@@ -160,61 +160,99 @@ def test_a_typescript_card_has_interfaces_types_enums_classes_and_arrow_function
     assert {"thing", "Circle", "PI"} <= card.references
 
 
-def test_a_javascript_card_covers_functions_classes_methods_and_top_level_constants() -> None:
-    source = (
-        "const MAX = 3;\n"
-        "class Queue {\n"
-        "  push(item) { this.items.push(item); }\n"
-        "}\n"
-        "function* ids() { yield 1; }\n"
-        "module.exports = { Queue, MAX };\n"
-    )
-    card = build_card("lib/queue.js", source)
-    assert _table(card) == [
-        ("variable", "MAX", 1, 1, 0),
-        ("class", "Queue", 2, 4, 0),
-        ("method", "Queue.push", 3, 3, 1),
-        ("function", "ids", 5, 5, 0),
-    ]
-    assert {"Queue", "MAX", "items"} <= card.references
+_JAVASCRIPT = """\
+const MAX = 3;
+class Queue {
+  push(item) { this.items.push(item); }
+}
+function* ids() { yield 1; }
+module.exports = { Queue, MAX };
+"""
+
+_GO = """\
+package server
+
+type Server struct {
+\tname string
+}
+
+type Runner interface {
+\tRun() error
+}
+
+func (s *Server) Run() error {
+\treturn nil
+}
+
+func New() *Server { return &Server{} }
+"""
+
+_RUST = """\
+pub struct Point { x: i32 }
+impl Point {
+    pub fn new(x: i32) -> Self { Point { x } }
+}
+pub trait Shape { fn area(&self) -> f64; }
+"""
 
 
-def test_go_methods_are_qualified_by_their_receiver_and_types_say_what_they_are() -> None:
-    source = (
-        "package server\n\n"
-        "type Server struct {\n\tname string\n}\n\n"
-        "type Runner interface {\n\tRun() error\n}\n\n"
-        "func (s *Server) Run() error {\n\treturn nil\n}\n\n"
-        "func New() *Server { return &Server{} }\n"
-    )
-    card = build_card("server.go", source)
-    assert _table(card) == [
-        ("struct", "Server", 3, 5, 0),
-        ("interface", "Runner", 7, 9, 0),
-        ("method", "Server.Run", 11, 13, 0),
-        ("function", "New", 15, 15, 0),
-    ]
-    assert card.definitions[2].signature == "func (s *Server) Run() error"
+def _outline(card: FileCard) -> str:
+    """`_table` as text: a line per definition, indented two spaces per level of nesting."""
+    return "".join(f"{'  ' * depth}{kind} {name} {start}-{end}\n" for kind, name, start, end, depth in _table(card))
 
 
-def test_rust_impl_blocks_hold_their_methods() -> None:
-    source = (
-        "pub struct Point { x: i32 }\n"
-        "impl Point {\n"
-        "    pub fn new(x: i32) -> Self { Point { x } }\n"
-        "}\n"
-        "pub trait Shape { fn area(&self) -> f64; }\n"
-    )
-    card = build_card("src/lib.rs", source)
-    assert _table(card) == [
-        ("struct", "Point", 1, 1, 0),
-        ("impl", "Point", 2, 4, 0),
-        ("method", "Point.new", 3, 3, 1),
-        ("trait", "Shape", 5, 5, 0),
-        ("method", "Shape.area", 5, 5, 1),
-    ]
-    assert "Point" in card.references  # `impl Point` and `Point { x }` use the struct
-    assert card.definitions[-1].signature == "fn area(&self) -> f64"  # not the rest of the line
+@pytest.mark.parametrize(
+    ("path", "source", "outline", "references", "signatures"),
+    [
+        pytest.param(
+            "lib/queue.js",
+            _JAVASCRIPT,
+            """\
+variable MAX 1-1
+class Queue 2-4
+  method Queue.push 3-3
+function ids 5-5
+""",
+            {"Queue", "MAX", "items"},
+            {},
+            id="javascript-functions-classes-methods-and-top-level-constants",
+        ),
+        pytest.param(
+            "server.go",
+            _GO,
+            """\
+struct Server 3-5
+interface Runner 7-9
+method Server.Run 11-13
+function New 15-15
+""",
+            set(),
+            {"Server.Run": "func (s *Server) Run() error"},  # qualified by its receiver
+            id="go-methods-qualified-by-receiver-and-types-say-what-they-are",
+        ),
+        pytest.param(
+            "src/lib.rs",
+            _RUST,
+            """\
+struct Point 1-1
+impl Point 2-4
+  method Point.new 3-3
+trait Shape 5-5
+  method Shape.area 5-5
+""",
+            {"Point"},  # `impl Point` and `Point { x }` use the struct
+            {"Shape.area": "fn area(&self) -> f64"},  # not the rest of the line
+            id="rust-impl-blocks-hold-their-methods",
+        ),
+    ],
+)
+def test_a_card_outlines_each_language_with_qualified_names(
+    path: str, source: str, outline: str, references: set[str], signatures: dict[str, str]
+) -> None:
+    card = build_card(path, source)
+    assert _outline(card) == outline
+    assert references <= card.references
+    assert {d.qualified: d.signature for d in card.definitions if d.qualified in signatures} == signatures
 
 
 _MARKDOWN = """\

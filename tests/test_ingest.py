@@ -20,6 +20,7 @@ from live_memory.options import HoldFiles
 from live_memory.records import FileEvent
 from live_memory.workspace import Location, WorkspacePolicy, WorkspaceState, new_state
 from tests.fakes.engine import engine_for
+from tests.fakes.repo_builder import small_repo
 from tests.fakes.scripted_provider import ScriptedProvider
 
 APP = "def main():\n    return 'v1'\n"
@@ -48,13 +49,7 @@ def sha(text: str) -> str:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    (root / ".git").mkdir()
-    (root / "src" / "app.py").write_text(APP)
-    (root / "src" / "db.py").write_text("URL = 'sqlite://'\n")
-    (root / ".env").write_text("API_TOKEN=hunter2\n")
-    return root
+    return small_repo(tmp_path, {"src/app.py": APP, "src/db.py": "URL = 'sqlite://'\n", ".env": "API_TOKEN=hunter2\n"})
 
 
 def state_for(root: Path) -> WorkspaceState:

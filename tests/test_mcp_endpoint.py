@@ -16,6 +16,7 @@ from live_memory.constants import MIN_TIMEOUT_S
 from live_memory.http.app import Timings
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.repo_builder import small_repo
 
 TRAILER = re.compile(
     r"\n---\n\[live-memory\] model=\S+ latency=[\d.]+s tokens=\d+/\d+\(in/out\) cached=\d+% "
@@ -25,12 +26,8 @@ TRAILER = re.compile(
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    (root / ".git").mkdir()
-    (root / "src" / "settings.py").write_text("TIMEOUT_SECONDS = 42\nRETRIES = 3\n")
-    (root / "README.md").write_text("# Demo\nA small demo project.\n")
-    return root
+    files = {"src/settings.py": "TIMEOUT_SECONDS = 42\nRETRIES = 3\n", "README.md": "# Demo\nA small demo project.\n"}
+    return small_repo(tmp_path, files)
 
 
 @pytest.mark.parametrize("protocol", ["anthropic", "openai"])

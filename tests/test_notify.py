@@ -12,18 +12,18 @@ import pytest
 
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
+from tests.fakes.repo_builder import small_repo
 from tests.kv_invariants import assert_prefix_invariant
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    (root / ".git").mkdir()
-    (root / "src" / "app.py").write_text("def main():\n    return 'v1'\n")
-    (root / "src" / "db.py").write_text("URL = 'sqlite://'\n")
-    (root / ".env").write_text("API_TOKEN=hunter2\n")
-    return root
+    files = {
+        "src/app.py": "def main():\n    return 'v1'\n",
+        "src/db.py": "URL = 'sqlite://'\n",
+        ".env": "API_TOKEN=hunter2\n",
+    }
+    return small_repo(tmp_path, files)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from live_memory.config import Settings
 from live_memory.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, STALE_LEDGER_HEADING
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
@@ -29,6 +30,12 @@ def is_summary(request: RecordedRequest) -> bool:
     system = request.body.get("system")
     text = system[0]["text"] if system else request.body["messages"][0]["content"]
     return str(text).startswith(SUMMARY_MARK) or is_fold(request.body)
+
+
+def scripted_settings(fake: FakeLLM, tmp_path: Path, **options: Any) -> Settings:
+    """A server on the fake provider with its data under `tmp_path` that accepts a tool-less first answer
+    even while the memory is cold (the script, not the server, decides when the model explores)."""
+    return settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0, **options)
 
 
 def retired_questions(request: RecordedRequest) -> list[str]:
@@ -128,9 +135,7 @@ async def test_thirty_questions_keep_the_prefix_append_only_between_compactions(
 async def test_prompt_too_long_compacts_and_retries(workspace: Path, tmp_path: Path) -> None:
     with FakeLLM(min_cacheable_tokens=256) as fake:
         fake.responder = scripted
-        settings = settings_for(
-            fake.base_url, tmp_path / "data", force_explore_when_cold=0, distill_min_interval_s=0, history_max_tokens=0
-        )
+        settings = scripted_settings(fake, tmp_path, distill_min_interval_s=0, history_max_tokens=0)
         with live_server(settings) as server:
             for index in range(8):
                 await ask_via_mcp(server.mcp_url, {"question": f"recall {index} " + "x" * 3000, "cwd": str(workspace)})
@@ -146,13 +151,8 @@ async def test_prompt_too_long_compacts_and_retries(workspace: Path, tmp_path: P
 async def test_a_changed_source_demotes_its_ledger_facts_end_to_end(workspace: Path, tmp_path: Path) -> None:
     with FakeLLM(min_cacheable_tokens=256) as fake:
         fake.responder = scripted
-        settings = settings_for(
-            fake.base_url,
-            tmp_path / "data",
-            max_context_tokens=3500,
-            distill_min_interval_s=0,
-            hold_files="all",
-            force_explore_when_cold=0,
+        settings = scripted_settings(
+            fake, tmp_path, max_context_tokens=3500, distill_min_interval_s=0, hold_files="all"
         )
         with live_server(settings) as server:
             await ask_via_mcp(server.mcp_url, {"question": "warm up", "cwd": str(workspace)})
@@ -183,7 +183,7 @@ async def test_a_large_repository_s_first_question_is_cached_from_its_first_requ
     wide = wide_repo(tmp_path)
     with FakeLLM() as fake:  # the provider's own minimum for the model
         fake.responder = scripted
-        settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+        settings = scripted_settings(fake, tmp_path)
         with live_server(settings) as server:
             for index in range(2):
                 text, is_error = await ask_via_mcp(server.mcp_url, {"question": f"recall {index}", "cwd": str(wide)})
@@ -214,9 +214,7 @@ async def test_a_history_fold_continues_the_conversation_and_reads_it_from_the_c
 ) -> None:
     with FakeLLM(cache_rules=protocol, min_cacheable_tokens=256) as fake:  # type: ignore[arg-type]
         fake.responder = scripted
-        settings = settings_for(
-            fake.base_url, tmp_path / "data", protocol=protocol, history_max_tokens=2000, force_explore_when_cold=0
-        )
+        settings = scripted_settings(fake, tmp_path, protocol=protocol, history_max_tokens=2000)
         with live_server(settings) as server:
             await ask_long_questions(server, workspace, 20)
             figures = await stats(server, workspace)
@@ -240,13 +238,8 @@ async def test_only_the_answering_model_folds_a_separate_summary_model_gets_stan
 ) -> None:
     with FakeLLM(min_cacheable_tokens=256) as fake:
         fake.responder = scripted
-        settings = settings_for(
-            fake.base_url,
-            tmp_path / "data",
-            history_max_tokens=1500,
-            force_explore_when_cold=0,
-            summary_model=summary_model,  # claude-haiku-4-5 is the answering model too
-        )
+        # claude-haiku-4-5 is the answering model too
+        settings = scripted_settings(fake, tmp_path, history_max_tokens=1500, summary_model=summary_model)
         with live_server(settings) as server:
             await ask_long_questions(server, workspace, 8)
     summaries = [r for r in fake.requests if is_summary(r)]

@@ -6,16 +6,7 @@ from __future__ import annotations
 import pytest
 
 from live_memory import constants as C
-from live_memory.errors import (
-    AuthError,
-    BadRequestError,
-    NoCredentialError,
-    OverloadedError,
-    PromptTooLongError,
-    ProviderError,
-    ProviderTimeoutError,
-    RateLimitedError,
-)
+from live_memory import errors
 from live_memory.telemetry import LatencyHistogram, RecentQuestion, Telemetry, error_kind
 
 
@@ -26,18 +17,28 @@ def asked(at: float, latency_s: float, *, cost: float | None = 0.001, question: 
 @pytest.mark.parametrize(
     ("error", "kind"),
     [
-        (NoCredentialError("x"), "no_credential"),
-        (AuthError("x", status=401), "auth"),
-        (RateLimitedError("x", retry_after_s=3.0), "rate_limited"),
-        (OverloadedError("x", status=529), "overloaded"),
-        (PromptTooLongError("x", limit_tokens=10), "prompt_too_long"),
-        (ProviderTimeoutError("x"), "timeout"),
-        (BadRequestError("x", status=404), "bad_request"),
-        (ProviderError("x"), "other"),
+        (errors.NoCredentialError("x"), "no_credential"),
+        (errors.AuthError("x", status=401), "auth"),
+        (errors.RateLimitedError("x", retry_after_s=3.0), "rate_limited"),
+        (errors.OverloadedError("x", status=529), "overloaded"),
+        (errors.PromptTooLongError("x", limit_tokens=10), "prompt_too_long"),
+        (errors.ProviderTimeoutError("x"), "timeout"),
+        (errors.BadRequestError("x", status=404), "bad_request"),
+        (errors.ProviderError("x"), "other"),
     ],
 )
-def test_each_provider_error_has_its_own_metrics_label(error: ProviderError, kind: str) -> None:
+def test_each_provider_error_has_its_own_metrics_label(error: errors.ProviderError, kind: str) -> None:
     assert error_kind(error) == kind
+
+
+def test_no_two_provider_error_classes_share_a_label_and_none_falls_through_to_other() -> None:
+    classes = [
+        value
+        for value in vars(errors).values()
+        if isinstance(value, type) and issubclass(value, errors.ProviderError) and value is not errors.ProviderError
+    ]
+    kinds = [error_kind(cls("x")) for cls in classes]
+    assert "other" not in kinds and len(set(kinds)) == len(kinds) == len(classes) > 0
 
 
 def test_a_recent_question_shows_its_text_only_when_asked_and_rounds_its_figures() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from live_memory.config import Settings
 from live_memory.prompts import PRELOADED_HEADING
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
@@ -25,6 +26,11 @@ def fake() -> Iterator[FakeLLM]:
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     return preload_repo(tmp_path)
+
+
+def preloading(fake: FakeLLM, tmp_path: Path, globs: str) -> Settings:
+    """A server that preloads the documents matching `globs` and accepts a tool-less first answer."""
+    return settings_for(fake.base_url, tmp_path / "data", preload_globs=globs, force_explore_when_cold=0)
 
 
 async def stats(server: LiveServer, workspace: Path) -> dict[str, Any]:
@@ -54,8 +60,7 @@ async def test_an_edit_by_another_process_is_noticed_before_the_next_question(
 async def test_preloaded_documents_are_in_the_first_prompt_under_their_heading(
     fake: FakeLLM, workspace: Path, tmp_path: Path
 ) -> None:
-    settings = settings_for(fake.base_url, tmp_path / "data", preload_globs="docs/*.md", force_explore_when_cold=0)
-    with live_server(settings) as server:
+    with live_server(preloading(fake, tmp_path, "docs/*.md")) as server:
         await ask_via_mcp(server.mcp_url, {"question": "hi", "cwd": str(workspace)})
     frozen = fake.requests[0].body["system"][1]["text"]
     assert PRELOADED_HEADING in frozen and "Welcome." in frozen
@@ -65,8 +70,7 @@ async def test_preloaded_documents_are_in_the_first_prompt_under_their_heading(
 async def test_reset_reloads_now_and_empty_waits_for_the_next_question(
     fake: FakeLLM, workspace: Path, tmp_path: Path
 ) -> None:
-    settings = settings_for(fake.base_url, tmp_path / "data", preload_globs="docs/intro.md", force_explore_when_cold=0)
-    with live_server(settings) as server:
+    with live_server(preloading(fake, tmp_path, "docs/intro.md")) as server:
         await ask_via_mcp(server.mcp_url, {"question": "remember me", "cwd": str(workspace)})
         async with httpx2.AsyncClient(base_url=server.url) as client:
             reset = (await client.post("/reset", json={"cwd": str(workspace)})).json()

@@ -122,37 +122,33 @@ def user_install(tmp_path: Path, venv_bin: Path, **kwargs: Any) -> InstallReport
     )
 
 
+def assert_hardened(values: dict[str, list[str]]) -> None:
+    for setting in HARDENING:
+        key, _, value = setting.partition("=")
+        assert values[key] == [value], key
+
+
 # --- rendering and installing ----------------------------------------------------------------------------------
 
 
 def test_user_install_writes_a_0644_unit_that_runs_the_given_executable_hardened(
     tmp_path: Path, venv_bin: Path
 ) -> None:
-    report = install_service(
-        "user",
-        executable=venv_bin / "live-memory",
-        unit_dir=tmp_path / "units",
-        env_file=tmp_path / "conf" / "live-memory.env",
-        data_dir=tmp_path / "data",
-        enable=False,
-        environ={"HOME": str(tmp_path / "home")},
-        force=True,
-    )
-    unit = tmp_path / "units" / UNIT_NAME
+    report = user_install(tmp_path, venv_bin, data_dir=tmp_path / "data", enable=False)
+    config = tmp_path / "home" / ".config"
+    unit = config / "systemd" / "user" / UNIT_NAME
     assert report.plan.unit_path == unit
     assert stat.S_IMODE(unit.stat().st_mode) == 0o644
     values = unit_values(unit.read_text())
     assert values["ExecStart"] == [f"{venv_bin / 'live-memory'} serve"]
     assert values["Restart"] == ["on-failure"]
     assert values["KillSignal"] == ["SIGTERM"]
-    assert values["EnvironmentFile"] == [f"-{tmp_path / 'conf' / 'live-memory.env'}"]
+    assert values["EnvironmentFile"] == [f"-{config / 'live-memory' / 'live-memory.env'}"]
     assert values["ReadWritePaths"] == [str(tmp_path / "data")]
     assert f"LIVE_MEMORY_DATA_DIR={tmp_path / 'data'}" in values["Environment"]
     assert values["PrivateUsers"] == ["yes"]  # the file-system sandbox of a user unit needs a user namespace
     assert values["WantedBy"] == ["default.target"]
-    for setting in HARDENING:
-        key, _, value = setting.partition("=")
-        assert values[key] == [value]
+    assert_hardened(values)
     assert not re.search(r"@[A-Z_]+@", unit.read_text())  # no placeholder left behind
 
 
@@ -234,9 +230,7 @@ def test_system_install_runs_as_the_named_account_on_the_system_manager(tmp_path
     assert values["User"] == [ME]
     assert values["WantedBy"] == ["multi-user.target"]
     assert "PrivateUsers" not in values  # a system unit gets namespaces without it
-    for setting in HARDENING:
-        key, _, value = setting.partition("=")
-        assert values[key] == [value]
+    assert_hardened(values)
     assert report.ok
 
 

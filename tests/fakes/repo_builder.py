@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -264,12 +265,19 @@ def preload_repo(tmp_path: Path) -> Path:
     return root
 
 
-def one_file_repo(tmp_path: Path, name: str = "app.py", text: str = "VERSION = 1\n") -> Path:
-    """The smallest workspace: a git root holding one source file."""
+def small_repo(tmp_path: Path, files: Mapping[str, str]) -> Path:
+    """A git root (`tmp_path/repo`) holding `files`: relative path -> text."""
     root = tmp_path / "repo"
     (root / ".git").mkdir(parents=True)
-    (root / name).write_text(text)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
     return root
+
+
+def one_file_repo(tmp_path: Path, name: str = "app.py", text: str = "VERSION = 1\n") -> Path:
+    """The smallest workspace: a git root holding one source file."""
+    return small_repo(tmp_path, {name: text})
 
 
 def wide_repo(tmp_path: Path, directories: int = 60, files: int = 20) -> Path:

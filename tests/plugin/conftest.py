@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,6 +286,24 @@ def claude() -> str:
     if path is None:
         pytest.skip("Claude Code CLI not installed (run scripts/install-claude-cli.sh); CLI checks skipped")
     return path
+
+
+def run_cli(
+    claude: str,
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdin: str | None = None,
+    timeout_s: float = 120,
+    shown_chars: int = 2000,
+) -> subprocess.CompletedProcess[str]:
+    """Run the Claude Code CLI to its end; a failed run fails the test with the end of each of its outputs."""
+    done = subprocess.run(
+        [claude, *args], cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=timeout_s
+    )
+    assert done.returncode == 0, done.stdout[-shown_chars:] + done.stderr[-shown_chars:]
+    return done
 
 
 # Where a Claude Code that needs no model sends model calls: a loopback port nothing serves (discard).

@@ -7,7 +7,6 @@ loopback); Live Memory runs for real on another loopback port with its own FakeL
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
-from tests.plugin.conftest import REPO_ROOT, TOOL_NAME, Service, cli_env
+from tests.plugin.conftest import REPO_ROOT, TOOL_NAME, Service, cli_env, run_cli
 
 pytestmark = pytest.mark.slow
 CLI_TIMEOUT_S = 120.0
@@ -67,16 +66,15 @@ def run_claude(
     claude: str, args: list[str], *, project: Path, home: Path, base_url: str, service: Service, stdin: str = ""
 ) -> list[dict[str, Any]]:
     port = service.url.rsplit(":", 1)[1]
-    done = subprocess.run(
-        [claude, "-p", *args, "--plugin-dir", str(REPO_ROOT), "--output-format", "stream-json", "--verbose"],
+    done = run_cli(
+        claude,
+        ["-p", *args, "--plugin-dir", str(REPO_ROOT), "--output-format", "stream-json", "--verbose"],
         cwd=project,
         env=cli_env(home, base_url, LIVE_MEMORY_PORT=port),  # the plugin's default URL follows LIVE_MEMORY_PORT
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
+        stdin=stdin,
+        timeout_s=CLI_TIMEOUT_S,
+        shown_chars=3000,
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 

@@ -5,7 +5,6 @@ new Claude Code that changes them fails here rather than skewing the bill unseen
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 from bench.bill_agents import edit_result, read_result, subagent_report
 
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
-from tests.plugin.conftest import cli_env
+from tests.plugin.conftest import cli_env, run_cli
 
 pytestmark = pytest.mark.slow
 REPORT = "app.py:3-4 defines answer(), which returns 42.\n\n- nothing else calls it"
@@ -59,15 +58,12 @@ def test_the_benchmarks_read_edit_and_explore_results_are_what_claude_code_sends
 
     with FakeLLM() as model:
         model.responder = respond
-        run = subprocess.run(
-            [claude, "-p", "Where is answer()?", "--permission-mode", "acceptEdits", "--output-format", "json"],
+        run_cli(
+            claude,
+            ["-p", "Where is answer()?", "--permission-mode", "acceptEdits", "--output-format", "json"],
             cwd=project,
             env=cli_env(tmp_path / "home", model.base_url),
-            capture_output=True,
-            text=True,
-            timeout=120,
         )
-        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
         final = [r for r in model.requests if len(results_in(r.body)) == len(steps)]
 
     assert final, json.dumps([results_in(r.body) for r in model.requests])[:2000]

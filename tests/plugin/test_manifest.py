@@ -12,7 +12,7 @@ import pytest
 
 from live_memory import constants as C
 from tests.fakes.llm_server import FakeLLM, Reply
-from tests.plugin.conftest import REPO_ROOT, TOOL_NAME, Service, cli_env
+from tests.plugin.conftest import REPO_ROOT, TOOL_NAME, Service, cli_env, run_cli
 
 PLUGIN_JSON = REPO_ROOT / ".claude-plugin" / "plugin.json"
 MARKETPLACE_JSON = REPO_ROOT / ".claude-plugin" / "marketplace.json"
@@ -119,15 +119,12 @@ def test_tool_matchers_name_tools_the_claude_cli_has(claude: str, tmp_path: Path
     """Against the real CLI's own tool list (its `system/init` event), so a renamed tool fails here."""
     with FakeLLM() as model:
         model.responder = lambda request: Reply.text("ok")
-        done = subprocess.run(
-            [claude, "-p", "hi", "--output-format", "stream-json", "--verbose"],
+        done = run_cli(
+            claude,
+            ["-p", "hi", "--output-format", "stream-json", "--verbose"],
             cwd=tmp_path,
             env=cli_env(tmp_path / "home", model.base_url),
-            capture_output=True,
-            text=True,
-            timeout=120,
         )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     tools = set(next(e for e in events if e.get("subtype") == "init")["tools"])
     matched = {name for g in hook_groups("PostToolUse") for name in g["matcher"].split("|")}
@@ -176,15 +173,9 @@ async def test_tool_description_fits_claude_codes_2kb_limit(service: Service) ->
 @pytest.mark.parametrize("target", [".", ".claude-plugin/plugin.json"])
 def test_claude_plugin_validate_strict_passes(claude: str, tmp_path: Path, target: str) -> None:
     """The real CLI: the folder checks the marketplace; plugin.json checks hooks, commands and skills."""
-    done = subprocess.run(
-        [claude, "plugin", "validate", target, "--strict"],
-        cwd=REPO_ROOT,
-        env=cli_env(tmp_path / "home"),
-        capture_output=True,
-        text=True,
-        timeout=60,
+    done = run_cli(
+        claude, ["plugin", "validate", target, "--strict"], cwd=REPO_ROOT, env=cli_env(tmp_path / "home"), timeout_s=60
     )
-    assert done.returncode == 0, done.stdout + done.stderr
     assert "Validation passed" in done.stdout
 
 
@@ -232,8 +223,7 @@ def test_installing_the_built_plugin_copies_only_the_plugin_into_claude_codes_ca
     home = tmp_path / "home"
     env = cli_env(home)
     for argv in (["plugin", "marketplace", "add", str(plugin)], ["plugin", "install", "live-memory@shofer"]):
-        done = subprocess.run([claude, *argv], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
-        assert done.returncode == 0, done.stdout + done.stderr
+        run_cli(claude, argv, cwd=tmp_path, env=env)
     cache = home / ".claude" / "plugins" / "cache" / "shofer" / "live-memory"
     (installed,) = list(cache.iterdir())  # one version
     assert (installed / "hooks" / "notify.py").is_file()

@@ -20,33 +20,14 @@ from live_memory.providers.anthropic import AnthropicProvider, encode_request, r
 from live_memory.providers.base import WireCache
 from tests.fakes.llm_server import FakeLLM, Reply
 from tests.fakes.wire import Wire as BaseWire
+from tests.providers.sample_request import TOOL, request
 
-TOOL = {
-    "name": "Grep",
-    "description": "search",
-    "input_schema": {
-        "type": "object",
-        "properties": {"pattern": {"type": "string"}},
-        "required": ["pattern"],
-    },
-}
-STABLE = "You are a test system prompt. " * 60
 EPHEMERAL = {"type": "ephemeral"}
 
 
 def anthropic(fake: FakeLLM) -> AnthropicProvider:
     info = ProviderInfo("anthropic", "anthropic", "claude-haiku-4-5", fake.base_url, explicit_cache_control=True)
     return AnthropicProvider(info, api_key="test")
-
-
-def request(question: str = "where?", *, transcript: tuple[Message, ...] = ()) -> ChatRequest:
-    return ChatRequest(
-        system=(TextPart(STABLE, cache=True), TextPart("volatile block", cache=True)),
-        messages=(Message("user", (TextPart(question),)), *transcript),
-        max_tokens=512,
-        tools=(TOOL,),
-        cache_key="ws1",
-    )
 
 
 def message_json(**overrides: Any) -> dict[str, Any]:

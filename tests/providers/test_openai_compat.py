@@ -24,17 +24,7 @@ from live_memory.providers.openai_compat import (
 )
 from tests.fakes.llm_server import FakeLLM, Reply
 from tests.fakes.wire import Wire
-
-TOOL = {
-    "name": "Grep",
-    "description": "search",
-    "input_schema": {
-        "type": "object",
-        "properties": {"pattern": {"type": "string"}},
-        "required": ["pattern"],
-    },
-}
-STABLE = "You are a test system prompt. " * 60
+from tests.providers.sample_request import STABLE, TOOL, request
 
 
 def openai_compat(fake: FakeLLM, name: str = "openai") -> OpenAICompatProvider:
@@ -47,16 +37,6 @@ def openai_compat(fake: FakeLLM, name: str = "openai") -> OpenAICompatProvider:
         routes_by_cache_key=name == "openai",
     )
     return OpenAICompatProvider(info, api_key="test")
-
-
-def request(question: str = "where?", *, transcript: tuple[Message, ...] = ()) -> ChatRequest:
-    return ChatRequest(
-        system=(TextPart(STABLE, cache=True), TextPart("volatile block", cache=True)),
-        messages=(Message("user", (TextPart(question),)), *transcript),
-        max_tokens=512,
-        tools=(TOOL,),
-        cache_key="ws1",
-    )
 
 
 def completion_json(message: dict[str, Any] | None = None, **overrides: Any) -> dict[str, Any]:

@@ -196,12 +196,7 @@ async def test_grep_in_a_directory_keeps_anchored_secret_patterns_anchored(repo_
 # -- Glob -----------------------------------------------------------------------------------------
 async def test_glob_lists_matching_files_sorted_without_ignored_files_or_git(any_toolbox: Toolbox) -> None:
     text = await _text(any_toolbox, "Glob", pattern="**/*.py")
-    assert text.splitlines() == [
-        "src/app/__init__.py",
-        "src/app/feature.py",
-        "src/app/helpers.py",
-        "src/app/main.py",
-    ]
+    assert text.splitlines() == ["src/app/__init__.py", "src/app/feature.py", "src/app/helpers.py", "src/app/main.py"]
 
 
 async def test_glob_pattern_without_slash_matches_names_at_any_depth(any_toolbox: Toolbox) -> None:
