@@ -13,15 +13,7 @@ from live_memory import constants as C
 from live_memory.config import Settings, default_data_dir, load_settings, write_config_value
 from live_memory.errors import ConfigError
 from live_memory.options import OPTIONS, Option, changed_options, conforms
-
-
-def env_text(value: object) -> str:
-    """How a user writes `value` in the environment."""
-    if isinstance(value, tuple):
-        return ",".join(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+from tests.fakes.env_text import env_text
 
 
 def write_config(data_dir: Path, values: dict[str, object]) -> None:

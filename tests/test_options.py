@@ -8,15 +8,7 @@ from typing import Literal
 import pytest
 
 from live_memory.options import OPTIONS, OPTIONS_BY_KEY, Option, Options, conforms, option, options_of
-
-
-def env_text(value: object) -> str:
-    """How a user writes `value` in the environment."""
-    if isinstance(value, tuple):
-        return ",".join(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+from tests.fakes.env_text import env_text
 
 
 @pytest.mark.parametrize("row", OPTIONS, ids=lambda o: o.key)

@@ -318,17 +318,23 @@ def _resolve_endpoint(read: _Layers, env: Mapping[str, str]) -> _Endpoint:
     return _Endpoint(profile, base_url, api_key, key_source, model, context, max(model_context, context))
 
 
-def write_config_value(data_dir: Path, key: str, raw: str) -> dict[str, object]:
-    """Validate `key=raw` and store it in config.json (used by `config set` and the plugin command)."""
+def file_value(key: str, raw: object) -> object:
+    """`raw` cast by `key`'s option, for config.json; a ConfigError names what is wrong (an unknown key,
+    an option only the environment may set, a bad value)."""
     option = OPTIONS_BY_KEY.get(key)
     if option is None:
-        raise ConfigError(f"unknown option {key!r}; known: {', '.join(OPTIONS_BY_KEY)}")
+        raise ConfigError(f"unknown option {key!r}; `live-memory config show` lists them")
     if not option.file_allowed:
-        raise ConfigError(f"{key} can only be set in the environment ({option.env})")
+        raise ConfigError(f"{key} can only be set in the server's environment ({option.env})")
     try:
-        value = option.cast(raw)
+        return option.cast(raw)
     except ValueError as exc:
         raise ConfigError(f"invalid {key}: {exc}") from None
+
+
+def write_config_value(data_dir: Path, key: str, raw: str) -> dict[str, object]:
+    """Validate `key=raw` and store it in config.json (used by `config set` and the plugin command)."""
+    value = file_value(key, raw)
     path = data_dir / CONFIG_FILE
     current = read_config_file(path)
     current[key] = list(value) if isinstance(value, tuple) else value

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from live_memory.config import Settings, read_config_file
+from live_memory.config import Settings, file_value, read_config_file
 from live_memory.errors import ConfigError
 from live_memory.options import CONFIG_FILE, OPTIONS_BY_KEY, changed_options
 from live_memory.safe_files import atomic_write, ensure_private_dir
@@ -23,18 +23,7 @@ def validate_changes(body: Mapping[str, Any]) -> dict[str, object]:
     """Each value cast by its option's caster; the first bad key raises a ConfigError naming it."""
     if not body:
         raise ConfigError('nothing to set: send {"key": value}, e.g. {"max_iterations": 30}')
-    values: dict[str, object] = {}
-    for key, raw in body.items():
-        option = OPTIONS_BY_KEY.get(key)
-        if option is None:
-            raise ConfigError(f"unknown option {key!r}; `live-memory config show` lists them")
-        if not option.file_allowed:
-            raise ConfigError(f"{key} can only be set in the server's environment ({option.env})")
-        try:
-            values[key] = option.cast(raw)
-        except ValueError as exc:
-            raise ConfigError(f"invalid {key}: {exc}") from None
-    return values
+    return {key: file_value(key, raw) for key, raw in body.items()}
 
 
 def write_changes(data_dir: Path, values: Mapping[str, object]) -> bytes | None:
