@@ -213,6 +213,19 @@ ASYNC_TOOLS = False
 JOB_TTL_S = 900.0
 MAX_JOBS = 256
 
+# --- a team's knowledge (team_sync.py; the store's own limits are under "team store") -------------
+# Reading a checkout's repository identity (two git calls, once per workspace).
+REPO_IDENTITY_TIMEOUT_S = 5.0
+# A first load waits at most this long for the team's facts to be pulled (in parallel with the tree scan),
+# so a new checkout starts from what the team knows; a slow store costs the first question this, at most.
+TEAM_LOAD_WAIT_S = 0.5
+# The push queue on disk: at most this many facts (the oldest go first past it), pushed this many at a
+# time, retried after this long (doubling up to the maximum) while the store is down.
+TEAM_QUEUE_MAX_FACTS = 20_000
+TEAM_PUSH_BATCH = 200
+TEAM_RETRY_S = 5.0
+TEAM_RETRY_MAX_S = 300.0
+
 # --- operations --------------------------------------------------------------------------------
 KEEP_WARM = False
 # How often the keep-warm loop looks for workspaces due for a ping.

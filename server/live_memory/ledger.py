@@ -32,9 +32,28 @@ class LedgerFact:
     text: str
     sources: Mapping[str, str] = field(default_factory=dict)  # path -> sha256 at distillation time
     stale: bool = False
+    team: str = ""  # who on the team learned it ("user@machine"), when it came from the team store
+    shared: bool = False  # queued for the team store (never again)
 
     def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "sources": dict(self.sources), "stale": self.stale}
+        data: dict[str, Any] = {"text": self.text, "sources": dict(self.sources), "stale": self.stale}
+        if self.team:
+            data["team"] = self.team
+        if self.shared:
+            data["shared"] = True
+        return data
+
+    @property
+    def grounds(self) -> FactKey:
+        """The fact and the bytes it rests on: the same key on every machine."""
+        return fact_key(self.text, self.sources)
+
+
+FactKey = tuple[str, frozenset[tuple[str, str]]]
+
+
+def fact_key(text: str, sources: Mapping[str, str]) -> FactKey:
+    return _key(text), frozenset(sources.items())
 
 
 def split_facts(summary: str) -> list[str]:
@@ -75,13 +94,17 @@ class Ledger:
     index of cited paths that file events consult is rebuilt when the list is another one or its
     length changed."""
 
-    def __init__(self, facts: Iterable[LedgerFact] = (), legacy_text: str = "") -> None:
+    def __init__(
+        self, facts: Iterable[LedgerFact] = (), legacy_text: str = "", dropped: Iterable[FactKey] = ()
+    ) -> None:
         self.facts: list[LedgerFact] = list(facts)
         self.legacy_text = legacy_text
+        # Facts the summarizer dropped (`- n`), with the bytes they rested on: never taken back from the team.
+        self.dropped: set[FactKey] = set(dropped)
         self._cited: tuple[list[LedgerFact], int, frozenset[str]] | None = None
 
     def copy(self) -> Ledger:
-        return Ledger(self.facts, self.legacy_text)
+        return Ledger(self.facts, self.legacy_text, self.dropped)
 
     @property
     def empty(self) -> bool:
@@ -124,7 +147,11 @@ class Ledger:
             if match and match.group("op"):
                 index = int(match.group("number")) - 1
                 if 0 <= index < len(self.facts) and facts[index] is not None:
-                    facts[index] = _confirmed(self.facts[index], manifest) if match.group("op") == "=" else None
+                    if match.group("op") == "=":
+                        facts[index] = _confirmed(self.facts[index], manifest)
+                    else:
+                        self.dropped.add(self.facts[index].grounds)
+                        facts[index] = None
             elif added and _key(added) in known:  # already there: at most a confirmation
                 index = known[_key(added)]
                 fact = facts[index]
@@ -149,6 +176,19 @@ class Ledger:
             dropped.add(index)
             size -= estimate_tokens(self.facts[index].text) + 1
         self.facts = [f for i, f in enumerate(self.facts) if i not in dropped]
+
+    def merge_team(self, facts: Iterable[LedgerFact]) -> int:
+        """Add the team's facts this ledger has neither (the same text on the same bytes) nor dropped, in
+        the order given (newest confirmation first); returns how many were added. Takes effect in the
+        prompt at the next freeze, like every ledger change."""
+        known = {f.grounds for f in self.facts} | self.dropped
+        added: list[LedgerFact] = []
+        for fact in facts:
+            if fact.grounds not in known:
+                known.add(fact.grounds)
+                added.append(fact)
+        self.facts = [*self.facts, *added]
+        return len(added)
 
     def cited_paths(self) -> frozenset[str]:
         """Every path a fact was distilled from. Asked for each file event: indexed, not scanned."""
@@ -217,8 +257,8 @@ class Ledger:
 
 
 def _confirmed(fact: LedgerFact, manifest: Mapping[str, str]) -> LedgerFact:
-    """The fact trusted again, attributed to the files as they are now."""
-    return LedgerFact(fact.text, attribute(fact.text, manifest))
+    """The fact trusted again, attributed to the files as they are now (new grounds: shared again)."""
+    return LedgerFact(fact.text, attribute(fact.text, manifest), team=fact.team)
 
 
 def _key(text: str) -> str:

@@ -19,7 +19,7 @@ from live_memory.context_window import ContextWindow
 from live_memory.file_context import FileContext
 from live_memory.history import Turn
 from live_memory.hot_set import FileUse
-from live_memory.ledger import Ledger, LedgerFact
+from live_memory.ledger import Ledger, LedgerFact, fact_key
 from live_memory.messages import Message, Part, TextPart, ToolResultPart, ToolUsePart
 from live_memory.records import Usage
 from live_memory.workspace import WorkspaceState, WorkspaceStats
@@ -84,11 +84,19 @@ class FactIn(_Model):
     text: str
     sources: dict[str, str] = Field(default_factory=dict)
     stale: bool = False
+    team: str = ""
+    shared: bool = False
+
+
+class DroppedIn(_Model):
+    text: str  # the fact's normalized text (ledger.fact_key)
+    sources: dict[str, str] = Field(default_factory=dict)
 
 
 class LedgerIn(_Model):
     facts: list[FactIn] = Field(default_factory=list)
     legacy_text: str = ""
+    dropped: list[DroppedIn] = Field(default_factory=list)
 
 
 class WindowIn(_Model):
@@ -259,7 +267,11 @@ def window_json(window: ContextWindow, history: HistoryEncoder | None = None) ->
         "calibration": window.calibration,
         "version": window.version,
         "summarized_pairs": window.summarized_pairs,
-        "ledger": {"facts": [f.to_json() for f in window.ledger.facts], "legacy_text": window.ledger.legacy_text},
+        "ledger": {
+            "facts": [f.to_json() for f in window.ledger.facts],
+            "legacy_text": window.ledger.legacy_text,
+            "dropped": [{"text": text, "sources": dict(sources)} for text, sources in sorted(window.ledger.dropped)],
+        },
         "files": [
             {
                 "path": f.path,
@@ -343,7 +355,9 @@ def _ledger(raw: LedgerIn | str | None) -> Ledger:
         return Ledger()
     if isinstance(raw, str):
         return Ledger(legacy_text=raw)
-    return Ledger([LedgerFact(f.text, dict(f.sources), f.stale) for f in raw.facts], raw.legacy_text)
+    facts = [LedgerFact(f.text, dict(f.sources), f.stale, f.team, f.shared) for f in raw.facts]
+    dropped = [fact_key(d.text, d.sources) for d in raw.dropped]
+    return Ledger(facts, raw.legacy_text, dropped)
 
 
 def _message(raw: MessageIn) -> Message:

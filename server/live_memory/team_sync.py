@@ -1,0 +1,239 @@
+"""A team's knowledge, shared through the team store, never on an answer's path.
+
+What travels is a ledger fact with its grounds: the repository's identity (`repo_identity.py`), the paths it
+rests on and each file's content hash when it was learned. A fact holds in any checkout where those files
+have those bytes, and only there.
+
+- **Pull** (`pull`): a workspace's first load and each compaction ask for the repository's facts (bounded by
+  the store's timeout), keep those whose every file has the same bytes in this checkout, and hand them to the
+  ledger, which takes them at its next freeze (`Ledger.merge_team`), never as a rewrite of a cached prefix.
+- **Push** (`share`): the facts the local summarizer wrote go to a queue on local disk (`team_queue.py`)
+  first; `run`, a background task the lifespan owns, connects, migrates and drains it, and retries while the
+  store is down, so an outage of any length loses nothing and delays nothing.
+- **Trust**: only facts from an allowed repository leave (`team_repositories`), never one resting on a secret
+  file, naming one, or carrying text that looks like a credential; the store's URL is masked wherever it is
+  shown. What the ledger dropped (`- n`) is never taken back for the same bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from live_memory import constants as C
+from live_memory.errors import TeamStoreError
+from live_memory.jail import secret_matcher
+from live_memory.ledger import LedgerFact
+from live_memory.safe_files import read_for_revalidation
+from live_memory.team_queue import DiskQueue
+from live_memory.team_store import TeamFact, TeamStore, mask_url
+
+logger = logging.getLogger(__name__)
+
+StoreState = Literal["off", "connecting", "up", "down"]
+
+# Text that looks like a credential never leaves the machine: common key prefixes, private keys, and long runs
+# of base64-like characters (a token pasted into a fact).
+_CREDENTIAL = re.compile(
+    r"(?:sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----|[A-Za-z0-9+/_-]{40,}={0,2})"
+)
+
+
+@dataclass(frozen=True)
+class TeamPolicy:
+    """The team store's settings, fixed per settings snapshot."""
+
+    url: str
+    timeout_s: float
+    pool_size: int
+    repositories: tuple[str, ...]  # allowed repository identities; empty: every repository
+    secret_globs: tuple[str, ...]
+    user: str
+    machine: str
+    pull_limit: int = C.TEAM_PULL_LIMIT
+
+    def allows(self, repo: str | None) -> bool:
+        return repo is not None and (not self.repositories or repo in self.repositories)
+
+    def may_share(self, fact: LedgerFact) -> bool:
+        """Only a fact learned here, grounded on files, none of them secret, naming no secret and carrying
+        nothing that looks like a credential."""
+        if fact.team or fact.stale or not fact.sources:
+            return False
+        secrets = secret_matcher(self.secret_globs)
+        if any(secrets.matches(path) for path in fact.sources):
+            return False
+        words = re.findall(r"[\w./-]+", fact.text)
+        return not any(secrets.matches(word.strip("./")) for word in words) and not _CREDENTIAL.search(fact.text)
+
+
+@dataclass
+class TeamFigures:
+    """What /stats, /metrics and the status page show of the team store."""
+
+    state: StoreState = "off"
+    latency_s: float | None = None
+    schema_version: int | None = None
+    pulled: int = 0  # facts merged into a ledger from the team
+    pushed: int = 0
+    last_error: str = ""
+    queue_dropped: int = 0
+
+    def to_json(self, queued: int, url: str) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "store": mask_url(url),
+            "latency_ms": None if self.latency_s is None else round(self.latency_s * 1000, 2),
+            "schema_version": self.schema_version,
+            "facts_pulled": self.pulled,
+            "facts_pushed": self.pushed,
+            "facts_queued": queued,
+            "facts_dropped_from_queue": self.queue_dropped,
+            "last_error": self.last_error,
+        }
+
+
+@dataclass
+class TeamSync:
+    policy: TeamPolicy
+    queue: DiskQueue
+    clock: Callable[[], float] = time.time
+    figures: TeamFigures = field(default_factory=TeamFigures)
+    _store: TeamStore | None = None
+    _queued: asyncio.Event = field(default_factory=asyncio.Event)
+
+    # --- the background task -------------------------------------------------------------------
+    async def run(self) -> None:
+        """Connect (retrying with backoff while the store is down), migrate, then push what is queued,
+        whenever something is; the lifespan cancels it at shutdown."""
+        delay = C.TEAM_RETRY_S
+        while True:
+            try:
+                store = await self._connected()
+                await self._drain(store)
+                delay = C.TEAM_RETRY_S
+                self._queued.clear()
+                if not len(self.queue):
+                    await self._queued.wait()
+                continue
+            except TeamStoreError as exc:
+                self._down(exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, C.TEAM_RETRY_MAX_S)
+
+    async def _connected(self) -> TeamStore:
+        if self._store is not None:
+            return self._store
+        self.figures.state = "connecting"
+        policy = self.policy
+        store = await TeamStore.connect(policy.url, pool_max=policy.pool_size, timeout_s=policy.timeout_s)
+        try:
+            self.figures.schema_version = await store.migrate()
+            self.figures.latency_s = await store.ping()
+        except BaseException:
+            await store.aclose()
+            raise
+        self._store = store
+        self.figures.state = "up"
+        self.figures.last_error = ""
+        logger.info("team store %s is up (schema %s)", mask_url(policy.url), self.figures.schema_version)
+        return store
+
+    async def _drain(self, store: TeamStore) -> None:
+        while batch := await asyncio.to_thread(self.queue.head, C.TEAM_PUSH_BATCH):
+            started = time.monotonic()
+            await store.push([_team_fact(item) for item in batch])
+            self.figures.latency_s = time.monotonic() - started
+            await asyncio.to_thread(self.queue.remove_head, len(batch))
+            self.figures.pushed += len(batch)
+
+    def _down(self, exc: TeamStoreError) -> None:
+        if self.figures.state != "down":
+            logger.warning("team store unavailable: %s (answers go on; facts wait in the local queue)", exc)
+        self.figures.state = "down"
+        self.figures.last_error = str(exc)
+
+    async def aclose(self) -> None:
+        if self._store is not None:
+            await self._store.aclose()
+            self._store = None
+
+    # --- sharing -------------------------------------------------------------------------------
+    async def share(self, repo: str | None, facts: Sequence[LedgerFact]) -> int:
+        """Queue the facts this repository may share (durably, off the event loop); returns how many."""
+        if not self.policy.allows(repo):
+            return 0
+        assert repo is not None
+        now = self.clock()
+        items = [_item(repo, fact, self.policy, now) for fact in facts if self.policy.may_share(fact)]
+        if items:
+            await asyncio.to_thread(self.queue.append, items)
+            self.figures.queue_dropped = self.queue.dropped
+            self._queued.set()
+        return len(items)
+
+    # --- pulling -------------------------------------------------------------------------------
+    async def pull(self, repo: str | None, root: Path, max_file_bytes: int) -> list[LedgerFact]:
+        """The repository's facts whose every file has the same bytes in the checkout at `root`, newest
+        confirmation first; none when the store is down or slow (within its timeout) or the repository is
+        not allowed."""
+        store = self._store
+        if store is None or not self.policy.allows(repo):
+            return []
+        assert repo is not None
+        try:
+            started = time.monotonic()
+            rows = await store.pull(repo, limit=self.policy.pull_limit)
+            self.figures.latency_s = time.monotonic() - started
+        except TeamStoreError as exc:
+            self._down(exc)
+            self._store = None  # reconnected by `run`
+            await store.aclose()
+            return []
+        paths = {path for row in rows for path in row.sources}
+        found = await asyncio.to_thread(read_for_revalidation, root, paths, (), max_file_bytes)
+        current = {path: disk.sha256 for path, disk in found.items()}
+        return [
+            LedgerFact(row.text, dict(row.sources), team=f"{row.user}@{row.machine}")
+            for row in rows
+            if all(current.get(path) == digest for path, digest in row.sources.items())
+            and not (row.machine == self.policy.machine and row.user == self.policy.user)
+        ]
+
+    def count_merged(self, merged: int) -> None:
+        self.figures.pulled += merged
+
+    @property
+    def queued(self) -> int:
+        return len(self.queue)
+
+
+def _item(repo: str, fact: LedgerFact, policy: TeamPolicy, now: float) -> dict[str, Any]:
+    return {
+        "repo": repo,
+        "text": fact.text,
+        "sources": dict(fact.sources),
+        "machine": policy.machine,
+        "user": policy.user,
+        "learned_at": now,
+    }
+
+
+def _team_fact(item: Mapping[str, Any]) -> TeamFact:
+    learned = float(item["learned_at"])
+    return TeamFact(
+        repo=str(item["repo"]),
+        text=str(item["text"]),
+        sources={str(k): str(v) for k, v in dict(item["sources"]).items()},
+        machine=str(item["machine"]),
+        user=str(item["user"]),
+        learned_at=learned,
+        confirmed_at=learned,
+    )
