@@ -315,6 +315,12 @@ def test_mask_url_hides_every_password_and_keeps_the_rest(url: str, masked: str)
     assert mask_url(url) == masked
 
 
+def test_mask_url_hides_a_password_holding_url_delimiters() -> None:
+    masked = mask_url("postgresql://ana:pa?ss-word@db/team")
+
+    assert "pa?ss" not in masked and "ss-word" not in masked and masked.startswith("postgresql://ana:")
+
+
 async def test_a_malformed_url_is_refused_without_echoing_it() -> None:
     with pytest.raises(TeamStoreError, match="invalid team store URL") as failed:
         await open_store("postgresql://live:hunter2-secret@127.0.0.1:notaport/x?bogus_option=1", timeout_s=FAST)

@@ -84,12 +84,17 @@ def bundled_migrations() -> tuple[Migration, ...]:
 def mask_url(url: str) -> str:
     """The store's URL fit for a message or a log: any password (user info, ?password=, ?sslpassword=, or
     password= in a key=value string) replaced by ***."""
+    return _scrub(_mask_fields(url), _secrets(url))
+
+
+def _mask_fields(url: str) -> str:
     if "://" not in url:
         return _CONNINFO_SECRET.sub(lambda match: match.group(1) + MASK, url)
     scheme, rest = url.split("://", 1)
     before_query, mark, query = rest.partition("?")
     head, hash_mark, fragment = (before_query, "", "") if mark else before_query.partition("#")
-    # The last "@" before the query ends the user info (an unencoded "@" or "/" in a password stays masked).
+    # The last "@" before the query ends the user info (an unencoded "@" or "/" in a password stays masked;
+    # an unencoded "?" is caught by the scrub of what libpq itself reads as the password).
     user_info, at, hosts = head.rpartition("@")
     if at and ":" in user_info:
         head = f"{user_info.split(':', 1)[0]}:{MASK}@{hosts}"
@@ -123,6 +128,11 @@ def _secrets(url: str) -> set[str]:
                 found.add(value)
     else:
         found.update(match.group(2).strip("'") for match in _CONNINFO_SECRET.finditer(url))
+    try:  # what libpq reads as the passwords, however the URL spells them
+        parsed = conninfo_to_dict(url)
+    except psycopg.Error:
+        parsed = {}
+    found.update(str(parsed.get(name, "")) for name in _SECRET_PARAMS)
     found |= {unquote(secret) for secret in found}
     return {secret for secret in found if len(secret) >= MIN_SCRUBBED_SECRET}
 
@@ -289,10 +299,11 @@ class TeamStore:
 
     async def aclose(self) -> None:
         """Close the pool. Calls abandoned at their deadline are cancelled and given a moment to hang up."""
-        for call in self._calls:
+        abandoned = set(self._calls)
+        for call in abandoned:
             call.cancel()
-        if self._calls:
-            await asyncio.wait(self._calls, timeout=TEAM_STORE_CLOSE_S)
+        if abandoned:
+            await asyncio.wait(abandoned, timeout=TEAM_STORE_CLOSE_S)
         await self._pool.close(timeout=TEAM_STORE_CLOSE_S)
 
     async def _round_trip(self) -> float:
