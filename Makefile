@@ -40,6 +40,8 @@ check: $(DEV_STAMP)
 test: check
 	@[ -x $(CLAUDE_CLI) ] || command -v claude >/dev/null 2>&1 || \
 		echo "NOTICE: Claude Code CLI not found: plugin validate + end-to-end tests are skipped (make claude-cli)"
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+		echo "NOTICE: PostgreSQL server not found: team store tests are skipped (Debian: apt-get install postgresql)"
 	$(BIN)/python -m pytest -q
 
 bench: $(DEV_STAMP)

@@ -9,6 +9,7 @@ import os
 import socket
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
 
 from tests.fakes.llm_server import FakeLLM
+from tests.fakes.postgres import PostgresCluster, unavailable_reason
 
 # Bytecode caches are kept even where PYTHONDONTWRITEBYTECODE is set: without them every xdist worker rewrites
 # the asserts of every test module again (about 3 s of CPU per worker), and every `live-memory` subprocess
@@ -42,6 +44,9 @@ atexit.register(gc.freeze)
 ONE_WORKER_MODULES = {
     "tests/test_bench_session_bill.py": "session-bill",
     "tests/http/test_security.py": "hypothesis",
+    # One PostgreSQL cluster (tests/fakes/postgres.py) serves them all; its tests stop and start it.
+    "tests/test_team_store.py": "postgres",
+    "tests/test_team_sync.py": "postgres",
     "tests/test_workspace.py": "hypothesis",
 }
 
@@ -185,3 +190,33 @@ def fake() -> Iterator[FakeLLM]:
     """The fake provider on a loopback port (Anthropic caching rules, small cache minimum)."""
     with FakeLLM(min_cacheable_tokens=64) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster]:
+    """A throwaway PostgreSQL cluster for this test process, started on first use; skips without one."""
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    cluster = PostgresCluster.launch()
+    try:
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+@dataclass(frozen=True)
+class TeamDatabase:
+    """A database of the test's own on the session's cluster, and a URL (with a password) to it."""
+
+    cluster: PostgresCluster
+    name: str
+    url: str
+
+
+@pytest.fixture
+def team_db(postgres: PostgresCluster) -> Iterator[TeamDatabase]:
+    postgres.ensure_running()  # a failed test may have left it stopped
+    name = postgres.create_database()
+    yield TeamDatabase(postgres, name, postgres.url(name))
+    postgres.ensure_running()

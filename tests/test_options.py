@@ -115,7 +115,8 @@ def test_metadata_that_cannot_apply_to_the_declared_type_is_refused() -> None:
 
 
 def test_secret_options_stay_out_of_the_repr() -> None:
-    shown = repr(Options(api_key="sk-do-not-print", auth_token="tok-do-not-print"))
+    store = "postgresql://live:pw-do-not-print@db.example.com/team"
+    shown = repr(Options(api_key="sk-do-not-print", auth_token="tok-do-not-print", team_store=store))
     assert "do-not-print" not in shown
     assert "port=" in shown
-    assert {o.key for o in OPTIONS if o.secret} == {"api_key", "auth_token"}
+    assert {o.key for o in OPTIONS if o.secret} == {"api_key", "auth_token", "team_store"}

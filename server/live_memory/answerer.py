@@ -171,6 +171,7 @@ class Answerer:
             tree_root=state.tree_root,
             distill=workspace.may_distill,
             cache_key=state.id,
+            team_facts=tuple(state.team_inbox),
         )
         fork_id, window = state.fork()
         loop = QuestionLoop(

@@ -29,6 +29,7 @@ from live_memory.errors import ProviderError
 from live_memory.file_context import FileContext, file_block
 from live_memory.history import Turn, message_text
 from live_memory.hot_set import HotSet
+from live_memory.ledger import LedgerFact
 from live_memory.records import Usage
 from live_memory.summarizer import Summarizer
 
@@ -47,6 +48,7 @@ class CompactionReport:
     tool_turns_dropped: int = 0
     summaries: int = 0
     summary_failures: int = 0
+    team_merged: int = 0  # facts from the team store the ledger took
     usage: Usage = field(default_factory=Usage)
 
 
@@ -71,6 +73,7 @@ class CompactionScope:
     tree_root: Path
     distill: bool = True  # False near a spend cap or with background calls off: bytes are shed unsummarized
     cache_key: str | None = None  # the workspace's prompt-cache key, for a fold that continues its conversation
+    team_facts: tuple[LedgerFact, ...] = ()  # pulled from the team store: they join the ledger at the freeze
 
 
 class Compactor:
@@ -111,6 +114,7 @@ class Compactor:
                     chars_per_token=window.chars_per_token,
                 )
             )
+        report.team_merged = window.ledger.merge_team(scope.team_facts)
         if policy.hot_set is not None:  # the frozen block holds the files the rule picks now
             costs = window.hold_costs(policy.hot_set.read_share, policy.hot_set.write_share)
             report.shed += window.rechoose_hot_set(policy.hot_set.policy, costs)

@@ -219,10 +219,10 @@ REPO_IDENTITY_TIMEOUT_S = 5.0
 # A first load waits at most this long for the team's facts to be pulled (in parallel with the tree scan),
 # so a new checkout starts from what the team knows; a slow store costs the first question this, at most.
 TEAM_LOAD_WAIT_S = 0.5
-# The push queue on disk: at most this many facts (the oldest go first past it), pushed this many at a
-# time, retried after this long (doubling up to the maximum) while the store is down.
+# The push queue on disk: at most this many facts (the oldest go first past it), taken this many at a time,
+# retried after this long (doubling up to the maximum) while the store is down.
 TEAM_QUEUE_MAX_FACTS = 20_000
-TEAM_PUSH_BATCH = 200
+TEAM_PUSH_BATCH = 500
 TEAM_RETRY_S = 5.0
 TEAM_RETRY_MAX_S = 300.0
 
@@ -335,6 +335,21 @@ TREE_MAX_LISTING_BYTES = 256 * 1024 * 1024
 TREE_TIMEOUT_S = 30.0
 # Directory tree without git: the walk stops after this many files (then says the listing was cut).
 TREE_MAX_WALK_FILES = 1_000_000
+
+# --- team store (team_store.py; off unless the team_store option names a postgresql:// URL) ------------
+# Connections one server opens to the store at most: a whole team's servers share one PostgreSQL.
+TEAM_STORE_POOL_MAX = 4
+# Every call to the store (connecting included) fails after this long: a slow store must never hold a
+# question or a compaction. The server is told too (statement_timeout), so it stops work nobody awaits.
+TEAM_STORE_TIMEOUT_S = 2.0
+# A schema migration may rewrite the table or wait for another server's migration: bounded apart.
+TEAM_STORE_MIGRATE_TIMEOUT_S = 30.0
+# Facts one pull brings at most (newest confirmation first).
+TEAM_STORE_PULL_LIMIT = 2000
+# Facts one upsert statement carries; a longer push sends several, in one transaction.
+TEAM_STORE_PUSH_BATCH = 500
+# On close, calls abandoned at their deadline get this long to hang up, and the pool as long to close.
+TEAM_STORE_CLOSE_S = 1.0
 
 # --- cost --------------------------------------------------------------------------------------
 # Background model calls (distillation, keep-warm) stop once this share of a spend cap is used.

@@ -7,6 +7,7 @@ LiveMemoryError
 ├── BusyError                   admission is full; carries retry_after_s
 ├── WorkspaceLoadError          a workspace could not be loaded (others keep working)
 ├── BudgetExceededError         a daily spend cap is reached
+├── TeamStoreError              the team store (PostgreSQL) failed or did not answer in time; URL masked
 └── ProviderError               anything the model endpoint did wrong; raised only by providers/
     ├── NoCredentialError       no API key and no usable subscription credential
     ├── AuthError               the endpoint rejected the credential (401/403)
@@ -70,6 +71,10 @@ class BudgetExceededError(LiveMemoryError):
 
 class WorkspaceLoadError(LiveMemoryError):
     """A workspace could not be loaded; the message says which and why."""
+
+
+class TeamStoreError(LiveMemoryError):
+    """The team store could not be reached, answered too late, or refused; the message masks credentials."""
 
 
 class ProviderError(LiveMemoryError):

@@ -190,6 +190,15 @@ class Ledger:
         self.facts = [*self.facts, *added]
         return len(added)
 
+    def unshared(self) -> list[LedgerFact]:
+        """The facts learned here that were never queued for the team store (stale ones wait until confirmed)."""
+        return [f for f in self.facts if not f.shared and not f.team and not f.stale]
+
+    def mark_shared(self, facts: Iterable[LedgerFact]) -> None:
+        """Remember that these facts were queued for the team store (the prompt does not change)."""
+        keys = {f.grounds for f in facts}
+        self.facts = [replace(f, shared=True) if f.grounds in keys else f for f in self.facts]
+
     def cited_paths(self) -> frozenset[str]:
         """Every path a fact was distilled from. Asked for each file event: indexed, not scanned."""
         facts, cited = self.facts, self._cited

@@ -9,6 +9,7 @@ the service.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -30,9 +31,12 @@ from live_memory.workspace import WorkspaceState
 logger = logging.getLogger(__name__)
 
 
-async def load_workspace(state: WorkspaceState, store: SnapshotStore, settings: Settings) -> None:
+async def load_workspace(
+    state: WorkspaceState, store: SnapshotStore, settings: Settings, *, team_wait_s: float = 0.0
+) -> None:
     """The one loader, in order: restore the snapshot -> re-validate it against the disk -> scan the tree
-    -> preload -> freeze; once per workspace (concurrent callers wait for the first)."""
+    (and, at the same time, wait up to `team_wait_s` for the team's facts; they join the ledger) -> preload
+    -> freeze; once per workspace (concurrent callers wait for the first)."""
     if state.loaded:
         return
     async with state.load_lock:
@@ -40,17 +44,29 @@ async def load_workspace(state: WorkspaceState, store: SnapshotStore, settings: 
             return
         await _restore(state, store, settings)
         window = state.window
-        window.set_directory_tree(
-            await scan_tree(
-                state.tree_root,
-                tree_policy(settings),
-                budget_tokens=window.budget_tokens,
-                chars_per_token=window.chars_per_token,
-            )
+        tree = scan_tree(
+            state.tree_root,
+            tree_policy(settings),
+            budget_tokens=window.budget_tokens,
+            chars_per_token=window.chars_per_token,
         )
+        scanned, _ = await asyncio.gather(tree, _team_facts_in_time(state, team_wait_s))
+        window.set_directory_tree(scanned)
+        state.team_merged += window.ledger.merge_team(state.team_inbox)
+        state.team_inbox = []
         await preload(state, settings)
         window.freeze()
         state.loaded = True
+
+
+async def _team_facts_in_time(state: WorkspaceState, wait_s: float) -> None:
+    """Wait for the workspace's first pull from the team store, at most `wait_s` (a slow store is not waited
+    for: what it sends later joins the ledger at the next compaction)."""
+    if wait_s <= 0 or state.team_pulled.is_set():
+        return
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(wait_s):
+            await state.team_pulled.wait()
 
 
 async def restore_workspace(state: WorkspaceState, store: SnapshotStore, settings: Settings) -> None:

@@ -287,6 +287,31 @@ class Options:
     share_worktrees: bool = option(
         C.SHARE_WORKTREES, "Linked worktrees of one repository share one memory (tools stay jailed to each worktree)."
     )
+    # --- a team's memory (team_sync.py)
+    team_store: str = option(
+        "",
+        "PostgreSQL URL of the team store (`postgresql://user@host/db`; TLS and credentials from the URL or the "
+        "PG* environment variables), where this server shares the facts it learns and finds the team's; empty: "
+        "off, knowledge stays on this machine.",
+        secret=True,
+        restart=True,
+    )
+    team_repositories: tuple[str, ...] = option(
+        (),
+        "Repositories whose knowledge is shared, by identity as /stats shows it (e.g. `github.com/org/app`); "
+        "empty: every repository under allowed_roots.",
+    )
+    team_timeout_s: float = option(
+        C.TEAM_STORE_TIMEOUT_S, "Longest wait for the team store on any one call.", low=0.1, high=60.0, restart=True
+    )
+    team_pool_size: int = option(
+        C.TEAM_STORE_POOL_MAX, "Most connections this server opens to the team store.", low=1, high=64, restart=True
+    )
+    team_user: str = option(
+        "",
+        "Who this server's facts are credited to in the team store; empty: the server user's login name.",
+        restart=True,
+    )
     async_tools: bool = option(
         C.ASYNC_TOOLS,
         "Also offer ask_live_memory_submit / ask_live_memory_result (submit now, collect later).",

@@ -96,6 +96,21 @@ class QuestionResult:
 
 
 @dataclass(frozen=True)
+class TeamFact:
+    """One ledger fact as the team store keeps it: where it holds (the repository's identity, and each file it
+    rests on with that file's SHA-256 when learned), who learned it, and when it was learned and last confirmed
+    (unix seconds). Only the fact travels, never the questions or answers it came from."""
+
+    repo: str
+    text: str
+    sources: Mapping[str, str]  # path -> sha256 hex
+    machine: str
+    user: str
+    learned_at: float
+    confirmed_at: float
+
+
+@dataclass(frozen=True)
 class FileEvent:
     """One file event from a hook tee, the OS watcher or a test: `path` absolute or workspace-relative."""
 

@@ -14,12 +14,15 @@ import functools
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.abc
+
+if TYPE_CHECKING:  # the team store's driver loads only when `team_store` is set
+    from live_memory.team_sync import TeamSync
 
 from live_memory import constants as C
 from live_memory.admission import AdmissionLimits
@@ -34,6 +37,7 @@ from live_memory.loading import load_workspace, restore_workspace
 from live_memory.messages import ChatProvider
 from live_memory.options import changed_options
 from live_memory.records import FileEvent, IngestResult
+from live_memory.repo_identity import repository_identity
 from live_memory.runtime import Runtime
 from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import Caps, SpendTracker
@@ -108,8 +112,11 @@ class WorkspaceService:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         write_behind_s: float = C.SNAPSHOT_WRITE_BEHIND_S,
+        team: TeamSync | None = None,
     ) -> None:
         self.runtime = runtime
+        self.team = team  # the team store's sync (None: off)
+        self._tasks: anyio.abc.TaskGroup | None = None
         self.tool_factory = tool_factory
         self.clock = clock
         self.wall_clock = wall_clock
@@ -141,6 +148,9 @@ class WorkspaceService:
         """Background work (file watchers, the snapshots' write-behind) runs in the lifespan's task group."""
         self.watcher.attach(tasks)
         tasks.start_soon(self._write_behind, name="live-memory snapshot write-behind")
+        self._tasks = tasks
+        if self.team is not None:
+            tasks.start_soon(self.team.run, name="live-memory team store")
 
     async def _write_behind(self) -> None:
         """Write the snapshots of journaled workspaces, `write_behind_s` after the first journaled one (so one
@@ -175,6 +185,7 @@ class WorkspaceService:
         state = self._states.get(location.key)
         if state is None:
             state = self._states[location.key] = new_state(location, self.policy)
+            self._in_background(self._pull_team, state)
             await self._enforce_capacity(keep=state)
         state.last_used = self.clock()
         return state
@@ -189,7 +200,9 @@ class WorkspaceService:
         settings = self.settings
         try:
             if not state.loaded:
-                await load_workspace(state, self.store, settings)
+                team_wait_s = C.TEAM_LOAD_WAIT_S if self.team is not None else 0.0
+                await load_workspace(state, self.store, settings, team_wait_s=team_wait_s)
+                self._in_background(self._share_team, state)  # what it learned before the store was on
                 if settings.watch:
                     self._watch(state)
             tools = await self._toolbox(location.root, settings)
@@ -209,6 +222,12 @@ class WorkspaceService:
         (it survives a kill from now on; the snapshot and the day's spend are written behind, a moment
         later, once for every answer meanwhile)."""
         state.commit(fork_id, window)
+        if out.compactions and self.team is not None:  # share what the summaries wrote; ask the team again
+            known = {f.grounds for f in state.window.ledger.facts}
+            state.team_merged += sum(report.team_merged for report in out.compactions)
+            state.team_inbox = [f for f in state.team_inbox if f.grounds not in known]
+            self._in_background(self._share_team, state)
+            self._in_background(self._pull_team, state)
         spent = self._count_compactions(state, runtime, out.compactions)
         cost = self.spend.count(state, runtime, out.model, out.usage, background=False)
         stats = state.stats
@@ -268,6 +287,44 @@ class WorkspaceService:
         if tools is None:
             tools = self._toolboxes[key] = await asyncio.to_thread(self.tool_factory, root, settings)
         return tools
+
+    # --- the team store --------------------------------------------------------------------------
+    def _in_background(
+        self, work: Callable[[WorkspaceState], Coroutine[Any, Any, None]], state: WorkspaceState
+    ) -> None:
+        """Team work runs in the lifespan's task group, never on a question's path; without a team store, or
+        before the lifespan started, there is none to run (and nothing waits for it)."""
+        if self.team is None or self._tasks is None:
+            state.team_pulled.set()
+            return
+        self._tasks.start_soon(work, state)
+
+    async def _pull_team(self, state: WorkspaceState) -> None:
+        """The team's facts for this checkout, into the workspace's inbox (the ledger takes them at a freeze)."""
+        assert self.team is not None
+        try:
+            if state.repo is None:
+                state.repo = await repository_identity(state.tree_root)
+            pulled = await self.team.pull(state.repo, state.tree_root, self.settings.passive_max_file_bytes)
+            known = {f.grounds for f in state.team_inbox}
+            state.team_inbox += [f for f in pulled if f.grounds not in known]
+        except Exception:  # a background pull must never take the service down; answers go on without it
+            logger.exception("pulling the team's facts for %s failed", state.root)
+        finally:
+            state.team_pulled.set()
+
+    async def _share_team(self, state: WorkspaceState) -> None:
+        """Queue the facts learned here that the team store has not been given (durably, then pushed by the
+        team's background task)."""
+        assert self.team is not None
+        try:
+            if state.repo is None:
+                state.repo = await repository_identity(state.tree_root)
+            facts = state.window.ledger.unshared()
+            await self.team.share(state.repo, facts)
+            state.apply(lambda window: window.ledger.mark_shared(facts))
+        except Exception:
+            logger.exception("queueing %s's facts for the team store failed", state.root)
 
     # --- file events ---------------------------------------------------------------------------
     def _watch(self, state: WorkspaceState) -> None:
@@ -432,3 +489,5 @@ class WorkspaceService:
             if provider is not None:
                 await provider.aclose()
         self._retired.clear()
+        if self.team is not None:
+            await self.team.aclose()

@@ -18,8 +18,11 @@ have those bytes, and only there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import getpass
 import logging
 import re
+import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,16 +30,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from live_memory import constants as C
+from live_memory.config import Settings
 from live_memory.errors import TeamStoreError
 from live_memory.jail import secret_matcher
 from live_memory.ledger import LedgerFact
-from live_memory.safe_files import read_for_revalidation
+from live_memory.records import TeamFact
+from live_memory.safe_files import atomic_write, ensure_private_dir, read_for_revalidation
 from live_memory.team_queue import DiskQueue
-from live_memory.team_store import TeamFact, TeamStore, mask_url
+from live_memory.team_store import TeamStore, mask_url
 
 logger = logging.getLogger(__name__)
 
 StoreState = Literal["off", "connecting", "up", "down"]
+MACHINE_ID_FILE = "machine-id"
 
 # Text that looks like a credential never leaves the machine: common key prefixes, private keys, and long runs
 # of base64-like characters (a token pasted into a fact).
@@ -57,7 +63,7 @@ class TeamPolicy:
     secret_globs: tuple[str, ...]
     user: str
     machine: str
-    pull_limit: int = C.TEAM_PULL_LIMIT
+    pull_limit: int = C.TEAM_STORE_PULL_LIMIT
 
     def allows(self, repo: str | None) -> bool:
         return repo is not None and (not self.repositories or repo in self.repositories)
@@ -108,6 +114,7 @@ class TeamSync:
     figures: TeamFigures = field(default_factory=TeamFigures)
     _store: TeamStore | None = None
     _queued: asyncio.Event = field(default_factory=asyncio.Event)
+    _up: asyncio.Event = field(default_factory=asyncio.Event)  # connected and migrated
 
     # --- the background task -------------------------------------------------------------------
     async def run(self) -> None:
@@ -125,25 +132,31 @@ class TeamSync:
                 continue
             except TeamStoreError as exc:
                 self._down(exc)
+            except Exception as exc:  # a bug here must not end the service: logged, retried like an outage
+                logger.exception("the team store's background task failed")
+                self._down(TeamStoreError(f"unexpected failure: {type(exc).__name__}"))
             await asyncio.sleep(delay)
             delay = min(delay * 2, C.TEAM_RETRY_MAX_S)
 
     async def _connected(self) -> TeamStore:
-        if self._store is not None:
-            return self._store
-        self.figures.state = "connecting"
-        policy = self.policy
-        store = await TeamStore.connect(policy.url, pool_max=policy.pool_size, timeout_s=policy.timeout_s)
-        try:
-            self.figures.schema_version = await store.migrate()
-            self.figures.latency_s = await store.ping()
-        except BaseException:
-            await store.aclose()
-            raise
-        self._store = store
+        """The store, connected and migrated once; after a failure, pinged until it answers again."""
+        store = self._store
+        if store is None:
+            self.figures.state = "connecting"
+            policy = self.policy
+            store = await TeamStore.connect(policy.url, pool_max=policy.pool_size, timeout_s=policy.timeout_s)
+            try:
+                self.figures.schema_version = await store.migrate()
+            except BaseException:
+                await store.aclose()
+                raise
+            self._store = store
+        self.figures.latency_s = await store.ping()
+        if not self._up.is_set():
+            logger.info("team store %s is up (schema %s)", store.masked_url, self.figures.schema_version)
+        self._up.set()
         self.figures.state = "up"
         self.figures.last_error = ""
-        logger.info("team store %s is up (schema %s)", mask_url(policy.url), self.figures.schema_version)
         return store
 
     async def _drain(self, store: TeamStore) -> None:
@@ -159,6 +172,8 @@ class TeamSync:
             logger.warning("team store unavailable: %s (answers go on; facts wait in the local queue)", exc)
         self.figures.state = "down"
         self.figures.last_error = str(exc)
+        self._up.clear()
+        self._queued.set()  # wakes `run`, which reconnects with backoff
 
     async def aclose(self) -> None:
         if self._store is not None:
@@ -184,18 +199,22 @@ class TeamSync:
         """The repository's facts whose every file has the same bytes in the checkout at `root`, newest
         confirmation first; none when the store is down or slow (within its timeout) or the repository is
         not allowed."""
-        store = self._store
-        if store is None or not self.policy.allows(repo):
+        if not self.policy.allows(repo):
             return []
         assert repo is not None
+        if not self._up.is_set():  # just started: give the connection its timeout to come up
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.policy.timeout_s):
+                    await self._up.wait()
+        store = self._store
+        if store is None:
+            return []
         try:
             started = time.monotonic()
             rows = await store.pull(repo, limit=self.policy.pull_limit)
             self.figures.latency_s = time.monotonic() - started
         except TeamStoreError as exc:
             self._down(exc)
-            self._store = None  # reconnected by `run`
-            await store.aclose()
             return []
         paths = {path for row in rows for path in row.sources}
         found = await asyncio.to_thread(read_for_revalidation, root, paths, (), max_file_bytes)
@@ -237,3 +256,36 @@ def _team_fact(item: Mapping[str, Any]) -> TeamFact:
         learned_at=learned,
         confirmed_at=learned,
     )
+
+
+def team_sync_for(settings: Settings) -> TeamSync:
+    """The team store's sync for `settings` (whose `team_store` is set): its queue in the data dir, and who
+    this server's facts are credited to (a random id of this machine, kept in the data dir, and a user)."""
+    data_dir = settings.data_dir
+    policy = TeamPolicy(
+        url=settings.team_store,
+        timeout_s=settings.team_timeout_s,
+        pool_size=settings.team_pool_size,
+        repositories=settings.team_repositories,
+        secret_globs=settings.secret_globs,
+        user=settings.team_user or _login_name(settings),
+        machine=machine_id(data_dir),
+    )
+    return TeamSync(policy, DiskQueue(data_dir, C.TEAM_QUEUE_MAX_FACTS))
+
+
+def machine_id(data_dir: Path) -> str:
+    """This machine's id in the team store: random, made once, kept in the data dir (no host name leaves)."""
+    path = data_dir / MACHINE_ID_FILE
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        known = path.read_text(encoding="utf-8").strip()
+        if re.fullmatch(r"[0-9a-f]{16}", known):
+            return known
+    made = secrets.token_hex(8)
+    ensure_private_dir(data_dir)
+    atomic_write(path, (made + "\n").encode("utf-8"), mode=0o600)
+    return made
+
+
+def _login_name(settings: Settings) -> str:
+    return settings.env.get("USER") or settings.env.get("LOGNAME") or getpass.getuser()

@@ -22,6 +22,7 @@ from live_memory.constants import MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
 from live_memory.context_window import ContextWindow
 from live_memory.errors import InputError
 from live_memory.history import EXCHANGE_KINDS, Turn
+from live_memory.ledger import LedgerFact
 from live_memory.options import RepoRootMode
 from live_memory.records import Usage
 
@@ -168,6 +169,13 @@ class WorkspaceState:
         self.dropped = False  # wiped by reset/empty: nothing of this object may be persisted again
         self.in_flight = 0
         self.tees: dict[str, tuple[float, str]] = {}  # path -> (when, sha256) of the last tee: echo checks
+        # The team store (team_sync.py): the repository's identity, the team's facts pulled for this checkout
+        # and not yet in the ledger (they join it at the next freeze), whether the first pull is done, and
+        # how many team facts the ledger took.
+        self.repo: str | None = None
+        self.team_inbox: list[LedgerFact] = []
+        self.team_pulled = asyncio.Event()
+        self.team_merged = 0
         self._journal: list[tuple[int, WindowChange]] = []
         self._seq = 0
         self._forks: dict[int, _ForkBase] = {}

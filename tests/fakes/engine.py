@@ -16,6 +16,7 @@ from live_memory.http.app import default_tool_factory
 from live_memory.messages import ChatProvider
 from live_memory.runtime import Runtime
 from live_memory.service import WorkspaceService
+from live_memory.team_sync import team_sync_for
 from live_memory.tools import TOOL_SCHEMAS
 from tests.fakes.off_loop import off_loop
 
@@ -35,7 +36,8 @@ def _build_engine(tmp_path: Path, provider: ChatProvider | None, options: dict[s
     env = {"HOME": str(tmp_path), "LIVE_MEMORY_API_KEY": "x", "LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD": "0"}
     env.update({f"LIVE_MEMORY_{k.upper()}": str(v) for k, v in options.items()})
     settings = load_settings(env=env, data_dir=tmp_path / "data")
-    service = WorkspaceService(Runtime(settings, provider), tool_factory=default_tool_factory)
+    team = team_sync_for(settings) if settings.team_store else None
+    service = WorkspaceService(Runtime(settings, provider), tool_factory=default_tool_factory, team=team)
     return Engine(service, Answerer(service, TOOL_SCHEMAS))
 
 

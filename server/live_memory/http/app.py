@@ -128,12 +128,18 @@ def create_app(
     AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
     policy = security_policy(settings)
     factory = provider_factory or build_provider
+    team = None
+    if settings.team_store:  # the store's driver loads only when it is used
+        from live_memory.team_sync import team_sync_for
+
+        team = team_sync_for(settings)
     service = WorkspaceService(
         Runtime(settings, factory(settings)),
         tool_factory=tool_factory or default_tool_factory,
         clock=clock,
         wall_clock=wall_clock,
         write_behind_s=timings.snapshot_write_behind_s,
+        team=team,
     )
     answerer = Answerer(
         service,

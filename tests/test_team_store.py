@@ -1,0 +1,328 @@
+"""The team store against a real PostgreSQL (tests/fakes/postgres.py): round trips, upserts, contradictions,
+schema migrations (concurrent, older, newer), and the faults a shared server brings: down, slow, swallowing
+packets, restarted. Every call must end within its timeout, as TeamStoreError, without the password."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import tomllib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from fnmatch import fnmatch
+from pathlib import Path
+
+import pytest
+
+from live_memory import constants as C
+from live_memory.errors import LiveMemoryError, TeamStoreError
+from live_memory.records import TeamFact
+from live_memory.team_store import Migration, TeamStore, bundled_migrations, mask_url
+from tests.conftest import TeamDatabase
+from tests.fakes.ports import free_port
+from tests.fakes.postgres import PostgresCluster
+from tests.fakes.tcp_proxy import TcpProxy
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO = "github.com/acme/shop"
+SHA_A = "a" * 64
+SHA_B = "b" * 64
+T0 = 1_750_000_000.25  # unix seconds (exact in microseconds, as the store keeps them)
+FAST = 0.5  # the timeout of the fault tests: short, so that they are quick
+SLACK = 1.5  # what a loaded test machine may add to a deadline
+
+
+def fact(text: str, *, sources: dict[str, str] | None = None, at: float = T0, learned: float | None = None,
+         repo: str = REPO, machine: str = "laptop-1", user: str = "ana") -> TeamFact:  # fmt: skip
+    return TeamFact(
+        repo=repo,
+        text=text,
+        sources={"src/cart.py": SHA_A} if sources is None else sources,
+        machine=machine,
+        user=user,
+        learned_at=at if learned is None else learned,
+        confirmed_at=at,
+    )
+
+
+async def open_store(url: str, *, timeout_s: float = C.TEAM_STORE_TIMEOUT_S) -> TeamStore:
+    return await TeamStore.connect(url, pool_max=C.TEAM_STORE_POOL_MAX, timeout_s=timeout_s)
+
+
+@pytest.fixture
+async def store(team_db: TeamDatabase) -> AsyncIterator[TeamStore]:
+    opened = await open_store(team_db.url)
+    await opened.migrate()
+    yield opened
+    await opened.aclose()
+
+
+# --- facts -----------------------------------------------------------------------------------------------
+
+
+async def test_pushed_facts_come_back_with_their_sources_newest_confirmation_first(store: TeamStore) -> None:
+    older = fact("Cart totals are computed in cents.", at=T0)
+    newer = fact("Checkout calls tax.apply.", sources={"src/checkout.py": SHA_B, "src/tax.py": SHA_A}, at=T0 + 5)
+    elsewhere = fact("Another repository's fact.", repo="github.com/acme/blog")
+
+    assert await store.push([older, newer, elsewhere]) == 3
+
+    assert await store.pull(REPO, limit=C.TEAM_STORE_PULL_LIMIT) == [newer, older]
+    assert await store.counts(REPO) == 2 and await store.counts() == 3
+    assert await store.pull(REPO, limit=1) == [newer]
+
+
+async def test_the_same_fact_on_the_same_bytes_is_one_row_whose_confirmation_moves_forward(store: TeamStore) -> None:
+    first = fact("Orders are immutable once paid.", at=T0, machine="laptop-1", user="ana")
+    assert await store.push([first]) == 1
+
+    again = fact("Orders are immutable once paid.", at=T0 + 60, machine="desktop-7", user="ben")
+    assert await store.push([again]) == 1
+    assert await store.push([again]) == 0  # nothing new: the row is not rewritten
+    assert await store.push([first]) == 0  # an older confirmation does not move it back
+
+    [row] = await store.pull(REPO, limit=10)
+    assert row.confirmed_at == T0 + 60
+    assert (row.learned_at, row.machine, row.user) == (T0, "laptop-1", "ana")  # who learned it first, and when
+
+
+async def test_duplicates_within_one_push_become_one_row(store: TeamStore) -> None:
+    text = "Refunds go through the payments queue."
+    written = await store.push([fact(text, at=T0 + 1), fact(text, at=T0 + 9, learned=T0 - 3, user="ben")])
+
+    assert written == 1
+    [row] = await store.pull(REPO, limit=10)
+    assert (row.learned_at, row.confirmed_at, row.user) == (T0 - 3, T0 + 9, "ben")
+
+
+async def test_contradicting_facts_on_the_same_bytes_are_both_kept_newest_first(store: TeamStore) -> None:
+    says_yes = fact("Discounts stack with coupons.", at=T0)
+    says_no = fact("Discounts never stack with coupons.", at=T0 + 30)
+    same_text_other_bytes = fact("Discounts stack with coupons.", sources={"src/cart.py": SHA_B}, at=T0 + 10)
+
+    assert await store.push([says_yes, says_no, same_text_other_bytes]) == 3
+
+    assert await store.pull(REPO, limit=10) == [says_no, same_text_other_bytes, says_yes]
+
+
+async def test_since_returns_only_facts_confirmed_after_it(store: TeamStore) -> None:
+    facts = [fact(f"Fact number {n}.", at=T0 + n) for n in range(5)]
+    await store.push(facts)
+
+    newest_first = await store.pull(REPO, limit=10)
+    assert [f.text for f in await store.pull(REPO, since=T0 + 2, limit=10)] == ["Fact number 4.", "Fact number 3."]
+    assert await store.pull(REPO, since=newest_first[0].confirmed_at, limit=10) == []  # a pull's own mark
+
+
+async def test_text_and_paths_of_any_kind_round_trip(store: TeamStore) -> None:
+    odd = fact("Ünïcode, 'quotes', \"doubles\", back\\slash; emoji 🧪.", sources={"dir with space/ß.py": SHA_A})
+    no_sources = fact("A fact resting on no file.", sources={})
+
+    await store.push([odd, no_sources])
+
+    assert sorted(await store.pull(REPO, limit=10), key=lambda f: f.text) == [no_sources, odd]
+
+
+# --- schema ----------------------------------------------------------------------------------------------
+
+
+async def test_a_fresh_store_is_migrated_to_the_newest_schema_once(team_db: TeamDatabase) -> None:
+    store = await open_store(team_db.url)
+    try:
+        assert await store.schema_version() is None
+        newest = len(bundled_migrations())
+        assert await store.migrate() == newest
+        assert await store.migrate() == newest
+        assert await store.schema_version() == newest
+    finally:
+        await store.aclose()
+
+
+async def test_servers_migrating_at_once_take_turns_and_agree_on_the_version(team_db: TeamDatabase) -> None:
+    stores = [await open_store(team_db.url) for _ in range(4)]
+    try:
+        versions = await asyncio.gather(*(store.migrate() for store in stores))
+        assert set(versions) == {len(bundled_migrations())}
+        rows = team_db.cluster.admin_execute(team_db.name, "SELECT version FROM live_memory.schema_version")
+        assert sorted(rows) == [(v,) for v in range(1, len(bundled_migrations()) + 1)]  # each step applied once
+    finally:
+        for store in stores:
+            await store.aclose()
+
+
+def test_the_migrations_ship_in_the_wheel_as_package_data() -> None:
+    """Setuptools puts only .py files into a wheel unless package-data names the rest."""
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["live_memory"]
+    for migration in bundled_migrations():
+        assert any(fnmatch(f"data/team_schema/{migration.name}", pattern) for pattern in patterns), migration.name
+
+
+def next_version() -> list[Migration]:
+    """This version's migrations, plus a next one as a later release would ship it."""
+    known = list(bundled_migrations())
+    later = Migration(len(known) + 1, "999_later.sql", "ALTER TABLE live_memory.facts ADD COLUMN later text;")
+    return [*known, later]
+
+
+async def test_a_store_made_by_an_older_version_is_upgraded_and_keeps_its_facts(team_db: TeamDatabase) -> None:
+    store = await open_store(team_db.url)
+    try:
+        await store.migrate()  # the older version: this release's schema
+        await store.push([fact("Kept across the upgrade.")])
+
+        assert await store.migrate(migrations=next_version()) == len(next_version())
+
+        assert await store.schema_version() == len(next_version())
+        assert [f.text for f in await store.pull(REPO, limit=10)] == ["Kept across the upgrade."]
+        assert team_db.cluster.admin_execute(
+            team_db.name, "SELECT column_name FROM information_schema.columns WHERE column_name = 'later'"
+        ) == [("later",)]
+    finally:
+        await store.aclose()
+
+
+async def test_a_store_made_by_a_newer_version_is_refused_and_left_alone(team_db: TeamDatabase) -> None:
+    store = await open_store(team_db.url)
+    try:
+        await store.migrate(migrations=next_version())
+
+        with pytest.raises(TeamStoreError, match="made by a newer version") as refused:
+            await store.migrate()
+
+        assert "upgrade Live Memory" in str(refused.value)
+        assert team_db.cluster.password not in str(refused.value)
+        assert await store.schema_version() == len(next_version())
+    finally:
+        await store.aclose()
+
+
+# --- faults ----------------------------------------------------------------------------------------------
+
+
+async def test_a_store_that_is_down_fails_fast_with_a_masked_url(postgres: PostgresCluster) -> None:
+    url = postgres.url("team", port=free_port())  # nothing listens there
+    started = time.monotonic()
+
+    with pytest.raises(TeamStoreError) as failed:
+        await open_store(url, timeout_s=FAST)
+
+    assert time.monotonic() - started < FAST + SLACK
+    message = str(failed.value)
+    assert "postgresql://live:***@127.0.0.1" in message and postgres.password not in message
+    assert isinstance(failed.value, LiveMemoryError) and failed.value.__cause__ is None
+
+
+async def test_a_wrong_password_is_refused_without_quoting_either_password(postgres: PostgresCluster) -> None:
+    wrong = "wrong-" + postgres.password[::-1]
+
+    with pytest.raises(TeamStoreError, match="password authentication failed") as failed:
+        await open_store(postgres.url("postgres", password=wrong), timeout_s=FAST)
+
+    assert wrong not in str(failed.value) and postgres.password not in str(failed.value)
+
+
+async def test_a_store_that_swallows_packets_fails_within_the_timeout(team_db: TeamDatabase) -> None:
+    async with TcpProxy("127.0.0.1", team_db.cluster.port) as proxy:
+        url = team_db.cluster.url(team_db.name, port=proxy.port)
+        store = await open_store(url, timeout_s=FAST)
+        try:
+            await store.migrate()
+            proxy.black_hole()
+            calls: list[Callable[[], Awaitable[object]]] = [
+                store.ping,
+                lambda: store.pull(REPO, limit=10),
+                lambda: store.push([fact("Lost in transit.")]),
+            ]
+            for call in calls:
+                started = time.monotonic()
+                with pytest.raises(TeamStoreError, match=r"did not answer within 0\.5 s") as failed:
+                    await call()
+                assert time.monotonic() - started < FAST + SLACK
+                assert proxy.port and team_db.cluster.password not in str(failed.value)
+
+            started = time.monotonic()
+            with pytest.raises(TeamStoreError, match=r"connecting: .* did not answer"):
+                await open_store(url, timeout_s=FAST)
+            assert time.monotonic() - started < FAST + SLACK
+        finally:
+            started = time.monotonic()
+            await store.aclose()  # calls left hanging up on the black hole are cut short
+            assert time.monotonic() - started < 2 * C.TEAM_STORE_CLOSE_S + SLACK
+
+
+async def test_a_slow_store_fails_within_the_timeout_and_works_again_once_fast(team_db: TeamDatabase) -> None:
+    async with TcpProxy("127.0.0.1", team_db.cluster.port) as proxy:
+        store = await open_store(team_db.cluster.url(team_db.name, port=proxy.port), timeout_s=FAST)
+        try:
+            await store.migrate()
+            proxy.delay_s = FAST * 2
+
+            started = time.monotonic()
+            with pytest.raises(TeamStoreError, match="did not answer"):
+                await store.pull(REPO, limit=10)
+            assert time.monotonic() - started < FAST + SLACK
+
+            proxy.delay_s = 0.0
+            assert await store.push([fact("Back to speed.")]) == 1
+        finally:
+            await store.aclose()
+
+
+async def test_after_the_server_restarts_the_same_store_works_again(team_db: TeamDatabase) -> None:
+    store = await open_store(team_db.url, timeout_s=FAST)
+    try:
+        await store.migrate()
+        await store.push([fact("Survives a restart.")])
+        assert await store.ping() < FAST
+
+        await team_db.cluster.stop()
+        started = time.monotonic()
+        with pytest.raises(TeamStoreError) as failed:
+            await store.pull(REPO, limit=10)
+        assert time.monotonic() - started < FAST + SLACK
+        assert team_db.cluster.password not in str(failed.value)
+        with pytest.raises(TeamStoreError, match=r"connecting: .*postgresql://live:\*\*\*@"):
+            await open_store(team_db.url, timeout_s=FAST)
+
+        await team_db.cluster.start()
+        assert [f.text for f in await store.pull(REPO, limit=10)] == ["Survives a restart."]
+    finally:
+        await store.aclose()
+
+
+# --- masking ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("postgresql://ana:s3cret@db.example:5432/team", "postgresql://ana:***@db.example:5432/team"),
+        ("postgres://ana:p%40ss%2Fw@db/team?sslmode=require", "postgres://ana:***@db/team?sslmode=require"),
+        ("postgresql://ana:raw@pass/word@db/team", "postgresql://ana:***@db/team"),
+        ("postgresql://ana:pw@h1:5432,h2:5433/team", "postgresql://ana:***@h1:5432,h2:5433/team"),
+        (
+            "postgresql://db/team?user=ana&password=s3cret&sslmode=verify-full&sslpassword=k3y",
+            "postgresql://db/team?user=ana&password=***&sslmode=verify-full&sslpassword=***",
+        ),
+        ("postgresql://db/team?PassWord=s3cret", "postgresql://db/team?PassWord=***"),
+        ("postgresql://ana@db/team", "postgresql://ana@db/team"),
+        ("postgresql:///team?host=/run/postgresql", "postgresql:///team?host=/run/postgresql"),
+        ("host=db user=ana password=s3cret dbname=team", "host=db user=ana password=*** dbname=team"),
+        ("host=db password = 'two words' dbname=team", "host=db password = *** dbname=team"),
+    ],
+)
+def test_mask_url_hides_every_password_and_keeps_the_rest(url: str, masked: str) -> None:
+    assert mask_url(url) == masked
+
+
+def test_mask_url_hides_a_password_holding_url_delimiters() -> None:
+    masked = mask_url("postgresql://ana:pa?ss-word@db/team")
+
+    assert "pa?ss" not in masked and "ss-word" not in masked and masked.startswith("postgresql://ana:")
+
+
+async def test_a_malformed_url_is_refused_without_echoing_it() -> None:
+    with pytest.raises(TeamStoreError, match="invalid team store URL") as failed:
+        await open_store("postgresql://live:hunter2-secret@127.0.0.1:notaport/x?bogus_option=1", timeout_s=FAST)
+
+    assert "hunter2-secret" not in str(failed.value)

@@ -1,0 +1,254 @@
+"""A team's knowledge through a real PostgreSQL: what one server's summaries learn, another server with the same
+files starts from; a changed file keeps the team's fact about its old bytes out; an outage of the store costs
+no answer and no fact (the queue on disk waits, and drains when the store is back)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from live_memory.ledger import LedgerFact
+from live_memory.messages import ChatRequest, ChatResponse, ToolResultPart
+from live_memory.records import ToolCall, Usage
+from live_memory.repo_identity import normalize_remote, repository_identity
+from live_memory.team_queue import DiskQueue
+from live_memory.team_store import TeamStore
+from live_memory.team_sync import TeamPolicy
+from tests.conftest import TeamDatabase
+from tests.fakes.engine import Engine, engine_for, until
+from tests.fakes.off_loop import off_loop
+from tests.fakes.scripted_provider import ScriptedProvider, text_response
+
+REMOTE = "git@example.com:Team/App.git"
+APP = "VERSION = 1\n\ndef serve():\n    return VERSION\n"
+LONG_ANSWER = "the answer, at length: " + "words " * 600  # about 900 tokens: the third one passes the history bound
+FACT = "VERSION is defined in app.py and serve() returns it"
+
+
+def checkout(home: Path, app: str = APP) -> Path:
+    """A clone of the team's repository: the same remote, its own path."""
+    root = home / "src" / "app"
+    root.mkdir(parents=True)
+    (root / "app.py").write_text(app)
+    (root / "README.md").write_text("# App\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["git", "remote", "add", "origin", REMOTE], cwd=root, check=True)
+    return root
+
+
+def learner(fact: str = FACT) -> ScriptedProvider:
+    """A model that reads app.py for each question, then answers at length; asked for the ledger's changes
+    (a summary: no tools offered), it adds `fact`. A fold that continues the conversation gets a Read, and is
+    redone as a summary."""
+
+    def reply(request: ChatRequest) -> ChatResponse:
+        if not request.tools:
+            return text_response(f"+ {fact}", usage=Usage(input_tokens=2000, output_tokens=20))
+        if any(isinstance(part, ToolResultPart) for part in request.messages[-1].parts):
+            return text_response(LONG_ANSWER)
+        return text_response("", tool_calls=(ToolCall("r", "Read", {"file_path": "app.py"}),))
+
+    return ScriptedProvider(responder=reply)
+
+
+@asynccontextmanager
+async def running(engine: Engine) -> AsyncIterator[Engine]:
+    """The service with its background work (the team store's sync among it), as the lifespan runs it."""
+    async with anyio.create_task_group() as tasks:
+        engine.service.start(tasks)
+        try:
+            yield engine
+        finally:
+            tasks.cancel_scope.cancel()
+    await engine.service.aclose()
+
+
+def team_engine(home: Path, provider: ScriptedProvider, url: str, **options: str) -> Engine:
+    return engine_for(home, provider, team_store=url, history_max_tokens="1500", **options)
+
+
+async def learn(engine: Engine, root: Path) -> None:
+    """Questions until a fold wrote the fact into the ledger, and the team's queue took it."""
+    for index in range(4):
+        await engine.answerer.ask(str(root), f"question {index} about app.py")
+    state = await engine.service.find(str(root))
+    assert state is not None and any(f.text == FACT for f in state.window.ledger.facts)
+
+
+async def facts_in_store(url: str) -> list[str]:
+    store = await TeamStore.connect(url, pool_max=1, timeout_s=5.0)
+    try:
+        return [f.text for f in await store.pull("example.com/team/app", limit=100)]
+    finally:
+        await store.aclose()
+
+
+async def test_what_one_server_learned_the_next_server_on_the_same_bytes_starts_from(
+    tmp_path: Path, team_db: TeamDatabase
+) -> None:
+    first_home, second_home = tmp_path / "first", tmp_path / "second"
+    first_root, second_root = off_loop(checkout, first_home), off_loop(checkout, second_home)
+    async with running(team_engine(first_home, learner(), team_db.url)) as first:
+        await learn(first, first_root)
+        team = first.service.team
+        assert team is not None
+        await until(lambda: team.figures.pushed >= 1 and team.queued == 0)
+    assert FACT in await facts_in_store(team_db.url)
+
+    second_model = ScriptedProvider(text_response("from the team's knowledge"))
+    async with running(team_engine(second_home, second_model, team_db.url)) as second:
+        result = await second.answerer.ask(str(second_root), "where is VERSION defined?")
+        assert result.answer == "from the team's knowledge"
+        # The team's fact is in the ledger the very first request carried, marked with who learned it.
+        assert FACT in second_model.requests[0].system[1].text
+        state = await second.service.find(str(second_root))
+        assert state is not None
+        [merged] = [f for f in state.window.ledger.facts if f.text == FACT]
+        assert merged.team.endswith("@" + (first.service.team.policy.machine if first.service.team else ""))
+        assert merged.sources == {"app.py": state.window.ledger.facts[0].sources["app.py"]}
+
+
+async def test_a_checkout_whose_file_changed_never_presents_the_teams_fact_about_the_old_bytes(
+    tmp_path: Path, team_db: TeamDatabase
+) -> None:
+    first_home, second_home = tmp_path / "first", tmp_path / "second"
+    first_root = off_loop(checkout, first_home)
+    second_root = off_loop(checkout, second_home, app="VERSION = 2  # moved on\n")
+    async with running(team_engine(first_home, learner(), team_db.url)) as first:
+        await learn(first, first_root)
+        team = first.service.team
+        assert team is not None
+        await until(lambda: team.queued == 0 and team.figures.pushed >= 1)
+    second_model = ScriptedProvider(text_response("read it myself"))
+    async with running(team_engine(second_home, second_model, team_db.url)) as second:
+        await second.answerer.ask(str(second_root), "where is VERSION defined?")
+        assert FACT not in second_model.requests[0].system[1].text
+        state = await second.service.find(str(second_root))
+        assert state is not None and all(f.text != FACT for f in state.window.ledger.facts)
+
+
+async def test_a_store_down_at_start_costs_no_answer_and_its_queue_drains_once_it_is_up(
+    tmp_path: Path, team_db: TeamDatabase
+) -> None:
+    home = tmp_path / "dev"
+    root = off_loop(checkout, home)
+    await team_db.cluster.stop()
+    try:
+        async with running(team_engine(home, learner(), team_db.url, team_timeout_s="0.5")) as engine:
+            await learn(engine, root)  # every answer came, the store being down
+            team = engine.service.team
+            assert team is not None
+            await until(lambda: team.figures.state == "down" and team.queued >= 1)
+            assert team.figures.pushed == 0
+    finally:
+        await team_db.cluster.start()
+    # The queue is on disk: a restarted server pushes it.
+    async with running(team_engine(home, learner(), team_db.url)) as restarted:
+        drained = restarted.service.team
+        assert drained is not None and drained.queued >= 1
+        await until(lambda: drained.queued == 0, timeout_s=15.0)
+        assert drained.figures.state == "up"
+    assert FACT in await facts_in_store(team_db.url)
+
+
+async def test_a_store_that_dies_mid_session_and_comes_back_loses_nothing(
+    tmp_path: Path, team_db: TeamDatabase
+) -> None:
+    home = tmp_path / "dev"
+    root = off_loop(checkout, home)
+    async with running(team_engine(home, learner(), team_db.url, team_timeout_s="0.5")) as engine:
+        team = engine.service.team
+        assert team is not None
+        await engine.answerer.ask(str(root), "a first question")
+        await until(lambda: team.figures.state == "up")
+        await team_db.cluster.stop()
+        for index in range(4):  # the fold, and its facts' push, happen while the store is down
+            await engine.answerer.ask(str(root), f"question {index}")
+        await until(lambda: team.queued >= 1 and team.figures.state == "down")
+        await team_db.cluster.start()
+        team._queued.set()
+        await until(lambda: team.queued == 0, timeout_s=30.0)
+    assert FACT in await facts_in_store(team_db.url)
+
+
+def test_the_queue_survives_a_restart_and_a_line_torn_by_a_kill(tmp_path: Path) -> None:
+    queue = DiskQueue(tmp_path, max_items=3)
+    queue.append([{"text": "one"}, {"text": "two"}])
+    with (tmp_path / "team-queue.jsonl").open("ab") as torn:
+        torn.write(b'{"text": "thr')  # a kill mid-append
+    again = DiskQueue(tmp_path, max_items=3)
+    assert again.head(10) == [{"text": "one"}, {"text": "two"}]
+    again.append([{"text": "three"}, {"text": "four"}])  # past the cap: the oldest goes
+    assert [i["text"] for i in DiskQueue(tmp_path, max_items=3).head(10)] == ["two", "three", "four"]
+    again.remove_head(2)
+    assert DiskQueue(tmp_path, max_items=3).head(10) == [{"text": "four"}]
+
+
+def test_only_facts_learned_here_on_plain_files_and_without_credentials_leave() -> None:
+    policy = TeamPolicy("postgresql://x", 1.0, 1, (), (".env", "secrets/"), "dev", "m1")
+    digest = {"app.py": "a" * 64}
+    assert policy.may_share(LedgerFact("app.py defines VERSION", digest))
+    assert not policy.may_share(LedgerFact("app.py defines VERSION", digest, team="someone@m2"))  # not ours
+    assert not policy.may_share(LedgerFact("app.py defines VERSION", digest, stale=True))
+    assert not policy.may_share(LedgerFact("a general remark"))  # no grounds: it holds nowhere in particular
+    assert not policy.may_share(LedgerFact("the key is in .env", {".env": "b" * 64}))
+    assert not policy.may_share(LedgerFact("see secrets/prod.json for the key", digest))
+    assert not policy.may_share(LedgerFact("app.py uses sk-abcdefghijklmnopqrstuvwx", digest))
+    assert not TeamPolicy("postgresql://x", 1.0, 1, ("github.com/org/other",), (), "dev", "m1").allows(
+        "example.com/team/app"
+    )
+
+
+def test_a_fact_the_ledger_dropped_is_not_taken_back_from_the_team_for_the_same_bytes() -> None:
+    from live_memory.ledger import Ledger
+
+    ledger = Ledger([LedgerFact("old claim about app.py", {"app.py": "a" * 64})])
+    ledger.apply_summary("- 1", {"app.py": "a" * 64}, 10_000)
+    assert ledger.facts == []
+    pulled = [
+        LedgerFact("old claim about app.py", {"app.py": "a" * 64}, team="x@m"),  # dropped here: stays out
+        LedgerFact("old claim about app.py", {"app.py": "c" * 64}, team="x@m"),  # other bytes: another fact
+        LedgerFact("newer", {"app.py": "a" * 64}, team="y@m"),
+        LedgerFact("newer", {"app.py": "a" * 64}, team="z@m"),  # the same fact twice: once
+    ]
+    assert ledger.merge_team(pulled) == 2
+    assert [(f.text, f.sources["app.py"][0]) for f in ledger.facts] == [
+        ("old claim about app.py", "c"),
+        ("newer", "a"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("url", "identity"),
+    [
+        ("git@github.com:Org/App.git", "github.com/org/app"),
+        ("https://user:token@github.com/org/app", "github.com/org/app"),
+        ("ssh://git@github.com:22/org/app/", "github.com/org/app"),
+        ("https://gitlab.example.com/group/sub/app.git", "gitlab.example.com/group/sub/app"),
+        ("/srv/git/app.git", "app"),
+        ("", None),
+    ],
+)
+def test_a_repository_is_one_identity_however_its_remote_is_spelled(url: str, identity: str | None) -> None:
+    assert normalize_remote(url) == identity
+
+
+def git(root: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", *args]
+    return subprocess.run(command, cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+async def test_a_repository_without_a_remote_is_named_by_its_root_commit(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    off_loop(git, root, "init", "-q")
+    assert await repository_identity(root) is None  # no commit yet
+    off_loop(git, root, "commit", "-q", "--allow-empty", "-m", "first")
+    first = off_loop(git, root, "rev-parse", "HEAD")
+    off_loop(git, root, "commit", "-q", "--allow-empty", "-m", "second")
+    assert await repository_identity(root) == f"root:{first}"
