@@ -5,13 +5,15 @@ no answer and no fact (the queue on disk waits, and drains when the store is bac
 from __future__ import annotations
 
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 
+from live_memory.cli.doctor import run_doctor
 from live_memory.ledger import LedgerFact
 from live_memory.messages import ChatRequest, ChatResponse, ToolResultPart
 from live_memory.records import ToolCall, Usage
@@ -21,8 +23,11 @@ from live_memory.team_store import TeamStore
 from live_memory.team_sync import TeamPolicy
 from tests.conftest import TeamDatabase
 from tests.fakes.engine import Engine, engine_for, until
+from tests.fakes.live_server import live_server, settings_for
+from tests.fakes.llm_server import FakeLLM
 from tests.fakes.off_loop import off_loop
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
+from tests.fakes.tcp_proxy import TcpProxy
 
 REMOTE = "git@example.com:Team/App.git"
 APP = "VERSION = 1\n\ndef serve():\n    return VERSION\n"
@@ -164,6 +169,7 @@ async def test_a_store_that_dies_mid_session_and_comes_back_loses_nothing(
     async with running(team_engine(home, learner(), team_db.url, team_timeout_s="0.5")) as engine:
         team = engine.service.team
         assert team is not None
+        team.retry_s = 0.01  # retried at once: the test does not wait out the production backoff
         await engine.answerer.ask(str(root), "a first question")
         await until(lambda: team.figures.state == "up")
         await team_db.cluster.stop()
@@ -171,7 +177,6 @@ async def test_a_store_that_dies_mid_session_and_comes_back_loses_nothing(
             await engine.answerer.ask(str(root), f"question {index}")
         await until(lambda: team.queued >= 1 and team.figures.state == "down")
         await team_db.cluster.start()
-        team._queued.set()
         await until(lambda: team.queued == 0, timeout_s=30.0)
     assert FACT in await facts_in_store(team_db.url)
 
@@ -252,3 +257,63 @@ async def test_a_repository_without_a_remote_is_named_by_its_root_commit(tmp_pat
     first = off_loop(git, root, "rev-parse", "HEAD")
     off_loop(git, root, "commit", "-q", "--allow-empty", "-m", "second")
     assert await repository_identity(root) == f"root:{first}"
+
+
+def until_sync(client: httpx2.Client, condition: Callable[[], bool]) -> None:
+    for _ in range(500):  # bounded polling of the server's own state, paced by its answers
+        if condition():
+            return
+        client.get("/health")
+    raise AssertionError("never reached")
+
+
+def test_the_store_shows_in_health_stats_metrics_and_the_status_page_and_never_fails_health(
+    tmp_path: Path, team_db: TeamDatabase, fake: FakeLLM
+) -> None:
+    settings = settings_for(fake.base_url, tmp_path / "data", team_store=team_db.url, team_timeout_s="0.5")
+    with live_server(settings) as server, httpx2.Client(base_url=server.url) as client:
+        until_sync(client, lambda: client.get("/stats").json()["server"]["team"]["state"] == "up")
+        team = client.get("/stats").json()["server"]["team"]
+        assert "live" in team["store"] and team_db.url.split(":")[2].split("@")[0] not in str(team)  # no password
+        assert {"facts_pulled", "facts_pushed", "facts_queued", "latency_ms", "schema_version"} <= team.keys()
+        health = client.get("/health").json()
+        assert health["team_store"] == "up"
+        assert "live_memory_team_store_up 1.0" in client.get("/metrics").text
+        assert "Team store" in client.get("/").text
+        team_db.cluster.stop_now()
+        try:
+            client.post("/notify", json={"cwd": str(checkout(tmp_path)), "events": []})  # a pull meets the outage
+            until_sync(client, lambda: client.get("/stats").json()["server"]["team"]["state"] == "down")
+            down = client.get("/health")
+            assert down.status_code == 200 and down.json()["team_store"] == "down"  # reported, not failing
+            assert "live_memory_team_store_up 0.0" in client.get("/metrics").text
+        finally:
+            team_db.cluster.ensure_running()
+
+
+def test_doctor_checks_the_stores_connection_and_schema(tmp_path: Path, team_db: TeamDatabase) -> None:
+    env = {"HOME": str(tmp_path), "LIVE_MEMORY_API_KEY": "x", "LIVE_MEMORY_TEAM_STORE": team_db.url}
+    [fresh] = [c for c in run_doctor(env, round_trip=False) if c.name.startswith("team store")]
+    assert fresh.ok and "no schema yet" in fresh.detail
+    team_db.cluster.stop_now()
+    try:
+        [down] = [c for c in run_doctor(env, round_trip=False) if c.name.startswith("team store")]
+    finally:
+        team_db.cluster.ensure_running()
+    assert not down.ok and "***" in down.detail and "LIVE_MEMORY_TEAM_STORE" in down.fix
+
+
+async def test_a_store_that_never_answers_holds_no_answer(tmp_path: Path, team_db: TeamDatabase) -> None:
+    """The store swallows every packet: questions are answered all the same (the first load waits for the team
+    at most TEAM_LOAD_WAIT_S, beside the tree scan), and what they learn waits in the queue."""
+    home = tmp_path / "dev"
+    root = off_loop(checkout, home)
+    async with TcpProxy("127.0.0.1", team_db.cluster.port) as proxy:
+        proxy.black_hole()
+        url = team_db.cluster.url(team_db.name, port=proxy.port)
+        async with running(team_engine(home, learner(), url, team_timeout_s="30")) as engine:
+            await learn(engine, root)
+            team = engine.service.team
+            assert team is not None
+            assert team.figures.state == "connecting" and team.figures.pushed == 0  # it never answered
+            await until(lambda: team.queued >= 1)

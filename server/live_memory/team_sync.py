@@ -111,6 +111,7 @@ class TeamSync:
     policy: TeamPolicy
     queue: DiskQueue
     clock: Callable[[], float] = time.time
+    retry_s: float = C.TEAM_RETRY_S  # the first retry's wait after a failure (it doubles, up to TEAM_RETRY_MAX_S)
     figures: TeamFigures = field(default_factory=TeamFigures)
     _store: TeamStore | None = None
     _queued: asyncio.Event = field(default_factory=asyncio.Event)
@@ -120,12 +121,12 @@ class TeamSync:
     async def run(self) -> None:
         """Connect (retrying with backoff while the store is down), migrate, then push what is queued,
         whenever something is; the lifespan cancels it at shutdown."""
-        delay = C.TEAM_RETRY_S
+        delay = self.retry_s
         while True:
             try:
                 store = await self._connected()
                 await self._drain(store)
-                delay = C.TEAM_RETRY_S
+                delay = self.retry_s
                 self._queued.clear()
                 if not len(self.queue):
                     await self._queued.wait()

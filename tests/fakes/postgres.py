@@ -140,6 +140,11 @@ class PostgresCluster:
         await self._run_async(self._start_command())
         self.running = True
 
+    def stop_now(self) -> None:
+        """`stop`, for a test that runs no event loop."""
+        self._run(self._stop_command())
+        self.running = False
+
     def ensure_running(self) -> None:
         if not self.running:
             self._run(self._start_command())

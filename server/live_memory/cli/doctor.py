@@ -27,7 +27,7 @@ import httpx2
 from live_memory.cli.client import auth_headers, server_url
 from live_memory.config import Settings, load_settings
 from live_memory.constants import MCP_PATH, SERVER_NAME
-from live_memory.errors import ConfigError, ProviderError
+from live_memory.errors import ConfigError, ProviderError, TeamStoreError
 from live_memory.messages import ChatRequest, Message, TextPart
 from live_memory.providers.factory import build_provider
 from live_memory.runtime import missing_credential_message
@@ -114,6 +114,35 @@ def check_server_credential(config: Mapping[str, Any], where: str) -> Check:
         return Check(name, False, f"the server has none for {config.get('provider')} at {config.get('endpoint')}", fix)
     source = "" if kind == "subscription" else f" from {credential.get('source')}"
     return Check(name, True, f"{config.get('provider')}: {kind}{source}")
+
+
+def check_team_store(settings: Settings) -> Check:
+    """With `team_store` set: the store answers, and its schema is one this version knows (no migration is
+    applied here: the server does that when it starts)."""
+    name = f"team store ({SHELL})"
+    if not settings.team_store:
+        return Check(name, True, "off (knowledge stays on this machine)")
+    from live_memory.team_store import TeamStore, bundled_migrations  # the driver loads only when it is used
+
+    known = len(bundled_migrations())
+
+    async def probe() -> tuple[float, int | None, str]:
+        store = await TeamStore.connect(settings.team_store, pool_max=1, timeout_s=settings.team_timeout_s)
+        try:
+            return await store.ping(), await store.schema_version(), store.masked_url
+        finally:
+            await store.aclose()
+
+    try:
+        latency_s, version, where = asyncio.run(probe())
+    except TeamStoreError as exc:
+        return Check(name, False, str(exc), "check LIVE_MEMORY_TEAM_STORE, the network and the credentials")
+    if version is not None and version > known:
+        return Check(name, False, f"{where}: schema {version} is newer than this version's {known}", "upgrade")
+    schema = f"schema {version}" if version is not None else "no schema yet (the server creates it)"
+    if version is not None and version < known:
+        schema += f" (the server upgrades it to {known} when it starts)"
+    return Check(name, True, f"{where} answered in {latency_s * 1000:.0f} ms; {schema}")
 
 
 def check_round_trip(settings: Settings, server_has_credential: bool = False) -> Check:
@@ -217,5 +246,6 @@ def run_doctor(env: Mapping[str, str], plugin_dir: Path | None = None, *, round_
     if round_trip:
         server_has_credential = config is not None and (config.get("credential") or {}).get("kind") != "missing"
         checks.append(check_round_trip(settings, server_has_credential))
+    checks.append(check_team_store(settings))
     checks.append(check_plugin(settings, plugin_dir))
     return checks

@@ -68,6 +68,25 @@ def collect_families(service: WorkspaceService, started_at: float) -> list[Metri
     for kind, count in sorted(service.telemetry.provider_errors.items()):
         errors.add_metric([kind], count)
     families.append(errors)
+    team = server["team"]
+    if team["state"] != "off":
+        up = 1 if team["state"] == "up" else 0
+        families.append(_gauge("live_memory_team_store_up", "1 when the team store answers (absent: off).", up))
+        facts = CounterMetricFamily("live_memory_team_facts", "Facts exchanged with the team store.", labels=["way"])
+        facts.add_metric(["pulled"], team["facts_pulled"])
+        facts.add_metric(["pushed"], team["facts_pushed"])
+        families += [
+            facts,
+            _gauge("live_memory_team_facts_queued", "Facts waiting on disk for the team store.", team["facts_queued"]),
+        ]
+        if team["latency_ms"] is not None:
+            families.append(
+                _gauge(
+                    "live_memory_team_store_latency_seconds",
+                    "The team store's last round trip.",
+                    team["latency_ms"] / 1000,
+                )
+            )
     families += [
         _per_workspace(
             "live_memory_context_fill_ratio", "Context window fill (used / budget).", rows, lambda r: r["fill"]["ratio"]

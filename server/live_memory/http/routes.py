@@ -98,6 +98,8 @@ def build_routes(service: WorkspaceService, started_at: float, provider_factory:
                 "uptime_s": round(time.monotonic() - started_at, 1),
                 "workers": workers,
                 "snapshots": snapshots,
+                # Reported, never a reason to fail: answers go on without the team store.
+                "team_store": service.team.figures.state if service.team is not None else "off",
             },
             status_code=200 if healthy else 503,
         )

@@ -109,6 +109,8 @@ def workspace_stats(state: WorkspaceState, service: WorkspaceService | None = No
         "compactions": stats.compactions,
         "last_compaction_at": stats.last_compaction_at,
         "summaries_written": stats.summaries_written,
+        "repository": state.repo,
+        "team_facts": sum(1 for f in window.ledger.facts if f.team),
     }
 
 
@@ -145,4 +147,16 @@ def server_stats(service: WorkspaceService, started_at: float) -> dict[str, Any]
         "provider_errors": dict(service.telemetry.provider_errors),
         "estimated_tokens_saved": sum(tokens_saved(s.stats)["net"] for s in states),
         "estimated_tokens_saved_method": TOKENS_SAVED_METHOD,
+        "team": team_stats(service),
     }
+
+
+def team_stats(service: WorkspaceService) -> dict[str, Any]:
+    """The team store: its state and latency, and the facts pulled (taken into a ledger), pushed and queued;
+    only its state when it is off."""
+    team = service.team
+    if team is None:
+        return {"state": "off"}
+    figures = team.figures.to_json(team.queued, team.policy.url)
+    figures["facts_pulled"] = sum(state.team_merged for state in service.states())
+    return figures

@@ -22,7 +22,7 @@ table{{border-collapse:collapse;width:100%}} th,td{{text-align:left;padding:.35r
 </style></head><body>
 <h1>Live Memory <span class="muted">{version} · up {uptime}</span></h1>
 {alert}<p>{provider} · {model} · {endpoint} · credential: {credential}</p>
-<p>{questions} answered · answer latency {latency} · cache-read share {cache_share:.0%}
+{team}<p>{questions} answered · answer latency {latency} · cache-read share {cache_share:.0%}
 · ~{saved:,} tokens saved for the agents (estimate, net of this server's own spend)</p>
 <p>Spend today: ${spend_today:.4f}{budget} (questions ${today_questions:.4f}, background ${today_background:.4f})
 · since start: questions ${cost_questions:.4f}, background ${cost_background:.4f}</p>
@@ -103,6 +103,18 @@ def _recent_section(workspace: dict[str, Any], show_questions: bool) -> str:
     )
 
 
+def _team_line(team: dict[str, Any]) -> str:
+    """The team store's state and what went through it; nothing when it is off."""
+    if team["state"] == "off":
+        return ""
+    latency = f" · {team['latency_ms']:.0f} ms" if team["latency_ms"] is not None else ""
+    error = f' · <span class="muted">{html.escape(team["last_error"])}</span>' if team["last_error"] else ""
+    return (
+        f"<p>Team store {html.escape(team['store'])}: {html.escape(team['state'])}{latency} · facts pulled "
+        f"{team['facts_pulled']}, pushed {team['facts_pushed']}, queued {team['facts_queued']}{error}</p>\n"
+    )
+
+
 def render_status_page(
     server: dict[str, Any],
     workspaces: list[dict[str, Any]],
@@ -167,6 +179,7 @@ def render_status_page(
         cost_background=server["cost_usd"]["background"],
         cache_share=server["cache_read_share"],
         saved=server["estimated_tokens_saved"],
+        team=_team_line(server["team"]),
         rows="\n".join(rows) or empty,
         recent="\n".join(filter(None, (_recent_section(w, show_questions) for w in workspaces))),
     )
