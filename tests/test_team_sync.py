@@ -16,7 +16,7 @@ import pytest
 from live_memory.cli.doctor import run_doctor
 from live_memory.ledger import LedgerFact
 from live_memory.messages import ChatRequest, ChatResponse, ToolResultPart
-from live_memory.records import ToolCall, Usage
+from live_memory.records import FileEvent, ToolCall, Usage
 from live_memory.repo_identity import normalize_remote, repository_identity
 from live_memory.team_queue import DiskQueue
 from live_memory.team_store import TeamStore
@@ -115,7 +115,11 @@ async def test_what_one_server_learned_the_next_server_on_the_same_bytes_starts_
         assert state is not None
         [merged] = [f for f in state.window.ledger.facts if f.text == FACT]
         assert merged.team.endswith("@" + (first.service.team.policy.machine if first.service.team else ""))
-        assert merged.sources == {"app.py": state.window.ledger.facts[0].sources["app.py"]}
+        assert set(merged.sources) == {"app.py"}
+        # The file changes here: the team's fact is no longer presented as current, as a local one would not be.
+        off_loop((second_root / "app.py").write_text, "VERSION = 3\n")
+        await second.service.notify(str(second_root), [FileEvent("app.py", "change")])
+        assert [f.stale for f in state.window.ledger.facts if f.text == FACT] == [True]
 
 
 async def test_a_checkout_whose_file_changed_never_presents_the_teams_fact_about_the_old_bytes(
