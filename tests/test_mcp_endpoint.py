@@ -266,3 +266,19 @@ async def test_a_five_megabyte_file_read_stays_within_the_context_limit(
     assert text.startswith("it is a log of numbered lines")
     assert max(r.prompt_tokens for r in fake.requests) <= 200_000
     assert all(r.usage is not None for r in fake.requests)  # no request was refused as too long
+
+
+async def test_stats_show_which_agent_asked_but_not_what(fake: FakeLLM, workspace: Path, tmp_path: Path) -> None:
+    fake.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+    with live_server(settings) as server:
+        for agent in ("codex-mcp-client", "opencode", "codex-mcp-client"):
+            _, is_error = await ask_via_mcp(
+                server.mcp_url, {"question": f"secret plans of {agent}", "cwd": str(workspace)}, agent=agent
+            )
+            assert not is_error
+        async with httpx2.AsyncClient(base_url=server.url) as client:
+            stats = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
+    assert stats["agents"] == {"codex-mcp-client": 2, "opencode": 1}
+    assert [q["agent"] for q in stats["recent_questions"]] == ["codex-mcp-client", "opencode", "codex-mcp-client"]
+    assert "secret plans" not in str(stats)  # the questions themselves stay off /stats by default

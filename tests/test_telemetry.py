@@ -42,13 +42,14 @@ def test_no_two_provider_error_classes_share_a_label_and_none_falls_through_to_o
 
 
 def test_a_recent_question_shows_its_text_only_when_asked_and_rounds_its_figures() -> None:
-    entry = RecentQuestion(1700000000.5, 1.23456, 3, 0.0123456789, "partial", "where is main?")
+    entry = RecentQuestion(1700000000.5, 1.23456, 3, 0.0123456789, "partial", "where is main?", "opencode")
     assert entry.to_json(with_text=False) == {
         "at": 1700000000.5,
         "latency_s": 1.235,
         "tool_calls": 3,
         "cost_usd": 0.012346,
         "outcome": "partial",
+        "agent": "opencode",
     }
     assert entry.to_json(with_text=True)["question"] == "where is main?"
 

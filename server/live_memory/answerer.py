@@ -73,9 +73,16 @@ class Answerer:
         self._compactor: tuple[Runtime, Compactor] | None = None
 
     async def ask(
-        self, cwd: str, question: str, max_answer_tokens: int = 0, on_status: Callable[[str], None] | None = None
+        self,
+        cwd: str,
+        question: str,
+        max_answer_tokens: int = 0,
+        on_status: Callable[[str], None] | None = None,
+        *,
+        agent: str = "",
     ) -> QuestionResult:
-        """Answer one question; `on_status` is told what it is doing as that changes (progress reports)."""
+        """Answer one question; `on_status` is told what it is doing as that changes (progress reports);
+        `agent` names the coding agent that asked (for /stats)."""
         runtime = self.service.runtime  # one consistent view even if a reload lands meanwhile
         settings = runtime.settings
         question = validate_question(question)
@@ -112,7 +119,7 @@ class Answerer:
         if out.partial:
             self.telemetry.provider_error(INTERRUPTED)
         self.telemetry.question(
-            state.id, RecentQuestion(self.wall_clock(), latency, out.tool_calls, cost, result, question)
+            state.id, RecentQuestion(self.wall_clock(), latency, out.tool_calls, cost, result, question, agent)
         )
         log_question(
             workspace=str(state.root),

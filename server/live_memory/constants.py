@@ -213,6 +213,9 @@ ASYNC_TOOLS = False
 JOB_TTL_S = 900.0
 MAX_JOBS = 256
 
+# The asking agent's name (its MCP client info) is kept for /stats up to this many characters.
+MAX_AGENT_NAME_CHARS = 64
+
 # --- a team's knowledge (team_sync.py; the store's own limits are under "team store") -------------
 # Reading a checkout's repository identity (two git calls, once per workspace).
 REPO_IDENTITY_TIMEOUT_S = 5.0

@@ -52,6 +52,7 @@ class RecentQuestion:
     cost_usd: float | None  # None: not metered (subscription credential)
     outcome: str  # answered / partial / timed_out
     question: str  # shown only when the status_show_questions option is on
+    agent: str = ""  # which coding agent asked (its MCP client name), never what it is
 
     def to_json(self, *, with_text: bool) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -60,6 +61,7 @@ class RecentQuestion:
             "tool_calls": self.tool_calls,
             "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
             "outcome": self.outcome,
+            "agent": self.agent or None,
         }
         if with_text:
             data["question"] = self.question
@@ -110,9 +112,11 @@ class Telemetry:
         self._latencies: deque[float] = deque(maxlen=latencies_kept)
         self.histograms: dict[str, LatencyHistogram] = {}
         self.provider_errors: Counter[str] = Counter()
+        self.agents: dict[str, Counter[str]] = {}  # workspace id -> questions by asking agent
 
     def question(self, workspace_id: str, entry: RecentQuestion) -> None:
         self._recent.setdefault(workspace_id, deque(maxlen=self.recent_kept)).append(entry)
+        self.agents.setdefault(workspace_id, Counter())[entry.agent or "unknown"] += 1
         self._latencies.append(entry.latency_s)
         self.histograms.setdefault(workspace_id, LatencyHistogram()).observe(entry.latency_s)
 

@@ -98,18 +98,21 @@ async def ask_via_mcp(
     *,
     headers: Mapping[str, str] | None = None,
     progress_seen: list[float] | None = None,
+    agent: str | None = None,
 ) -> tuple[str, bool]:
     """Call ask_live_memory with the official MCP client; returns (text, is_error)."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.types import Implementation
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         if progress_seen is not None:
             progress_seen.append(progress)
 
     http = httpx2.AsyncClient(headers=dict(headers or {}), timeout=httpx2.Timeout(30.0, read=120.0))
-    async with http, Client(streamable_http_client(mcp_url, http_client=http)) as client:
+    info = Implementation(name=agent, version="1.0") if agent else None
+    async with http, Client(streamable_http_client(mcp_url, http_client=http), client_info=info) as client:
         result = await client.call_tool(
             "ask_live_memory",
             dict(arguments),

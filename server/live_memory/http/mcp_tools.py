@@ -47,6 +47,14 @@ RESULT_DESCRIPTION = (
 )
 
 
+def _agent_of(ctx: Context) -> str:
+    """The asking agent's name as its MCP client gives it (e.g. `claude-code`, `codex-mcp-client`); empty when
+    it gave none."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    return str(info.name)[: C.MAX_AGENT_NAME_CHARS] if info is not None and info.name else ""
+
+
 def _cwd_from(ctx: Context, cwd: str) -> str:
     """An explicit cwd always wins; else the project dir a plugin's .mcp.json sends as a header."""
     if cwd.strip():
@@ -118,7 +126,7 @@ def build_mcp_server(
         failure: Exception | None = None
         with stop.call():
             try:
-                result = await answerer.ask(workspace_cwd, question, max_answer_tokens, on_status)
+                result = await answerer.ask(workspace_cwd, question, max_answer_tokens, on_status, agent=_agent_of(ctx))
             except Exception as exc:  # cancellation (the client hung up) still propagates
                 failure = exc
             finally:
@@ -142,9 +150,10 @@ def register_async_tools(mcp: MCPServer, answerer: Answerer, jobs: JobRegistry) 
     @mcp.tool(structured_output=False, description=SUBMIT_DESCRIPTION)
     async def ask_live_memory_submit(question: str, ctx: Context, cwd: str = "", max_answer_tokens: int = 0) -> str:
         workspace_cwd = _cwd_from(ctx, cwd)
+        agent = _agent_of(ctx)
 
         async def work() -> str:
-            return (await answerer.ask(workspace_cwd, question, max_answer_tokens)).render()
+            return (await answerer.ask(workspace_cwd, question, max_answer_tokens, agent=agent)).render()
 
         try:
             validate_question(question)

@@ -110,6 +110,7 @@ def workspace_stats(state: WorkspaceState, service: WorkspaceService | None = No
         "last_compaction_at": stats.last_compaction_at,
         "summaries_written": stats.summaries_written,
         "repository": state.repo,
+        "agents": dict(service.telemetry.agents.get(state.id, {})) if service is not None else {},
         "team_facts": sum(1 for f in window.ledger.facts if f.team),
     }
 
