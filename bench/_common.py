@@ -28,12 +28,13 @@ import socket
 import statistics
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from live_memory.config import Settings
 from live_memory.prompts import (
@@ -129,6 +130,18 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: st
     print("  " + "  ".join("-" * w for w in widths))
     for row in cells:
         print(line(row))
+
+
+J = TypeVar("J")
+R = TypeVar("R")
+
+
+def map_jobs(work: Callable[[J], R], jobs: Sequence[J], workers: int) -> list[R]:
+    """`work` over `jobs` in order: in this process with one worker (or one job), else in spawned processes."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [work(job) for job in jobs]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(work, jobs))
 
 
 def warn_if_busy() -> None:

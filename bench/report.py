@@ -1361,6 +1361,68 @@ def render_generic(data: Mapping[str, Any], charts: Charts) -> list[str]:
     return [table(["figure", "value"], rows), ""] if rows else ["_No scalar figures in the result file._", ""]
 
 
+# -- team bill -------------------------------------------------------------------------------------------
+def render_team_bill(data: Mapping[str, Any], charts: Charts) -> list[str]:
+    """Developers 2..N against developer 1 (the same tasks, one team store), per memory model."""
+    config = mapping_at(data, "config")
+    modes = [str(m) for m in list_at(data, "config", "modes")] or list(MODES)
+    rows = []
+    for developer in list_at(data, "developers"):
+        if not isinstance(developer, Mapping):
+            continue
+        cells: list[str] = [f"developer {developer.get('index', MISSING)}"]
+        for mode in modes:
+            cells += [
+                usd(dig(developer, "memory_usd_per_question", mode)),
+                ratio(dig(developer, "over_first", mode)),
+                num(dig(developer, "requests_per_question", mode), 3),
+                ratio(dig(developer, "first_tasks_over_first", mode)),
+                num(dig(developer, "by_mode", mode, "ledger_facts_from_team")),
+            ]
+        rows.append(cells)
+    headers = ["developer"]
+    for mode in modes:
+        headers += [
+            f"{mode} $/q",
+            f"{mode} vs dev 1",
+            f"{mode} req/q",
+            f"{mode} first tasks vs dev 1",
+            f"{mode} team facts",
+        ]
+    store = mapping_at(data, "store")
+    lines = [
+        f"Method: `bench/team_bill.py`: {num(config.get('developers'))} developers, each with their own server, "
+        f"data dir and checkout (same files, different paths, one remote), replay the session-bill workload "
+        f"`{config.get('workload', MISSING)}` on `{config.get('repo', MISSING)}` one after another, sharing one "
+        "team store (PostgreSQL); the memory's own spend per question at Haiku prices (scripted memory models, "
+        'fake provider). "first tasks": the memory\'s spend over the first 20 tasks. '
+        f"{'Quick run. ' if config.get('quick') else ''}Rerun: `python -m bench.team_bill` "
+        "(`--store URL` for a given PostgreSQL), then `python -m bench.report --only team_bill`.",
+        "",
+    ]
+    if rows:
+        lines += [table(headers, rows), ""]
+    lines.append(
+        f"Store: {num(store.get('facts'))} facts; {num(store.get('pulls'))} pulled into the later developers' "
+        f"ledgers, {num(store.get('pushes'))} of the facts the ledgers learned themselves are in the store; "
+        f"{num(store.get('facts_learned_ungrounded'))} facts learned were grounded on no file's bytes (they never "
+        f"leave), {num(store.get('facts_kept_back'))} grounded ones were kept back by the sharing policy."
+    )
+    lines.append("")
+    goal_lines = [
+        f"- {mode}: developers 2..N at most {ratio(dig(goal, 'bound'))} of developer 1's memory $/question: worst "
+        f"{ratio(dig(goal, 'worst_ratio'))}, {'met' if dig(goal, 'met') else 'not met'}."
+        for mode, goal in sorted(mapping_at(data, "goals").items())
+        if isinstance(goal, Mapping)
+    ]
+    if goal_lines:
+        lines += ["Goals:", "", *goal_lines, ""]
+    limits = [f"- {limit}" for limit in list_at(data, "limits")]
+    if limits:
+        lines += ["Limits:", "", *limits, ""]
+    return lines
+
+
 @dataclass(frozen=True)
 class Section:
     key: str  # bench/results/<key>.json
@@ -1375,6 +1437,9 @@ SECTIONS: tuple[Section, ...] = (
         "Session bill: a Claude Code user's whole bill",
         "bench.session_bill",
         render_session_bill,
+    ),
+    Section(
+        "team_bill", "Team bill: what the team store saves the next developers", "bench.team_bill", render_team_bill
     ),
     Section("savings", "Cost: Live Memory vs no memory", "bench.savings", render_savings),
     Section(

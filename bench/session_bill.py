@@ -77,21 +77,27 @@ import argparse
 import asyncio
 import itertools
 import logging
-import multiprocessing
 import re
 import runpy
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx2
 
-from bench._common import McpAsker, cumulative, first_index_staying_below, print_table, warn_if_busy, write_results
+from bench._common import (
+    McpAsker,
+    cumulative,
+    first_index_staying_below,
+    map_jobs,
+    print_table,
+    warn_if_busy,
+    write_results,
+)
 from bench.bill_agents import (
     PROJECT_ROOT,
     SMALL_FILE_TOKENS,
@@ -438,7 +444,7 @@ def run_memory(
                     # Each run's clock starts a day after the last one ended: the server's clock never runs
                     # backwards, and no cache outlives the gap.
                     clock = VirtualClock(clock.now + 86_400.0, publish=server.clock_file)
-                    out.setdefault(load.name, {})[f"B-{mode}"] = _memory_workload(
+                    out.setdefault(load.name, {})[f"B-{mode}"] = memory_workload(
                         repo, tasks, mode, fake, server, workspace, clock
                     )
     return out
@@ -455,7 +461,7 @@ async def plugin_head(asker: McpAsker, checkout: Path) -> tuple[str, str]:
     return tools, "\n".join((instructions, listing, line))
 
 
-def _memory_workload(
+def memory_workload(
     repo: Repo,
     tasks: Sequence[Task],
     mode: str,
@@ -703,12 +709,7 @@ def run(
     todo += [Job(r, tuple(loads), part, command, opts, seed) for r in repos for part in parts]
     todo.sort(key=lambda j: (j.part == "sim", j.repo != "django"))  # the long jobs first
     started = time.perf_counter()
-    if jobs <= 1:
-        done = [run_job(job) for job in todo]
-    else:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            done = list(pool.map(run_job, todo))
+    done = map_jobs(run_job, todo, jobs)
     runs: dict[str, dict[str, Any]] = {}
     for r in repos:
         repo = load_repo(r)

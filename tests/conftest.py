@@ -47,6 +47,7 @@ ONE_WORKER_MODULES = {
     # One PostgreSQL cluster (tests/fakes/postgres.py) serves them all; its tests stop and start it.
     "tests/test_team_store.py": "postgres",
     "tests/test_team_sync.py": "postgres",
+    "tests/test_bench_team_bill.py": "postgres",
     "tests/test_workspace.py": "hypothesis",
 }
 
