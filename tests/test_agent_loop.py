@@ -492,13 +492,16 @@ def answer_from_the_hint(request: ChatRequest) -> ChatResponse:
 
 async def test_a_where_question_is_answered_with_one_request_that_already_names_the_lines(models_root: Path) -> None:
     provider = ScriptedProvider(responder=answer_from_the_hint)
-    out = await (await loop_for(models_root, provider)).answer(
-        ContextWindow(budget_tokens=100_000), "Where is `load` defined?"
-    )
+    window = ContextWindow(budget_tokens=100_000)
+    out = await (await loop_for(models_root, provider)).answer(window, "Where is `load` defined?")
     [request] = provider.requests
     assert "models.py:6-7" in hint_of(request)
     assert out.answer == "`load` is defined at models.py:6-7."
     assert (out.tool_calls, out.files_read) == (0, [])
+    # The file the lookup outlined grounds what is learned from it, with its bytes' hash; the prompt does not
+    # list it (a lookup costs no manifest line).
+    digest = hashlib.sha256((models_root / "models.py").read_bytes()).hexdigest()
+    assert window.grounds() == {"models.py": digest} and "models.py" not in window.files
 
 
 async def test_looking_up_the_names_is_bounded_by_the_questions_deadline(root: Path) -> None:

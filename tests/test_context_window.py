@@ -365,3 +365,13 @@ def test_a_use_is_counted_in_questions_asked() -> None:
     window.note_use("src/app.py")  # an agent teed it in after two questions
     window.note_use("src/db.py")
     assert window.file_uses == {"src/app.py": FileUse(2, 0, 2), "src/db.py": FileUse(1, 2, 2)}
+
+
+def test_a_fact_about_a_looked_up_file_rests_on_its_bytes_and_a_change_demotes_it() -> None:
+    window = ContextWindow(budget_tokens=10_000)
+    window.note_lookup("src/app.py", "a" * 64)  # find_symbol outlined it; the prompt does not list it
+    window.ledger.apply_summary("+ serve() is defined in src/app.py", window.grounds(), 1000)
+    [fact] = window.ledger.facts
+    assert fact.sources == {"src/app.py": "a" * 64}
+    window.invalidate("src/app.py")  # the file changed on disk
+    assert window.ledger.facts[0].stale and window.grounds() == {}

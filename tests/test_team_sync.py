@@ -208,6 +208,9 @@ def test_only_facts_learned_here_on_plain_files_and_without_credentials_leave() 
     assert not policy.may_share(LedgerFact("the key is in .env", {".env": "b" * 64}))
     assert not policy.may_share(LedgerFact("see secrets/prod.json for the key", digest))
     assert not policy.may_share(LedgerFact("app.py uses sk-abcdefghijklmnopqrstuvwx", digest))
+    assert not policy.may_share(LedgerFact("app.py sets TOKEN = 'q8ZfK2mP9xLr4TnW7vB3cY6hJ1sD5gAe'", digest))
+    long_name = "test_a_store_that_never_answers_holds_no_answer_and_its_queue_drains"
+    assert policy.may_share(LedgerFact(f"app.py is tested by {long_name}", digest))  # an identifier, no secret
     assert not TeamPolicy("postgresql://x", 1.0, 1, ("github.com/org/other",), (), "dev", "m1").allows(
         "example.com/team/app"
     )

@@ -163,7 +163,7 @@ class QuestionLoop:
         self.reserve = min(self.limits.reserve_s, self.limits.timeout_s * 0.25)
         window.sync_deltas()
         await self._compact(window, None, out)
-        definitions = await self._look_up_names_in_time(question)
+        definitions = await self._look_up_names_in_time(window, question, out)
         # Definitions looked up in the current files ground an answer even in an empty memory.
         self.grounded = bool(definitions)
         hint = prompts.question_hint(
@@ -199,24 +199,27 @@ class QuestionLoop:
             await self._hold_cited_lines(window, out.answer, self.limits.hot_set)
         return out
 
-    async def _look_up_names_in_time(self, question: str) -> list[str]:
+    async def _look_up_names_in_time(self, window: ContextWindow, question: str, out: LoopOutcome) -> list[str]:
         """`_look_up_names` within the question's deadline (a shutdown's cut included): past it, none."""
         try:
             async with asyncio.timeout_at(self._loop_time(self.deadline - self.reserve)) as self._timeout:
-                return await self._look_up_names(question)
+                return await self._look_up_names(window, question, out)
         except TimeoutError:
             return []  # out of time: the loop below gives its best answer at once
         finally:
             self._timeout = None
 
-    async def _look_up_names(self, question: str) -> list[str]:
-        """find_symbol's answers for the names the question mentions (question_names.py), in parallel."""
+    async def _look_up_names(self, window: ContextWindow, question: str, out: LoopOutcome) -> list[str]:
+        """find_symbol's answers for the names the question mentions (question_names.py), in parallel; the
+        files they come from are known from here on, as if read (what is learned from them rests on them)."""
         names = names_in(question, self.limits.question_names)
         if not names:
             return []
         outcomes = await asyncio.gather(
             *(self.tools.run(LOOKUP_TOOL, {"name": name, "kind": "definition", "code": True}) for name in names)
         )
+        for outcome in outcomes:
+            self._note_lookup(window, outcome)
         found = (found_definitions(o.text, o.is_error) for o in outcomes)
         return [text for text in found if text is not None]
 
@@ -283,12 +286,23 @@ class QuestionLoop:
         for call, result in zip(response.tool_calls, outcomes, strict=True):
             out.tool_calls += 1
             out.tool_output_chars += 0 if result.is_error else len(result.text)
-            for read in result.files_read:
-                if read.path not in out.files_read:
-                    out.files_read.append(read.path)
-                    self._record_read(window, read)
+            if call.name == LOOKUP_TOOL:
+                self._note_lookup(window, result)
+            else:
+                self._note_reads(window, result, out)
             parts.append(ToolResultPart(call.id, result.text, is_error=result.is_error))
         return Message("user", tuple(parts))
+
+    def _note_reads(self, window: ContextWindow, result: ToolOutcomeLike, out: LoopOutcome) -> None:
+        for read in result.files_read:
+            if read.path not in out.files_read:
+                out.files_read.append(read.path)
+                self._record_read(window, read)
+
+    def _note_lookup(self, window: ContextWindow, result: ToolOutcomeLike) -> None:
+        """A lookup's files ground what is learned from them; unlike a Read's, nothing of them joins the prompt."""
+        for read in result.files_read:
+            window.note_lookup(read.path, read.sha256)
 
     def _record_read(self, window: ContextWindow, read: FileReadLike) -> None:
         window.record_read(read.path, read.sha256, read.size)

@@ -270,4 +270,4 @@ def _exchange_text(exchange: list[Turn]) -> str:
 
 
 def _manifest(window: ContextWindow) -> dict[str, str]:
-    return {f.path: f.sha256 for f in window.files.values() if f.state == "current"}
+    return window.grounds()

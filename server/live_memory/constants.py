@@ -213,6 +213,8 @@ ASYNC_TOOLS = False
 JOB_TTL_S = 900.0
 MAX_JOBS = 256
 
+# Files whose lookups (find_symbol) a window remembers as the grounds of what it learns (newest kept).
+LOOKED_UP_MAX = 2000
 # The asking agent's name (its MCP client info) is kept for /stats up to this many characters.
 MAX_AGENT_NAME_CHARS = 64
 

@@ -26,6 +26,7 @@ from live_memory.cited_lines import render as render_cited
 from live_memory.constants import (
     CHARS_PER_TOKEN,
     COMPACTION_THRESHOLD,
+    LOOKED_UP_MAX,
     TRANSCRIPT_KEEP_SHARE,
 )
 from live_memory.file_context import FileContext, changed_lines, file_block, named
@@ -89,6 +90,9 @@ class ContextWindow:
         self._tally: HistoryTally | None = None  # running figures over `history` (see history.py)
         self.file_uses: dict[str, FileUse] = {}  # reads and tees per file, for the hot set (persisted)
         self.cited = HeldLines()  # lines answers cited, held (the hot set)
+        # Files a lookup outlined (find_symbol), path -> SHA-256 of the bytes it outlined: never shown in the
+        # prompt, but what is learned from them rests on them (the ledger's grounds).
+        self.looked_up: dict[str, str] = {}
 
     # --- copying (forks) -----------------------------------------------------------------------
     def clone(self) -> ContextWindow:
@@ -102,6 +106,7 @@ class ContextWindow:
         twin.files = dict(self.files)
         twin.file_uses = dict(self.file_uses)
         twin.cited = HeldLines(self.cited)
+        twin.looked_up = dict(self.looked_up)
         twin.ledger = self.ledger.copy()
         twin.pending = Delta(
             dict(self.pending.content),
@@ -333,8 +338,21 @@ class ContextWindow:
             return True
         return self.ledger.cites(path) or path in self._measure_history().cited
 
+    def note_lookup(self, path: str, sha256: str) -> None:
+        """A lookup outlined `path` as these bytes (the most recent LOOKED_UP_MAX are kept)."""
+        self.looked_up.pop(path, None)
+        self.looked_up[path] = sha256
+        if len(self.looked_up) > LOOKED_UP_MAX:
+            del self.looked_up[next(iter(self.looked_up))]
+
+    def grounds(self) -> dict[str, str]:
+        """Every file the window knows as it is on disk, path -> SHA-256: what a new fact may rest on."""
+        current = {f.path: f.sha256 for f in self.files.values() if f.state == "current"}
+        return {**self.looked_up, **current}
+
     def invalidate(self, path: str) -> bool:
         """A known file changed on disk: mark it stale (lazy re-read), demote facts, queue a notice."""
+        self.looked_up.pop(path, None)
         known = self.files.get(path)
         demoted = self.ledger.mark_stale(path)
         if known is None:
@@ -347,6 +365,7 @@ class ContextWindow:
         return True
 
     def mark_deleted(self, path: str) -> bool:
+        self.looked_up.pop(path, None)
         known = self.files.get(path)
         demoted = self.ledger.mark_stale(path)
         if known is None:

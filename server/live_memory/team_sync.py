@@ -45,11 +45,23 @@ StoreState = Literal["off", "connecting", "up", "down"]
 MACHINE_ID_FILE = "machine-id"
 
 # Text that looks like a credential never leaves the machine: common key prefixes, private keys, and long runs
-# of base64-like characters (a token pasted into a fact).
+# of base64-like characters that mix upper and lower case with digits (a token pasted into a fact; a long
+# identifier such as a test's name is not one).
 _CREDENTIAL = re.compile(
-    r"(?:sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----|[A-Za-z0-9+/_-]{40,}={0,2})"
+    r"sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}"
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
 )
+_TOKEN_LIKE = re.compile(r"[A-Za-z0-9+/_=-]{32,}")
+
+
+def looks_like_credential(text: str) -> bool:
+    if _CREDENTIAL.search(text):
+        return True
+    for run in _TOKEN_LIKE.findall(text):
+        digits = sum(c.isdigit() for c in run)
+        if digits >= 4 and any(c.isupper() for c in run) and any(c.islower() for c in run):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -77,7 +89,7 @@ class TeamPolicy:
         if any(secrets.matches(path) for path in fact.sources):
             return False
         words = re.findall(r"[\w./-]+", fact.text)
-        return not any(secrets.matches(word.strip("./")) for word in words) and not _CREDENTIAL.search(fact.text)
+        return not any(secrets.matches(word.strip("./")) for word in words) and not looks_like_credential(fact.text)
 
 
 @dataclass

@@ -16,6 +16,7 @@ included), read a file but through the jail, change the index, or block the even
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import re
 import threading
@@ -38,7 +39,7 @@ from live_memory.jail import show_path
 from live_memory.safe_files import read_prefix
 from live_memory.symbol_index import SymbolHit, SymbolIndex
 from live_memory.tools.args import Arguments
-from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, opened_off_loop
+from live_memory.tools.context import FileRead, ToolContext, ToolOutcome, bound_text, opened_off_loop
 from live_memory.tools.grep_engines import GrepHits, GrepQuery, ripgrep_grep
 from live_memory.tools.recheck import Recheck
 
@@ -60,6 +61,13 @@ class _Found:
     unexamined: int = 0  # files that mention the name but were not read (the scan's cap)
     notes: list[str] = field(default_factory=list)
     code: dict[tuple[str, int, int], str] = field(default_factory=dict)  # (path, start, end) -> numbered lines
+    # The files outlined whole, as read: what the answer's definitions rest on (ledger facts are grounded on them).
+    outlined: dict[str, FileRead] = field(default_factory=dict)
+
+    def grounds(self) -> tuple[FileRead, ...]:
+        """The files the definitions shown come from, fingerprinted when they were outlined."""
+        paths = dict.fromkeys(hit.path for hit in self.definitions)
+        return tuple(self.outlined[path] for path in paths if path in self.outlined)
 
 
 async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
@@ -87,7 +95,8 @@ async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> Too
     if shown and len(found.definitions) <= SYMBOL_CODE_MAX_DEFINITIONS:
         found.code = await asyncio.to_thread(_definition_code, ctx, shown)
     text = _render(name, kind, found) + args.ignored_note()
-    return ToolOutcome(bound_text(text, ctx.limits.max_output_bytes, "ask for a more specific name"))
+    limited = bound_text(text, ctx.limits.max_output_bytes, "ask for a more specific name")
+    return ToolOutcome(limited, files_read=found.grounds())
 
 
 def _shown(ctx: ToolContext, path: str) -> bool:
@@ -152,9 +161,9 @@ async def _ripgrep(ctx: ToolContext, pattern: str, mode: str, found: _Found) -> 
     return hits
 
 
-def _read_card(ctx: ToolContext, rel: str) -> FileCard | None:
-    """The card of a file read through the jail (no link followed), or None: withheld, gone, binary,
-    reached through a link, or too large to outline."""
+def _read_card(ctx: ToolContext, rel: str) -> tuple[FileCard, FileRead] | None:
+    """The card of a file read through the jail (no link followed) and the file as read, or None: withheld,
+    gone, binary, reached through a link, or too large to outline."""
     try:
         real = ctx.jail.resolve(rel)
         if ctx.jail.relative(real) != rel:
@@ -168,7 +177,9 @@ def _read_card(ctx: ToolContext, rel: str) -> FileCard | None:
         return None
     finally:
         os.close(fd)
-    return build_card(rel, data) if len(data) <= CARD_PARSE_MAX_BYTES else None
+    if len(data) > CARD_PARSE_MAX_BYTES:
+        return None
+    return build_card(rel, data), FileRead(rel, hashlib.sha256(data).hexdigest(), len(data))
 
 
 def _definition_code(ctx: ToolContext, hits: list[SymbolHit]) -> dict[tuple[str, int, int], str]:
@@ -211,9 +222,9 @@ def _examine(
     for path in candidates[:SYMBOL_SCAN_MAX_FILES]:
         if stop.is_set():
             break
-        card = _read_card(ctx, path)
-        if card is not None:
-            cards[path] = card
+        read = _read_card(ctx, path)
+        if read is not None:
+            cards[path], found.outlined[path] = read
     found.unexamined = max(len(candidates) - SYMBOL_SCAN_MAX_FILES, 0)
     index = SymbolIndex(cards.values())
     found.definitions = index.lookup(name)
