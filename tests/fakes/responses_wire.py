@@ -112,7 +112,9 @@ def usage_for(input_tokens: int, reply: Reply) -> dict[str, Any]:
     }
 
 
-def response_object(model: str, items: list[dict[str, Any]], usage: dict[str, Any] | None, status: str) -> dict[str, Any]:
+def response_object(
+    model: str, items: list[dict[str, Any]], usage: dict[str, Any] | None, status: str
+) -> dict[str, Any]:
     return {
         "id": _id("resp_"),
         "object": "response",

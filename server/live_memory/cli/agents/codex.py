@@ -239,6 +239,9 @@ def _ours(data: dict[str, Any]) -> dict[str, Any]:
             hooks["PostToolUse"] = kept
         else:
             hooks.pop("PostToolUse")
+    for key in ("mcp_servers", "hooks"):
+        if data.get(key) == {}:
+            del data[key]
     return data
 
 
