@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 CLAUDE_CLI := .tools/claude-cli/node_modules/.bin/claude
+CODEX_CLI := .tools/agents/codex/node_modules/.bin/codex
 
-.PHONY: run demo test check bench install clean fake-provider claude-cli docs plugin deploy-files
+.PHONY: run demo test check bench install clean fake-provider claude-cli agent-clis docs plugin deploy-files
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +41,8 @@ check: $(DEV_STAMP)
 test: check
 	@[ -x $(CLAUDE_CLI) ] || command -v claude >/dev/null 2>&1 || \
 		echo "NOTICE: Claude Code CLI not found: plugin validate + end-to-end tests are skipped (make claude-cli)"
+	@[ -x $(CODEX_CLI) ] || command -v codex >/dev/null 2>&1 || \
+		echo "NOTICE: Codex CLI not found: its end-to-end tests (tests/agents) are skipped (make agent-clis)"
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		echo "NOTICE: PostgreSQL server not found: team store tests are skipped (Debian: apt-get install postgresql)"
 	$(BIN)/python -m pytest -q
@@ -65,6 +68,9 @@ fake-provider: $(DEV_STAMP)
 
 claude-cli:
 	scripts/install-claude-cli.sh
+
+agent-clis:
+	scripts/install-agent-clis.sh codex
 
 # The plugin alone (manifests, hooks, commands, skill) in dist/plugin: a small folder to install from,
 # since Claude Code copies a local plugin folder whole into its cache (docs/claude-code.md).

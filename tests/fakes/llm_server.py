@@ -16,7 +16,8 @@ Usage (by hand)::
 Endpoints
     ``POST /v1/messages`` (also ``?beta=true``; a ``role: "system"`` message inside ``messages`` is accepted),
     ``POST /v1/messages/count_tokens`` → ``{"input_tokens": n}``, ``POST /v1/chat/completions`` (also
-    ``/chat/completions``), ``GET /v1/models`` and ``GET /v1/models/{id}`` (one shape that both SDKs parse).
+    ``/chat/completions``), ``POST /v1/responses`` (also ``/responses``; the OpenAI Responses API, in
+    :mod:`tests.fakes.responses_wire`), ``GET /v1/models`` and ``GET /v1/models/{id}`` (one shape that both SDKs parse).
     Anything else gets a JSON 404.
 
 Replies
@@ -87,6 +88,7 @@ from live_memory.testing.prompt_blocks import (
     sorted_json,
 )
 from live_memory.testing.prompt_cache import CACHE_RULES, CacheOutcome, CacheRules, PromptCache
+from tests.fakes import responses_wire
 from tests.fakes.quick_server import QuickServer
 
 __all__ = [
@@ -562,6 +564,7 @@ class FakeLLM:
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
                 Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
                 Route("/chat/completions", self._chat_completions, methods=["POST"]),
+                *(Route(path, self._responses, methods=["POST"]) for path in responses_wire.PATHS),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/v1/models/{model_id:path}", self._model, methods=["GET"]),
                 Route(
@@ -614,6 +617,21 @@ class FakeLLM:
 
     async def _chat_completions(self, request: Request) -> Response:
         return await self._model_request(request, "openai")
+
+    async def _responses(self, request: Request) -> Response:
+        def record_for(raw: bytes, body: dict[str, Any] | None, tokens: int) -> RecordedRequest:
+            stream = bool(body and body.get("stream"))
+            path, query = request.url.path, request.url.query
+            headers = {key.lower(): value for key, value in request.headers.items()}
+            return RecordedRequest("openai", path, headers, raw, stream, None, tokens, self.clock(), query=query)
+
+        return await responses_wire.answer(request, record_for, self._next_reply, self._append)
+
+    def _next_reply(self, record: RecordedRequest, body: dict[str, Any]) -> Reply:
+        """The next scripted reply, else the responder's."""
+        with self._lock:
+            reply = self._script.popleft() if self._script else None
+        return reply if reply is not None else self._responder_reply(record, body)
 
     # ---------------------------------------------------------------- model requests
 

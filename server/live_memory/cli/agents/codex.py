@@ -1,0 +1,393 @@
+"""Connect OpenAI's Codex CLI to Live Memory: its MCP server entry, its file-feed hook, its AGENTS.md note.
+
+Owns the text of three places and nothing else in them:
+  - ``$CODEX_HOME/config.toml`` (``~/.codex/config.toml``): one block between the marker lines, holding the
+    ``[mcp_servers.live_memory]`` table (streamable HTTP by ``url``; the token, when there is one, by the
+    *name* of an environment variable, ``bearer_token_env_var``: Codex refuses an inline ``bearer_token``)
+    and, when the hook scripts are at hand, a ``[[hooks.PostToolUse]]`` group that runs
+    ``hooks/codex_notify.py`` after Codex's shell and ``apply_patch`` tools;
+  - ``$CODEX_HOME/live-memory/``: a copy of the hook scripts (a path that outlives the checkout they came from);
+  - ``<repository>/AGENTS.md``, only when asked: a marked note telling the agent when to ask Live Memory.
+
+The user's own bytes are never rewritten: ``tomllib`` reads and validates, and the write replaces or appends
+only the marked block. After every edit the file is parsed again and must mean exactly what it meant before,
+apart from our entries; anything else (a hand-written ``[mcp_servers.live_memory]``, an inline
+``hooks = {...}`` our tables cannot extend, invalid TOML) is refused with a message that says what to fix.
+
+Never writes the token itself, and never trusts the hook on the user's behalf: Codex runs a user hook only
+after its definition was reviewed (``/hooks`` in the Codex TUI), so install says to do that once.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shlex
+import stat
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import live_memory
+from live_memory.errors import ConfigError
+from live_memory.safe_files import atomic_write
+
+BEGIN = "# added by live-memory install codex"
+END = "# end of live-memory install codex"
+MD_BEGIN = "<!-- added by live-memory install codex -->"
+MD_END = "<!-- end of live-memory install codex -->"
+SERVER_NAME = "live_memory"
+# Live Memory's soft deadline plus its queueing fit well inside this; Codex's default (60 s) may not.
+TOOL_TIMEOUT_S = 300
+# Each tee gives up after ~1 s (hooks/notify.py); the margin covers a slow python start.
+HOOK_TIMEOUT_S = 5
+# Codex names its shell tool "Bash" in hook payloads and its edit tool "apply_patch".
+HOOK_MATCHER = "^(Bash|apply_patch)$"
+HOOK_DIR_NAME = "live-memory"
+HOOK_FILES = ("codex_notify.py", "notify.py", "_client.py")
+# Where the scripts are in a checkout; a wheel has no hooks/, and then the hook is skipped (the OS watcher feeds).
+CHECKOUT_HOOKS = Path(live_memory.__file__).resolve().parents[2] / "hooks"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+AGENTS_NOTE = """\
+## Live Memory
+
+This repository has Live Memory, a persistent memory of the codebase, as the `ask_live_memory` tool of the
+`live_memory` MCP server. It keeps what it learned from earlier questions and from the files agents read
+and edit, so asking it is cheaper than exploring.
+
+- Ask it **before exploring unfamiliar code** ("Where is X implemented and what calls it?"), **instead of
+  re-reading files** already read in an earlier session, and **to recall why code is so**.
+- Do not ask about a small file you are about to edit anyway (read it), or about what is already in your
+  context.
+- Pass `question` (one self-contained question with the names, paths or error text you have) and `cwd`:
+  the absolute path of this repository's root (the directory holding this file), never a relative path.
+- Use the file paths and line ranges of the answer to read only the lines you need. Ignore its final
+  `[live-memory]` metadata line. If the tool is unavailable or errors, go on with your normal tools.
+"""
+
+
+def codex_home(env: Mapping[str, str] | None = None) -> Path:
+    """Where Codex keeps its config: ``$CODEX_HOME``, else ``~/.codex`` (Codex's own rule)."""
+    env = os.environ if env is None else env
+    configured = env.get("CODEX_HOME", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    return Path(env.get("HOME") or Path.home()) / ".codex"
+
+
+def install(
+    home: Path,
+    url: str,
+    token_env: str | None,
+    *,
+    instructions_dir: Path | None,
+    hooks_source: Path | None = CHECKOUT_HOOKS,
+) -> list[str]:
+    """Add (or bring up to date) Live Memory in the Codex home ``home``; returns what changed, in words.
+
+    ``url`` is the service's base URL (``/mcp`` is added); ``token_env`` names the environment variable that
+    holds its bearer token (None: no token). ``instructions_dir``: the repository whose AGENTS.md gets the
+    note (None: AGENTS.md is left alone). ``hooks_source``: the folder of the hook scripts (None or missing:
+    no hook). Idempotent: a second run changes nothing and says so."""
+    base = _base_url(url)
+    if token_env is not None and not _ENV_NAME.fullmatch(token_env):
+        raise ConfigError(f"token_env must name an environment variable (letters, digits, _), got {token_env!r}")
+    config = home / "config.toml"
+    lines: list[str] = []
+    hook_command = None
+    if hooks_source is not None and all((hooks_source / name).is_file() for name in HOOK_FILES):
+        hook_command = _hook_command(home, base, token_env)
+        lines += _copy_hooks(hooks_source, home / HOOK_DIR_NAME)
+    else:
+        lines.append(
+            "hook: not installed (the hook scripts were not found; install from a checkout of Live Memory);"
+            " the service's file watcher still sees every edit"
+        )
+    block = _render_block(base + "/mcp", token_env, hook_command)
+    text = _read_text(config)
+    new_text = _with_block(text, block, config)
+    if new_text == text:
+        lines.insert(0, f"{config}: already up to date")
+    else:
+        home.mkdir(parents=True, exist_ok=True)
+        _write(config, new_text, default_mode=0o600)
+        lines.insert(0, f"{config}: [mcp_servers.{SERVER_NAME}] url = {base}/mcp" + _token_note(token_env))
+        if hook_command is not None:
+            lines.append(
+                f"{config}: [[hooks.PostToolUse]] tees Bash reads and apply_patch edits to {base}/notify;"
+                " Codex runs it only once you trust it: open `codex`, type /hooks and trust it"
+            )
+    if hook_command is not None and (home / "hooks.json").is_file():
+        lines.append(f"note: {home / 'hooks.json'} exists too; Codex warns when hooks come from both files")
+    if instructions_dir is not None:
+        lines.append(_add_note(instructions_dir / "AGENTS.md"))
+    return lines
+
+
+def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
+    """Remove what :func:`install` added, and only that; returns what changed, in words."""
+    config = home / "config.toml"
+    lines: list[str] = []
+    text = _read_text(config)
+    new_text = _without_block(text, config)
+    if new_text == text:
+        lines.append(f"{config}: nothing of Live Memory's to remove")
+    elif not new_text.strip() and not _has_comments(new_text):
+        config.unlink()  # install created it: leave no empty file behind
+        lines.append(f"{config}: removed (it held only Live Memory's entries)")
+    else:
+        _write(config, new_text, default_mode=0o600)
+        lines.append(f"{config}: removed [mcp_servers.{SERVER_NAME}] and Live Memory's hook")
+    lines += _remove_hooks(home / HOOK_DIR_NAME)
+    if instructions_dir is not None:
+        lines.append(_remove_note(instructions_dir / "AGENTS.md"))
+    return lines
+
+
+# ------------------------------------------------------------------------------------------ config.toml
+
+
+def _base_url(url: str) -> str:
+    base = url.strip().rstrip("/")
+    base = base.removesuffix("/mcp")
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", base):
+        raise ConfigError(f"url must be the service's http(s) URL, e.g. http://127.0.0.1:7711, got {url!r}")
+    return base
+
+
+def _token_note(token_env: str | None) -> str:
+    return f", bearer token from ${token_env}" if token_env else ""
+
+
+def _toml_str(value: str) -> str:
+    return json.dumps(value)  # a JSON string (ASCII, \" \\ \n \uXXXX escapes) is a valid TOML basic string
+
+
+def _hook_command(home: Path, base: str, token_env: str | None) -> str:
+    script = home / HOOK_DIR_NAME / "codex_notify.py"
+    env = f"LIVE_MEMORY_URL={shlex.quote(base)} "
+    if token_env:
+        env += f'LIVE_MEMORY_AUTH_TOKEN="${{{token_env}:-}}" '
+    return f"{env}python3 {shlex.quote(str(script))}"
+
+
+def _render_block(mcp_url: str, token_env: str | None, hook_command: str | None) -> str:
+    lines = [BEGIN, f"[mcp_servers.{SERVER_NAME}]", f"url = {_toml_str(mcp_url)}"]
+    if token_env:
+        lines.append(f"bearer_token_env_var = {_toml_str(token_env)}")
+    lines.append(f"tool_timeout_sec = {TOOL_TIMEOUT_S}")
+    if hook_command is not None:
+        lines += [
+            "",
+            "[[hooks.PostToolUse]]",
+            f"matcher = {_toml_str(HOOK_MATCHER)}",
+            "[[hooks.PostToolUse.hooks]]",
+            'type = "command"',
+            f"command = {_toml_str(hook_command)}",
+            f"timeout = {HOOK_TIMEOUT_S}",
+        ]
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def _parse(text: str, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc}); fix it (or move it away) and run install again") from exc
+
+
+def _find_block(text: str, path: Path) -> tuple[int, int] | None:
+    """(start, end) character offsets of our block, its end marker line included; None when absent."""
+    lines = text.splitlines(keepends=True)
+    begins = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == BEGIN]
+    ends = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == END]
+    if not begins and not ends:
+        return None
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        raise ConfigError(
+            f"{path} has damaged Live Memory markers ({BEGIN!r} ... {END!r} must appear once each, in order);"
+            " remove Live Memory's lines by hand and run install again"
+        )
+    start = sum(len(line) for line in lines[: begins[0]])
+    return start, sum(len(line) for line in lines[: ends[0] + 1])
+
+
+def _remove_span(text: str, span: tuple[int, int]) -> str:
+    start, end = span
+    # The blank line install put before the block goes with it.
+    if text[:start].endswith("\n\n"):
+        start -= 1
+    return text[:start] + text[end:]
+
+
+def _ours(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without our MCP entry and our hook group (tables left empty by that are dropped)."""
+    data = copy.deepcopy(data)
+    servers = data.get("mcp_servers")
+    if isinstance(servers, dict):
+        servers.pop(SERVER_NAME, None)
+    hooks = data.get("hooks")
+    groups = hooks.get("PostToolUse") if isinstance(hooks, dict) else None
+    if isinstance(hooks, dict) and isinstance(groups, list):
+        kept = [g for g in groups if not _is_our_group(g)]
+        if kept:
+            hooks["PostToolUse"] = kept
+        else:
+            hooks.pop("PostToolUse")
+    for key in ("mcp_servers", "hooks"):
+        if data.get(key) == {}:
+            del data[key]
+    return data
+
+
+def _is_our_group(group: Any) -> bool:
+    handlers = group.get("hooks") if isinstance(group, dict) else None
+    return isinstance(handlers, list) and any(
+        isinstance(h, dict) and f"{HOOK_DIR_NAME}/codex_notify.py" in str(h.get("command", "")) for h in handlers
+    )
+
+
+def _with_block(text: str, block: str, path: Path) -> str:
+    before = _parse(text, path)
+    span = _find_block(text, path)
+    if span is None:
+        if isinstance(before.get("mcp_servers"), dict) and SERVER_NAME in before["mcp_servers"]:
+            raise ConfigError(
+                f"{path} already defines [mcp_servers.{SERVER_NAME}] by hand; remove that table (Live Memory"
+                " writes its own, between marker comments) and run install again"
+            )
+        user_text = text
+        gap = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
+        new_text = text + gap + block
+    else:
+        user_text = _remove_span(text, span)
+        new_text = text[: span[0]] + block + text[span[1] :]
+    after = _parse_ours(new_text, path)
+    if _ours(after) != _ours(_parse(user_text, path)):
+        raise ConfigError(
+            f"{path}: adding Live Memory's tables would change your own settings (e.g. keys written after the"
+            " Live Memory block, or an inline `hooks` table); move them above the block and run install again"
+        )
+    return new_text
+
+
+def _parse_ours(text: str, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{path}: Live Memory's [mcp_servers.{SERVER_NAME}] / [[hooks.PostToolUse]] tables cannot be added"
+            f" to this file ({exc}); an inline `mcp_servers = {{...}}` or `hooks = {{...}}` has to become"
+            " [tables] first"
+        ) from exc
+
+
+def _without_block(text: str, path: Path) -> str:
+    span = _find_block(text, path)
+    if span is None:
+        return text
+    new_text = _remove_span(text, span)
+    if _ours(_parse(new_text, path)) != _ours(_parse(text, path)):
+        raise ConfigError(
+            f"{path}: removing Live Memory's block would change your own settings (keys follow its end marker"
+            " without a table header); move them above the block and run uninstall again"
+        )
+    return new_text
+
+
+def _has_comments(text: str) -> bool:
+    return any(line.strip().startswith("#") for line in text.splitlines())
+
+
+# ------------------------------------------------------------------------------------------------ files
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return ""
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text; fix it and run again") from exc
+
+
+def _write(path: Path, text: str, *, default_mode: int) -> None:
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = default_mode
+    atomic_write(path, text.encode("utf-8"), mode)
+
+
+def _copy_hooks(source: Path, target: Path) -> list[str]:
+    target.mkdir(parents=True, exist_ok=True)
+    changed = []
+    for name in HOOK_FILES:
+        data = (source / name).read_bytes()
+        destination = target / name
+        if not destination.is_file() or destination.read_bytes() != data:
+            atomic_write(destination, data, 0o644)
+            changed.append(name)
+    return [f"{target}: copied {', '.join(changed)}"] if changed else []
+
+
+def _remove_hooks(target: Path) -> list[str]:
+    removed = [name for name in HOOK_FILES if (target / name).is_file()]
+    for name in removed:
+        (target / name).unlink()
+    cache = target / "__pycache__"
+    if cache.is_dir():
+        for leftover in cache.glob("*.pyc"):
+            leftover.unlink()
+        cache.rmdir()
+    if target.is_dir() and not any(target.iterdir()):
+        target.rmdir()
+    return [f"{target}: removed {', '.join(removed)}"] if removed else []
+
+
+# ---------------------------------------------------------------------------------------------- AGENTS.md
+
+
+def _note_span(text: str, path: Path) -> tuple[int, int] | None:
+    start, end = text.find(MD_BEGIN), text.find(MD_END)
+    if start < 0 and end < 0:
+        return None
+    if start < 0 or end < start or text.count(MD_BEGIN) != 1 or text.count(MD_END) != 1:
+        raise ConfigError(f"{path} has damaged Live Memory markers; remove its Live Memory section by hand")
+    end += len(MD_END)
+    if text[end : end + 1] == "\n":
+        end += 1
+    return start, end
+
+
+def _add_note(path: Path) -> str:
+    text = _read_text(path)
+    note = f"{MD_BEGIN}\n{AGENTS_NOTE}{MD_END}\n"
+    span = _note_span(text, path)
+    if span is not None:
+        new_text = text[: span[0]] + note + text[span[1] :]
+    else:
+        gap = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
+        new_text = text + gap + note
+    if new_text == text:
+        return f"{path}: Live Memory note already up to date"
+    _write(path, new_text, default_mode=0o644)
+    return f"{path}: added a note on when to ask Live Memory"
+
+
+def _remove_note(path: Path) -> str:
+    text = _read_text(path)
+    span = _note_span(text, path)
+    if span is None:
+        return f"{path}: no Live Memory note to remove"
+    new_text = _remove_span(text, span)
+    if not new_text.strip():
+        path.unlink()
+        return f"{path}: removed (it held only the Live Memory note)"
+    _write(path, new_text, default_mode=0o644)
+    return f"{path}: removed the Live Memory note"

@@ -1,0 +1,28 @@
+"""Fixtures for the other coding agents' CLIs: the real Live Memory server behind the Claude Code plugin
+tests' request recorder, and their small git repository (every agent is tested against the same service)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from live_memory.http.app import create_app
+from tests.fakes.live_server import LiveServer, settings_for
+from tests.fakes.llm_server import FakeLLM
+from tests.plugin.conftest import Recorder, Service, repo
+
+__all__ = ["repo", "service"]
+
+
+@pytest.fixture
+def service(tmp_path: Path, sealed_environment: Path) -> Iterator[Service]:
+    """As the plugin tests' service, except that the memory keeps every file it is told about in its prompt
+    (hold_files=all), so a test sees a taught file in the very next question."""
+    data_dir = Path(os.environ["LIVE_MEMORY_DATA_DIR"])
+    with FakeLLM() as provider:
+        recorder = Recorder(create_app(settings_for(provider.base_url, data_dir, hold_files="all")))
+        with LiveServer(recorder) as server:  # type: ignore[arg-type]
+            yield Service(server.url, recorder, data_dir, provider)

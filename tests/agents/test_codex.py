@@ -1,0 +1,459 @@
+"""Codex CLI: install/uninstall of its config on temp dirs, the hook's parsing, and the real CLI end to end.
+
+The end-to-end tests run `codex exec` offline: a throwaway HOME and CODEX_HOME whose config.toml is what
+`install` wrote plus a custom model provider on loopback (a FakeLLM speaking the OpenAI Responses API), and
+the real Live Memory server (its own FakeLLM as provider). Codex's plugin sync, connectors and update
+checks are switched off, so the only sockets it opens are those two loopback servers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from live_memory.cli.agents import codex
+from live_memory.errors import ConfigError
+from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from tests.plugin.conftest import HOOKS, REPO_ROOT, Service
+
+CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "codex" / "node_modules" / ".bin" / "codex"
+CLI_TIMEOUT_S = 60.0
+TOOL = "mcp__live_memory__ask_live_memory"  # Codex's namespace for the server + the tool's own name
+
+USER_CONFIG = """\
+# my Codex settings
+model = "gpt-5.5"  # the one I like
+approval_policy = "on-request"
+
+[mcp_servers.github]
+command = "github-mcp"
+args = ["--read-only"]
+
+[[hooks.PostToolUse]]
+matcher = "Bash"
+[[hooks.PostToolUse.hooks]]
+type = "command"
+command = "echo mine"
+
+[profiles.fast]
+model_reasoning_effort = "low"
+"""
+
+
+def install(home: Path, **kwargs: Any) -> list[str]:
+    return codex.install(home, "http://127.0.0.1:7711", kwargs.pop("token_env", None), instructions_dir=None, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------ config.toml
+
+
+def test_install_into_an_empty_home_writes_the_server_by_url_and_the_hook(tmp_path: Path) -> None:
+    lines = install(tmp_path, token_env="LIVE_MEMORY_AUTH_TOKEN")
+    config = tomllib.loads((tmp_path / "config.toml").read_text(encoding="utf-8"))
+    assert config["mcp_servers"]["live_memory"] == {
+        "url": "http://127.0.0.1:7711/mcp",
+        "bearer_token_env_var": "LIVE_MEMORY_AUTH_TOKEN",
+        "tool_timeout_sec": codex.TOOL_TIMEOUT_S,
+    }
+    (group,) = config["hooks"]["PostToolUse"]
+    assert group["matcher"] == codex.HOOK_MATCHER
+    command = group["hooks"][0]["command"]
+    assert str(tmp_path / "live-memory" / "codex_notify.py") in command
+    assert 'LIVE_MEMORY_AUTH_TOKEN="${LIVE_MEMORY_AUTH_TOKEN:-}"' in command  # a reference, never a value
+    assert sorted(p.name for p in (tmp_path / "live-memory").iterdir()) == sorted(codex.HOOK_FILES)
+    assert any("/hooks" in line for line in lines)  # says how to trust the hook
+
+
+def test_a_second_install_changes_nothing_and_says_so(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text(USER_CONFIG, encoding="utf-8")
+    install(tmp_path)
+    first = (tmp_path / "config.toml").read_bytes()
+    lines = install(tmp_path)
+    assert (tmp_path / "config.toml").read_bytes() == first
+    assert "already up to date" in lines[0]
+
+
+def test_install_keeps_every_byte_of_the_users_settings_and_uninstall_restores_them(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(USER_CONFIG, encoding="utf-8")
+    install(tmp_path)
+    text = config.read_text(encoding="utf-8")
+    assert text.startswith(USER_CONFIG)
+    parsed = tomllib.loads(text)
+    assert set(parsed["mcp_servers"]) == {"github", "live_memory"}
+    assert [g["matcher"] for g in parsed["hooks"]["PostToolUse"]] == ["Bash", codex.HOOK_MATCHER]
+    codex.uninstall(tmp_path, instructions_dir=None)
+    assert config.read_text(encoding="utf-8") == USER_CONFIG
+    assert not (tmp_path / "live-memory").exists()
+
+
+def test_a_new_url_replaces_our_block_in_place(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(USER_CONFIG, encoding="utf-8")
+    install(tmp_path)
+    config.write_text(config.read_text(encoding="utf-8") + '\n[tui]\ntheme = "dark"\n', encoding="utf-8")
+    codex.install(tmp_path, "http://10.0.0.5:9000/mcp/", None, instructions_dir=None)
+    text = config.read_text(encoding="utf-8")
+    assert text.startswith(USER_CONFIG) and text.endswith('\n[tui]\ntheme = "dark"\n')
+    assert tomllib.loads(text)["mcp_servers"]["live_memory"]["url"] == "http://10.0.0.5:9000/mcp"
+    assert text.count(codex.BEGIN) == 1
+
+
+def test_uninstall_of_a_config_install_created_removes_the_file(tmp_path: Path) -> None:
+    install(tmp_path)
+    codex.uninstall(tmp_path, instructions_dir=None)
+    assert not (tmp_path / "config.toml").exists()
+    assert "nothing of Live Memory's" in codex.uninstall(tmp_path, instructions_dir=None)[0]
+
+
+def test_invalid_toml_is_refused_with_the_reason_and_left_untouched(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('model = "gpt-5.5\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"config\.toml is not valid TOML .*fix it"):
+        install(tmp_path)
+    assert config.read_text(encoding="utf-8") == 'model = "gpt-5.5\n'
+
+
+def test_a_hand_written_live_memory_server_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('[mcp_servers.live_memory]\nurl = "http://x/mcp"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"already defines \[mcp_servers\.live_memory\] by hand"):
+        install(tmp_path)
+
+
+def test_an_inline_hooks_table_our_tables_cannot_extend_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("hooks = { PostToolUse = [] }\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"cannot be added to this file"):
+        install(tmp_path)
+    assert config.read_text(encoding="utf-8") == "hooks = { PostToolUse = [] }\n"
+
+
+def test_uninstall_refuses_when_user_keys_follow_our_block_without_a_header(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(USER_CONFIG, encoding="utf-8")
+    install(tmp_path)
+    config.write_text(config.read_text(encoding="utf-8") + "stray = 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="move them above the block"):
+        codex.uninstall(tmp_path, instructions_dir=None)
+
+
+def test_without_the_hook_scripts_only_the_server_is_installed(tmp_path: Path) -> None:
+    lines = install(tmp_path, hooks_source=None)
+    config = tomllib.loads((tmp_path / "config.toml").read_text(encoding="utf-8"))
+    assert "hooks" not in config and "live_memory" in config["mcp_servers"]
+    assert any("watcher" in line for line in lines)
+
+
+def test_a_token_env_that_is_not_a_variable_name_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="must name an environment variable"):
+        install(tmp_path, token_env="sk-secret-value")
+
+
+# ------------------------------------------------------------------------------------------- AGENTS.md
+
+
+def test_the_agents_note_is_added_only_on_request_and_removed_byte_for_byte(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    agents = repo / "AGENTS.md"
+    agents.write_text("# Rules\n\nRun make check.\n", encoding="utf-8")
+    install(tmp_path / "home")
+    assert agents.read_text(encoding="utf-8") == "# Rules\n\nRun make check.\n"
+    codex.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=repo)
+    text = agents.read_text(encoding="utf-8")
+    assert text.startswith("# Rules\n\nRun make check.\n") and "`ask_live_memory`" in text
+    codex.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=repo)
+    assert agents.read_text(encoding="utf-8") == text
+    codex.uninstall(tmp_path / "home", instructions_dir=repo)
+    assert agents.read_text(encoding="utf-8") == "# Rules\n\nRun make check.\n"
+
+
+def test_an_agents_file_install_created_is_removed_again(tmp_path: Path) -> None:
+    codex.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=tmp_path)
+    assert (tmp_path / "AGENTS.md").is_file()
+    codex.uninstall(tmp_path / "home", instructions_dir=tmp_path)
+    assert not (tmp_path / "AGENTS.md").exists()
+
+
+# ----------------------------------------------------------------------------------------- the hook's parsing
+
+
+def load_hook() -> Any:
+    spec = importlib.util.spec_from_file_location("codex_notify_under_test", HOOKS / "codex_notify.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(HOOKS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(HOOKS))
+    return module
+
+
+def test_the_hook_reads_every_file_an_apply_patch_touches() -> None:
+    patch = (
+        "*** Begin Patch\n*** Add File: new.py\n+x = 1\n*** Update File: a.py\n*** Move to: b.py\n@@\n-1\n+2\n"
+        "*** Delete File: old.py\n*** Update File: c.py\n@@\n-3\n+4\n*** End Patch\n"
+    )
+    assert load_hook().patch_events(patch) == [
+        ("write", "new.py"),
+        ("unlink", "a.py"),
+        ("write", "b.py"),
+        ("unlink", "old.py"),
+        ("write", "c.py"),
+    ]
+
+
+def test_the_hook_takes_reads_from_plain_commands_and_guesses_nothing_the_shell_would_expand(tmp_path: Path) -> None:
+    hook = load_hook()
+    (tmp_path / "src").mkdir()
+    for name in ("src/a.py", "src/b.py", "README.md"):
+        (tmp_path / name).write_text("x\n", encoding="utf-8")
+    root = str(tmp_path)
+    assert hook.read_paths("sed -n '1,80p' src/a.py", root) == [str(tmp_path / "src/a.py")]
+    assert hook.read_paths("cd src && nl -ba b.py | head -n 20", root) == [str(tmp_path / "src/b.py")]
+    assert hook.read_paths("cat README.md missing.md; wc -l src/a.py", root) == [str(tmp_path / "README.md")]
+    assert hook.read_paths("cat src/*.py", root) == []
+    assert hook.read_paths("cat $HOME/x", root) == []
+    assert hook.read_paths("rm src/a.py", root) == []
+
+
+# ---------------------------------------------------------------------------------------- the real Codex CLI
+
+
+def codex_cli() -> str | None:
+    if os.access(CLI_CANDIDATE, os.X_OK):
+        return str(CLI_CANDIDATE)
+    return shutil.which("codex")
+
+
+@pytest.fixture
+def codex_bin() -> str:
+    path = codex_cli()
+    if path is None:
+        pytest.skip("Codex CLI not installed (run scripts/install-agent-clis.sh codex); Codex CLI checks skipped")
+    return path
+
+
+# Why two models: for a model of Codex's catalog that supports OpenAI's tool search (all of them, in 0.171)
+# Codex always defers MCP tools behind `tool_search`, which the fake does not speak; a model unknown to the
+# catalog gets every tool up front, but no freeform `apply_patch` (only the catalog's models have it).
+DIRECT_TOOLS_MODEL = "fake-model"
+CATALOG_MODEL = "gpt-5.5"
+
+
+def offline_config(model_url: str, model: str) -> str:
+    """What the test adds to install's config.toml: the fake as provider, every remote feature off."""
+    return f"""\
+model = "{model}"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[model_providers.fake]
+name = "FakeLLM"
+base_url = "{model_url}/v1"
+wire_api = "responses"
+env_key = "FAKE_PROVIDER_KEY"
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+plugin_sharing = false
+apps = false
+in_app_updates = false
+"""
+
+
+def function_outputs(body: dict[str, Any]) -> list[str]:
+    """The text of every tool result in a Responses request's input, in order."""
+    outputs = []
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and str(item.get("type", "")).endswith("_call_output"):
+            output = item.get("output")
+            if isinstance(output, list):
+                output = "".join(str(part.get("text", "")) for part in output if isinstance(part, dict))
+            outputs.append(str(output))
+    return outputs
+
+
+def scripted(turns: list[Reply]) -> Callable[[RecordedRequest], Reply]:
+    """Model request N (N tool results so far) gets turns[N], then a short final text."""
+
+    def respond(request: RecordedRequest) -> Reply:
+        step = len(function_outputs(request.body))
+        return turns[step] if step < len(turns) else Reply.text("done")
+
+    return respond
+
+
+def run_codex(
+    codex_path: str,
+    model: FakeLLM,
+    service: Service,
+    repo: Path,
+    tmp_path: Path,
+    prompt: str,
+    *,
+    instructions: bool = False,
+    model_slug: str = DIRECT_TOOLS_MODEL,
+) -> list[dict[str, Any]]:
+    """Install into a throwaway CODEX_HOME, then `codex exec` in `repo`; returns its JSON events."""
+    home, codex_home = tmp_path / "codex-user", tmp_path / "codex-user" / ".codex"
+    codex_home.mkdir(parents=True)
+    (codex_home / "config.toml").write_text(offline_config(model.base_url, model_slug), encoding="utf-8")
+    codex.install(codex_home, service.url, None, instructions_dir=repo if instructions else None)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "CODEX_HOME": str(codex_home),
+        "FAKE_PROVIDER_KEY": "test",
+        "LANG": "C.UTF-8",
+    }
+    # Why the trust bypass: a user trusts the hook once in the TUI (/hooks); `exec` cannot ask.
+    args = ["exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "-C", str(repo)]
+    done = subprocess.run(
+        [codex_path, *args, "--dangerously-bypass-hook-trust", prompt],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def all_text(value: Any) -> str:
+    """Every string inside a request body, joined: what the model could read."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(all_text(v) for v in value.values())
+    if isinstance(value, list):
+        return "\n".join(all_text(v) for v in value)
+    return ""
+
+
+def model_calls(model: FakeLLM) -> list[RecordedRequest]:
+    return [r for r in model.requests if r.path.endswith("/responses")]
+
+
+def namespace_tools(body: dict[str, Any], namespace: str) -> list[str]:
+    return [
+        str(inner.get("name"))
+        for tool in body.get("tools") or []
+        if tool.get("type") == "namespace" and tool.get("name") == namespace
+        for inner in tool.get("tools") or []
+    ]
+
+
+@pytest.mark.agent_cli
+def test_codex_lists_the_tool_reads_the_agents_note_and_asks_with_the_repository_as_cwd(
+    codex_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    with FakeLLM() as model:
+        model.responder = scripted([Reply.tool_call(TOOL, {"question": "Where is answer()?", "cwd": str(repo)})])
+        run_codex(codex_bin, model, service, repo, tmp_path, "Where is answer()?", instructions=True)
+        first = model_calls(model)[0].body
+    assert namespace_tools(first, "mcp__live_memory") == ["ask_live_memory"]
+    assert codex.AGENTS_NOTE.splitlines()[2] in all_text(first["input"])  # Codex put AGENTS.md in front of it
+    calls = service.recorder.wait_for(lambda calls: any(b'"tools/call"' in c.body for c in calls))
+    (call,) = [c for c in calls if c.path == "/mcp" and b'"tools/call"' in c.body]
+    assert call.status == 200
+    assert call.json()["params"]["arguments"] == {"question": "Where is answer()?", "cwd": str(repo)}
+
+
+@pytest.mark.agent_cli
+def test_the_memory_answer_reaches_codex_next_model_request(
+    codex_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    service.provider.responder = lambda request: Reply.text("answer() lives in src/app.py:1-2 and returns 42.")
+    with FakeLLM() as model:
+        model.responder = scripted(
+            [Reply.tool_call(TOOL, {"question": "What does answer() return?", "cwd": str(repo)})]
+        )
+        events = run_codex(codex_bin, model, service, repo, tmp_path, "What does answer() return?")
+        calls = model_calls(model)
+    assert len(calls) == 2
+    (result,) = function_outputs(calls[1].body)
+    assert "answer() lives in src/app.py:1-2 and returns 42." in result
+    assert "[live-memory] model=claude-haiku-4-5" in result
+    done = [e["item"] for e in events if e.get("type") == "item.completed"]
+    assert any(i.get("type") == "mcp_tool_call" and i.get("status") == "completed" for i in done)
+    assert service.stats(repo).json()["workspace"]["questions_answered"] == 1
+
+
+@pytest.mark.agent_cli
+def test_a_shell_read_and_an_apply_patch_edit_reach_the_memory_through_the_hook(
+    codex_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    source = repo / "src" / "app.py"
+    patch = (
+        "*** Begin Patch\n*** Update File: src/app.py\n@@\n def answer() -> int:\n"
+        "-    return 42\n+    return 43\n*** End Patch\n"
+    )
+    teed_before_next_turn: list[bool] = []
+
+    def teed(kind: str, text: str) -> bool:
+        events = [e for c in service.notifies() for e in c.json()["events"]]
+        return any(e["path"] == str(source) and e["kind"] == kind and text in e.get("content", "") for e in events)
+
+    steps = [
+        Reply.tool_call("exec_command", {"cmd": "sed -n '1,80p' src/app.py"}),
+        Reply.tool_call("apply_patch", {"input": patch}),
+    ]
+
+    def respond(request: RecordedRequest) -> Reply:
+        step = len(function_outputs(request.body))
+        if step == 1:
+            teed_before_next_turn.append(teed("read", "return 42"))
+        if step == 2:
+            teed_before_next_turn.append(teed("write", "return 43"))
+        return steps[step] if step < len(steps) else Reply.text("done")
+
+    with FakeLLM() as model:
+        model.responder = respond
+        run_codex(codex_bin, model, service, repo, tmp_path, "Make answer() return 43.", model_slug=CATALOG_MODEL)
+    assert source.read_text(encoding="utf-8").endswith("return 43\n")  # Codex really applied the patch
+    assert teed_before_next_turn == [True, True]  # each tee landed before Codex's next model request
+    accepted = [c.answer()["accepted"] for c in service.notifies()]
+    assert accepted == [1, 1]
+
+
+@pytest.mark.agent_cli
+def test_what_another_agent_taught_through_notify_is_known_to_a_question_from_codex(
+    codex_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    billing = repo / "src" / "billing.py"
+    content = "RETRY_LIMIT = 7  # invoices are retried 7 times, then parked\n"
+    billing.write_text(content, encoding="utf-8")
+    # What another agent's hook sends when its agent reads the file.
+    taught = service.post(
+        "/notify", {"cwd": str(repo), "events": [{"path": str(billing), "kind": "read", "content": content}]}
+    )
+    assert taught.json()["accepted"] == 1
+    with FakeLLM() as model:
+        model.responder = scripted(
+            [Reply.tool_call(TOOL, {"question": "How often are invoices retried?", "cwd": str(repo)})]
+        )
+        run_codex(codex_bin, model, service, repo, tmp_path, "How often are invoices retried?")
+    asked = [r for r in service.provider.requests if "How often are invoices retried?" in json.dumps(r.body)]
+    assert asked, "the memory never got the question"
+    assert "invoices are retried 7 times, then parked" in json.dumps(asked[0].body)
