@@ -14,7 +14,8 @@ from live_memory.cli.main import build_parser
 from live_memory.options import OPTIONS
 
 _VARIABLE = re.compile(r"\bLIVE_MEMORY_[A-Z0-9_]+\b")
-_NOT_OPTIONS = {"LIVE_MEMORY_DATA_DIR"}  # read before the options table (it says where config.json is)
+# Read before the options table (it says where config.json is), or by clients only (where the server is).
+_NOT_OPTIONS = {"LIVE_MEMORY_DATA_DIR", "LIVE_MEMORY_URL"}
 
 
 def commands_of(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

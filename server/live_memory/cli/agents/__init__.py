@@ -1,1 +1,33 @@
-"""Connect coding agents other than Claude Code to Live Memory: one module per agent, each editing its config."""
+"""Connecting other coding agents to the running service: `live-memory install|uninstall <agent>`.
+
+Each agent's module edits that agent's own configuration (idempotent, marked, removable) and says what it
+changed; this registry names them and where each keeps its configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from live_memory.cli.agents import codex
+
+
+@dataclass(frozen=True)
+class AgentSetup:
+    home: Callable[[Mapping[str, str]], Path]  # where the agent keeps its configuration, from the environment
+    install: Callable[[Path, str, str | None, Path | None], list[str]]  # home, url, token env, instructions dir
+    uninstall: Callable[[Path, Path | None], list[str]]  # home, instructions dir
+
+
+def _codex_install(home: Path, url: str, token_env: str | None, instructions: Path | None) -> list[str]:
+    return codex.install(home, url, token_env, instructions_dir=instructions)
+
+
+def _codex_uninstall(home: Path, instructions: Path | None) -> list[str]:
+    return codex.uninstall(home, instructions_dir=instructions)
+
+
+AGENTS: dict[str, AgentSetup] = {
+    "codex": AgentSetup(codex.codex_home, _codex_install, _codex_uninstall),
+}

@@ -1,0 +1,49 @@
+"""`live-memory install|uninstall AGENT`: the agent's configuration gets this server's URL (the one URL
+precedence), the token by the variable's name, and on request the AGENTS.md note; uninstall takes back only
+what install added."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_main import cli_env, run_cli
+
+USER_CONFIG = 'model = "gpt-5.5"\n\n[mcp_servers.docs]\nurl = "https://docs.example.com/mcp"\n'
+
+
+def test_install_connects_codex_to_this_server_once_and_uninstall_leaves_the_users_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    config.write_text(USER_CONFIG)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = cli_env(tmp_path, 7799, CODEX_HOME=str(codex_home), LIVE_MEMORY_AUTH_TOKEN="s3cret-token-value")
+    code, _, err = run_cli(monkeypatch, capsys, env, "install", "codex", "--instructions", str(repo))
+    assert code == 0, err
+    settings = tomllib.loads(config.read_text())
+    entry = settings["mcp_servers"]["live_memory"]
+    assert entry["url"] == "http://127.0.0.1:7799/mcp"
+    assert entry["bearer_token_env_var"] == "LIVE_MEMORY_AUTH_TOKEN"
+    assert "s3cret-token-value" not in config.read_text()  # the token itself never lands in the file
+    assert settings["model"] == "gpt-5.5" and settings["mcp_servers"]["docs"]["url"] == "https://docs.example.com/mcp"
+    assert "ask_live_memory" in (repo / "AGENTS.md").read_text()
+    again = config.read_text()
+    assert run_cli(monkeypatch, capsys, env, "install", "codex", "--instructions", str(repo))[0] == 0
+    assert config.read_text() == again  # idempotent
+    code, _, err = run_cli(monkeypatch, capsys, env, "uninstall", "codex", "--instructions", str(repo))
+    assert code == 0, err
+    assert config.read_text() == USER_CONFIG
+    assert not (repo / "AGENTS.md").exists() or "ask_live_memory" not in (repo / "AGENTS.md").read_text()
+
+
+def test_an_unknown_agent_is_refused_with_the_ones_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(monkeypatch, capsys, cli_env(tmp_path, 7799), "install", "emacs")
+    assert code == 2 and "codex" in err
