@@ -68,10 +68,10 @@ LIMITS = (
     "Every developer replays the same tasks and edits: the best case for sharing (a real team asks about "
     "overlapping, not identical, code). Facts about a file hold only where its bytes match, so what developer 1 "
     "learned after an edit reaches the others only once they made the same edit (at their next compaction).",
-    "Pulls and pushes are counted from each server's ledger at the end against the store's rows (/stats has "
-    "no team section yet): a fact a ledger dropped before the end is not counted.",
-    "Only a fact grounded on files whose bytes the server saw (read, held, or reported by the hooks) can be "
-    "shared; a fact naming a file the memory only located (a symbol lookup) has no grounds and stays local.",
+    "Pulls and pushes are counted from each server's ledger at the end against the store's rows: a fact a "
+    "ledger dropped before the end is not counted.",
+    "Only a fact grounded on files whose bytes the server saw (read, held, outlined by a symbol lookup, or "
+    "reported by the hooks) can be shared; a fact with no grounds holds nowhere in particular and stays local.",
 )
 
 
@@ -294,8 +294,7 @@ def shape(teams: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         "by_mode": {mode: dict(t["store"]) for mode, t in teams.items()},
         "counted": "facts: rows in the store; pulls: facts from the team in the developers' ledgers at the end; "
         "pushes: facts the developers' ledgers learned themselves that the store holds at the end (pushed, or "
-        "confirmed when an earlier developer pushed them first). /stats has no team section yet, so the "
-        "servers' own pull and push counters are not read, and a fact a ledger dropped before the end is not "
+        "confirmed when an earlier developer pushed them first); a fact a ledger dropped before the end is not "
         "counted.",
     }
     return {"developers": developers, "store": store, "goals": goals(developers)}
