@@ -122,17 +122,8 @@ async def run_bounded(
     CancelledError propagates after the child is killed and reaped. At most
     MAX_CONCURRENT_SUBPROCESSES run at once per event loop; others wait.
     """
-    async with _slots():
-        return await _run_bounded(
-            argv,
-            cwd=cwd,
-            timeout_s=timeout_s,
-            max_bytes=max_bytes,
-            env=env,
-            stderr_max_bytes=stderr_max_bytes,
-            cwd_fd=cwd_fd,
-            stdin_fd=stdin_fd,
-        )
+    async with _slots():  # the one caller of the unbounded run: its arguments in their order
+        return await _run_bounded(argv, cwd, timeout_s, max_bytes, env, stderr_max_bytes, cwd_fd, stdin_fd)
 
 
 def _slots() -> asyncio.Semaphore:
@@ -146,7 +137,6 @@ def _slots() -> asyncio.Semaphore:
 
 async def _run_bounded(
     argv: Sequence[str],
-    *,
     cwd: Path,
     timeout_s: float,
     max_bytes: int,

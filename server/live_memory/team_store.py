@@ -17,6 +17,7 @@ PGSSLMODE, PGSERVICE...), which the driver honours as it would for any libpq pro
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import math
@@ -385,16 +386,8 @@ def _merge_duplicates(facts: Sequence[TeamFact]) -> list[TeamFact]:
         if seen is None:
             merged[key] = fact
             continue
-        first = fact if fact.learned_at < seen.learned_at else seen
-        merged[key] = TeamFact(
-            repo=fact.repo,
-            text=fact.text,
-            sources=fact.sources,
-            machine=first.machine,
-            user=first.user,
-            learned_at=first.learned_at,
-            confirmed_at=max(fact.confirmed_at, seen.confirmed_at),
-        )
+        first = fact if fact.learned_at < seen.learned_at else seen  # the same fact: only who and when differ
+        merged[key] = dataclasses.replace(first, confirmed_at=max(fact.confirmed_at, seen.confirmed_at))
     return list(merged.values())
 
 

@@ -24,6 +24,7 @@ import pytest
 from live_memory.cli.agents import codex
 from live_memory.errors import ConfigError
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from tests.fakes.wire import all_text
 from tests.plugin.conftest import HOOKS, REPO_ROOT, Service
 
 CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "codex" / "node_modules" / ".bin" / "codex"
@@ -116,26 +117,27 @@ def test_uninstall_of_a_config_install_created_removes_the_file(tmp_path: Path) 
     assert "nothing of Live Memory's" in codex.uninstall(tmp_path, instructions_dir=None)[0]
 
 
-def test_invalid_toml_is_refused_with_the_reason_and_left_untouched(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('model = "gpt-5.5\n', r"config\.toml is not valid TOML .*fix it"),
+        ("hooks = { PostToolUse = [] }\n", r"cannot be added to this file"),  # an inline table ours cannot extend
+    ],
+)
+def test_a_config_we_cannot_edit_safely_is_refused_with_the_reason_and_left_untouched(
+    tmp_path: Path, text: str, reason: str
+) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('model = "gpt-5.5\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"config\.toml is not valid TOML .*fix it"):
+    config.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=reason):
         install(tmp_path)
-    assert config.read_text(encoding="utf-8") == 'model = "gpt-5.5\n'
+    assert config.read_text(encoding="utf-8") == text
 
 
 def test_a_hand_written_live_memory_server_is_refused(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text('[mcp_servers.live_memory]\nurl = "http://x/mcp"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"already defines \[mcp_servers\.live_memory\] by hand"):
         install(tmp_path)
-
-
-def test_an_inline_hooks_table_our_tables_cannot_extend_is_refused(tmp_path: Path) -> None:
-    config = tmp_path / "config.toml"
-    config.write_text("hooks = { PostToolUse = [] }\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"cannot be added to this file"):
-        install(tmp_path)
-    assert config.read_text(encoding="utf-8") == "hooks = { PostToolUse = [] }\n"
 
 
 def test_uninstall_refuses_when_user_keys_follow_our_block_without_a_header(tmp_path: Path) -> None:
@@ -334,17 +336,6 @@ def run_codex(
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-
-
-def all_text(value: Any) -> str:
-    """Every string inside a request body, joined: what the model could read."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return "\n".join(all_text(v) for v in value.values())
-    if isinstance(value, list):
-        return "\n".join(all_text(v) for v in value)
-    return ""
 
 
 def model_calls(model: FakeLLM) -> list[RecordedRequest]:

@@ -24,3 +24,14 @@ class Wire:
 
     def body(self, index: int = 0) -> Any:
         return json.loads(self.requests[index].content)
+
+
+def all_text(value: Any) -> str:
+    """Every string inside a request body, joined: what the model could read."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return "\n".join(all_text(v) for v in value.values())
+    if isinstance(value, list):
+        return "\n".join(all_text(v) for v in value)
+    return ""

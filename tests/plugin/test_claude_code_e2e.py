@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from tests.fakes.wire import all_text
 from tests.plugin.conftest import REPO_ROOT, TOOL_NAME, Service, cli_env, run_cli
 
 pytestmark = pytest.mark.slow
@@ -49,17 +50,6 @@ def scripted(turns: list[Reply]) -> Callable[[RecordedRequest], Reply]:
         return turns[step] if step < len(turns) else Reply.text("done")
 
     return respond
-
-
-def all_text(value: Any) -> str:
-    """Every string inside a request body, joined: what the model could read."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return "\n".join(all_text(v) for v in value.values())
-    if isinstance(value, list):
-        return "\n".join(all_text(v) for v in value)
-    return ""
 
 
 def run_claude(
