@@ -15,6 +15,7 @@ nothing and says so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -219,6 +220,8 @@ def remove_plugin(config_dir: Path) -> list[str]:
     if not ours:
         return [f"{target}: left alone (not Live Memory's plugin)"]
     target.unlink()
+    with contextlib.suppress(OSError):  # the plugins dir goes too when nothing else is in it
+        target.parent.rmdir()
     return [f"{target}: removed the file feed plugin"]
 
 
