@@ -1,6 +1,6 @@
 #!/bin/sh
-# Install the OpenCode CLI (npm package opencode-ai) into .tools/agents/opencode/ (repo-local, git-ignored) for the
-# offline end-to-end tests in tests/agents/test_opencode.py.
+# Install the OpenCode CLI (npm package opencode-ai) into .tools/agents/opencode/ (repo-local, git-ignored)
+# for the offline end-to-end tests in tests/agents/test_opencode.py.
 # The tests look for .tools/agents/opencode/node_modules/.bin/opencode first, then `opencode` on PATH.
 # Usage: scripts/install-opencode-cli.sh [version]   (default: the version the integration was verified with)
 set -eu
@@ -12,7 +12,8 @@ if ! command -v npm >/dev/null 2>&1; then
     exit 1
 fi
 mkdir -p "$DEST"
-# Why a folder of its own under .tools/agents: npm prunes what its prefix did not install, and other agents' CLIs live beside it.
+# Why a folder of its own under .tools/agents: npm prunes what its prefix did not install, and other
+# agents' CLIs live beside it.
 # The platform binary comes from the registry as an optional dependency of opencode-ai.
 npm install --prefix "$DEST" --no-save --no-fund --no-audit --loglevel=error "opencode-ai@$VERSION"
 # Why a throwaway HOME and these variables: never touch the user's ~/.config/opencode, never phone home.

@@ -33,7 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "opencode" / "node_modules" / ".bin" / "opencode"
 PLUGIN_SOURCE = REPO_ROOT / "server" / "live_memory" / "cli" / "agents" / "opencode_plugin.js"
 MODEL = "fake/fake-model"
-OPENCODE_VERSION = "1.18.33"  # the version scripts/install-opencode-cli.sh installs
+INSTALL_SCRIPT = REPO_ROOT / "scripts" / "install-opencode-cli.sh"
 URL = "http://127.0.0.1:7711"
 CLI_TIMEOUT_S = 30.0
 
@@ -54,7 +54,6 @@ def test_install_adds_a_remote_mcp_server_and_names_the_token_by_variable_only(t
     assert config["mcp"]["live_memory"] == {
         "type": "remote",
         "url": URL + "/mcp",
-        "enabled": True,
         "timeout": opencode.MCP_TIMEOUT_MS,
         "headers": {"Authorization": "Bearer {env:LIVE_MEMORY_AUTH_TOKEN}"},
     }
@@ -214,6 +213,13 @@ def test_the_plugins_file_cap_and_limits_are_the_hooks_and_the_servers() -> None
 # ------------------------------------------------------------------------------------------------ the real CLI
 
 
+def verified_version() -> str:
+    """The OpenCode version scripts/install-opencode-cli.sh installs by default."""
+    found = re.search(r"OPENCODE_CLI_VERSION:-([0-9][0-9.]*)", INSTALL_SCRIPT.read_text(encoding="utf-8"))
+    assert found is not None, "scripts/install-opencode-cli.sh names no default version"
+    return found.group(1)
+
+
 def opencode_cli() -> str | None:
     if os.access(CLI_CANDIDATE, os.X_OK):
         return str(CLI_CANDIDATE)
@@ -331,7 +337,7 @@ def run_opencode(
     (config_dir / "opencode.json").write_text(json.dumps(users, indent=2), encoding="utf-8")
     # OpenCode installs its plugin SDK into each config dir from the npm registry unless the lockfile there
     # already lists it; the plugin under test imports nothing from it.
-    sdk = {"dependencies": {"@opencode-ai/plugin": OPENCODE_VERSION}}
+    sdk = {"dependencies": {"@opencode-ai/plugin": verified_version()}}
     (config_dir / "package.json").write_text(json.dumps(sdk), encoding="utf-8")
     (config_dir / "package-lock.json").write_text(json.dumps({"packages": {"": sdk}}), encoding="utf-8")
     (config_dir / "node_modules").mkdir()

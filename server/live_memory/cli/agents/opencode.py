@@ -82,7 +82,6 @@ def mcp_entry(url: str, token_env: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "type": "remote",
         "url": base if base.endswith("/mcp") else base + "/mcp",
-        "enabled": True,
         "timeout": MCP_TIMEOUT_MS,
     }
     if token_env:
