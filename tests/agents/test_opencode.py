@@ -154,8 +154,26 @@ def test_a_config_that_cannot_be_rewritten_safely_is_refused_with_the_entry_to_a
     message = str(refused.value)
     assert why in message and '"url": "http://127.0.0.1:7711/mcp"' in message
     assert (tmp_path / "opencode.json").read_text(encoding="utf-8") == text
-    with pytest.raises(ClientError, match="by hand"):
+
+
+def test_uninstall_refuses_to_rewrite_a_jsonc_config_holding_our_entry(tmp_path: Path) -> None:
+    text = '{\n  // added by hand\n  "mcp": {"live_memory": {"type": "remote", "url": "http://h/mcp"}},\n}\n'
+    (tmp_path / "opencode.jsonc").write_text(text, encoding="utf-8")
+    with pytest.raises(ClientError, match='remove "live_memory" from its "mcp" object by hand'):
         opencode.uninstall(tmp_path, instructions_dir=None)
+    assert (tmp_path / "opencode.jsonc").read_text(encoding="utf-8") == text
+
+
+def test_uninstall_leaves_a_jsonc_config_without_our_entry_alone(tmp_path: Path) -> None:
+    text = '{\n  // mine\n  "theme": "dark",\n}\n'
+    (tmp_path / "opencode.jsonc").write_text(text, encoding="utf-8")
+    assert opencode.uninstall(tmp_path, instructions_dir=None) == [f"{tmp_path}: nothing of Live Memory's to remove"]
+    assert (tmp_path / "opencode.jsonc").read_text(encoding="utf-8") == text
+
+
+def test_instructions_for_a_missing_repository_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ClientError, match="is not a directory"):
+        opencode.install(tmp_path / "cfg", URL, None, instructions_dir=tmp_path / "nowhere", plugin=False)
 
 
 def test_an_existing_jsonc_config_is_the_one_edited(tmp_path: Path) -> None:

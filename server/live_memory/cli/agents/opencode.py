@@ -119,7 +119,8 @@ def uninstall(config_dir: Path, *, instructions_dir: Path | None) -> list[str]:
     """Remove exactly what `install` added: the MCP entry, our plugin file, our AGENTS.md block."""
     done: list[str] = []
     path = config_file(config_dir)
-    if path.exists():
+    # Why the text check first: a JSONC file that never had our entry is no reason to refuse.
+    if path.exists() and f'"{SERVER_KEY}"' in path.read_text(encoding="utf-8", errors="replace"):
         config = read_config(path, None)
         servers = config.get("mcp")
         if isinstance(servers, dict) and SERVER_KEY in servers:
@@ -228,6 +229,10 @@ def remove_plugin(config_dir: Path) -> list[str]:
 
 
 def add_instructions(repository: Path) -> str:
+    if not repository.is_dir():
+        raise ClientError(
+            f"{repository} is not a directory: pass the repository whose AGENTS.md should say when to ask"
+        )
     target = repository / INSTRUCTIONS_NAME
     block = f"{BEGIN_MARK}\n{INSTRUCTIONS}{END_MARK}\n"
     try:
