@@ -7,7 +7,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 CLAUDE_CLI := .tools/claude-cli/node_modules/.bin/claude
 CODEX_CLI := .tools/agents/codex/node_modules/.bin/codex
 
-.PHONY: run demo test check bench install clean fake-provider claude-cli agent-clis docs plugin deploy-files
+.PHONY: run demo test check bench install clean fake-provider claude-cli agent-clis agents-cli docs plugin deploy-files
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,7 +70,9 @@ claude-cli:
 	scripts/install-claude-cli.sh
 
 agent-clis:
-	scripts/install-agent-clis.sh codex
+	scripts/install-agent-clis.sh codex opencode
+
+agents-cli: agent-clis
 
 # The plugin alone (manifests, hooks, commands, skill) in dist/plugin: a small folder to install from,
 # since Claude Code copies a local plugin folder whole into its cache (docs/claude-code.md).

@@ -6,7 +6,7 @@
 set -eu
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 if [ "$#" -eq 0 ]; then
-    echo "usage: $0 AGENT... (agents: codex; not yet: opencode, gemini)" >&2
+    echo "usage: $0 AGENT... (agents: codex, opencode; not yet: gemini)" >&2
     exit 2
 fi
 if ! command -v npm >/dev/null 2>&1; then
@@ -31,12 +31,15 @@ for agent in "$@"; do
             HOME="$SCRATCH" CODEX_HOME="$SCRATCH/.codex" "$DEST/node_modules/.bin/codex" --version 2>/dev/null
             rm -rf "$SCRATCH"
             ;;
-        opencode|gemini)
+        opencode)
+            "$ROOT/scripts/install-opencode-cli.sh"
+            ;;
+        gemini)
             echo "install-agent-clis: $agent is not supported yet (only codex is)" >&2
             exit 2
             ;;
         *)
-            echo "install-agent-clis: unknown agent '$agent' (known: codex; not yet: opencode, gemini)" >&2
+            echo "install-agent-clis: unknown agent '$agent' (known: codex, opencode; not yet: gemini)" >&2
             exit 2
             ;;
     esac

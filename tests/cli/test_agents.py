@@ -4,6 +4,7 @@ what install added."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -47,3 +48,23 @@ def test_an_unknown_agent_is_refused_with_the_ones_known(
 ) -> None:
     code, _, err = run_cli(monkeypatch, capsys, cli_env(tmp_path, 7799), "install", "emacs")
     assert code == 2 and "codex" in err
+
+
+def test_install_connects_opencode_with_its_plugin_and_uninstall_takes_them_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config_dir = tmp_path / ".config" / "opencode"
+    config_dir.mkdir(parents=True)
+    user = '{\n  "theme": "dark",\n  "mcp": {"docs": {"type": "remote", "url": "https://docs.example.com/mcp"}}\n}\n'
+    (config_dir / "opencode.json").write_text(user)
+    env = cli_env(tmp_path, 7799)
+    code, _, err = run_cli(monkeypatch, capsys, env, "install", "opencode")
+    assert code == 0, err
+    config = json.loads((config_dir / "opencode.json").read_text())
+    assert config["theme"] == "dark" and config["mcp"]["docs"]["url"] == "https://docs.example.com/mcp"
+    assert config["mcp"]["live_memory"]["url"] == "http://127.0.0.1:7799/mcp"
+    assert list((config_dir / "plugins").glob("*.js"))  # the plugin that tees reads and edits
+    code, _, err = run_cli(monkeypatch, capsys, env, "uninstall", "opencode")
+    assert code == 0, err
+    assert json.loads((config_dir / "opencode.json").read_text()) == json.loads(user)
+    assert not (config_dir / "plugins").exists() or not list((config_dir / "plugins").glob("*.js"))

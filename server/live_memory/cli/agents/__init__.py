@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from live_memory.cli.agents import codex
+from live_memory.cli.agents import codex, opencode
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,16 @@ def _codex_uninstall(home: Path, instructions: Path | None) -> list[str]:
     return codex.uninstall(home, instructions_dir=instructions)
 
 
+def _opencode_install(home: Path, url: str, token_env: str | None, instructions: Path | None) -> list[str]:
+    # The plugin is OpenCode's way to tee reads and edits: always installed with the connection.
+    return opencode.install(home, url, token_env, instructions_dir=instructions, plugin=True)
+
+
+def _opencode_uninstall(home: Path, instructions: Path | None) -> list[str]:
+    return opencode.uninstall(home, instructions_dir=instructions)
+
+
 AGENTS: dict[str, AgentSetup] = {
     "codex": AgentSetup(codex.codex_home, _codex_install, _codex_uninstall),
+    "opencode": AgentSetup(opencode.default_config_dir, _opencode_install, _opencode_uninstall),
 }

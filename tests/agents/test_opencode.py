@@ -1,0 +1,620 @@
+"""OpenCode: the installer's edits (unit tests), then the real `opencode run`, offline, against a scripted model.
+
+The end-to-end tests run OpenCode with a throwaway HOME and XDG dirs, its model a custom OpenAI-compatible
+provider pointed at a FakeLLM on loopback; Live Memory runs for real on another loopback port with its own
+FakeLLM. They skip with a notice when the CLI is not installed (scripts/install-opencode-cli.sh).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from live_memory.cli.agents import opencode
+from live_memory.constants import DEFAULT_SECRET_GLOBS, PASSIVE_MAX_FILE_BYTES
+from live_memory.errors import ClientError
+from live_memory.http.app import create_app
+from tests.fakes.live_server import LiveServer, settings_for
+from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from tests.plugin.conftest import Recorder
+from tests.plugin.test_secret_floor import load_hook
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "opencode" / "node_modules" / ".bin" / "opencode"
+PLUGIN_SOURCE = REPO_ROOT / "server" / "live_memory" / "cli" / "agents" / "opencode_plugin.js"
+MODEL = "fake/fake-model"
+INSTALL_SCRIPT = REPO_ROOT / "scripts" / "install-opencode-cli.sh"
+URL = "http://127.0.0.1:7711"
+CLI_TIMEOUT_S = 30.0
+
+
+# ------------------------------------------------------------------------------------------------ installer
+
+
+def config_of(config_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((config_dir / "opencode.json").read_text(encoding="utf-8"))
+    return data
+
+
+def test_install_adds_a_remote_mcp_server_and_names_the_token_by_variable_only(tmp_path: Path) -> None:
+    lines = opencode.install(tmp_path, URL + "/", "LIVE_MEMORY_AUTH_TOKEN", instructions_dir=None, plugin=False)
+    assert lines == [f"{tmp_path / 'opencode.json'}: added mcp.live_memory -> {URL}/mcp"]
+    config = config_of(tmp_path)
+    assert config["$schema"] == opencode.SCHEMA_URL
+    assert config["mcp"]["live_memory"] == {
+        "type": "remote",
+        "url": URL + "/mcp",
+        "timeout": opencode.MCP_TIMEOUT_MS,
+        "headers": {"Authorization": "Bearer {env:LIVE_MEMORY_AUTH_TOKEN}"},
+    }
+
+
+def test_install_without_a_token_sends_no_authorization_header(tmp_path: Path) -> None:
+    opencode.install(tmp_path, URL + "/mcp", None, instructions_dir=None, plugin=False)
+    entry = config_of(tmp_path)["mcp"]["live_memory"]
+    assert entry["url"] == URL + "/mcp" and "headers" not in entry
+
+
+def test_a_token_value_in_place_of_a_variable_name_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ClientError, match="environment variable"):
+        opencode.install(tmp_path, URL, "sk-live-1234 secret", instructions_dir=None, plugin=False)
+    assert not (tmp_path / "opencode.json").exists()
+
+
+def test_install_is_idempotent_and_says_so(tmp_path: Path) -> None:
+    opencode.install(tmp_path, URL, None, instructions_dir=tmp_path, plugin=True)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    lines = opencode.install(tmp_path, URL, None, instructions_dir=tmp_path, plugin=True)
+    assert all("already" in line for line in lines), lines
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+def test_install_keeps_every_other_setting_and_other_mcp_servers_in_their_order(tmp_path: Path) -> None:
+    mine = {
+        "model": "anthropic/claude-sonnet-4-5",
+        "mcp": {"docs": {"type": "local", "command": ["docs-mcp"]}, "zeta": {"type": "remote", "url": "https://z"}},
+        "provider": {"acme": {"options": {"baseURL": "https://acme.example/v1"}}},
+        "theme": "ünïcode",
+    }
+    (tmp_path / "opencode.json").write_text(json.dumps(mine), encoding="utf-8")
+    opencode.install(tmp_path, URL, None, instructions_dir=None, plugin=False)
+    config = config_of(tmp_path)
+    assert list(config) == ["model", "mcp", "provider", "theme"]
+    assert list(config["mcp"]) == ["docs", "zeta", "live_memory"]
+    assert {k: v for k, v in config.items() if k != "mcp"} == {k: v for k, v in mine.items() if k != "mcp"}
+    assert {k: v for k, v in config["mcp"].items() if k != "live_memory"} == mine["mcp"]
+
+
+def test_install_updates_a_changed_url_in_place(tmp_path: Path) -> None:
+    opencode.install(tmp_path, URL, None, instructions_dir=None, plugin=False)
+    lines = opencode.install(tmp_path, "http://127.0.0.1:9999", None, instructions_dir=None, plugin=False)
+    assert "updated mcp.live_memory" in lines[0]
+    assert config_of(tmp_path)["mcp"]["live_memory"]["url"] == "http://127.0.0.1:9999/mcp"
+
+
+def test_uninstall_removes_only_what_install_added(tmp_path: Path) -> None:
+    mine = {"mcp": {"docs": {"type": "local", "command": ["docs-mcp"]}}, "theme": "dark"}
+    (tmp_path / "opencode.json").write_text(json.dumps(mine), encoding="utf-8")
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "other.js").write_text("export const Other = async () => ({})\n", encoding="utf-8")
+    (tmp_path / "AGENTS.md").write_text("# Rules\n\nUse tabs.\n", encoding="utf-8")
+    opencode.install(tmp_path, URL, "TOKEN", instructions_dir=tmp_path, plugin=True)
+    assert (tmp_path / "plugins" / "live-memory.js").exists()
+
+    lines = opencode.uninstall(tmp_path, instructions_dir=tmp_path)
+    assert len(lines) == 3, lines
+    assert config_of(tmp_path) == mine
+    assert sorted(p.name for p in (tmp_path / "plugins").iterdir()) == ["other.js"]
+    assert (tmp_path / "AGENTS.md").read_text(encoding="utf-8") == "# Rules\n\nUse tabs.\n"
+    assert opencode.uninstall(tmp_path, instructions_dir=tmp_path) == [
+        f"{tmp_path}: nothing of Live Memory's to remove"
+    ]
+
+
+def test_uninstall_deletes_the_files_install_created(tmp_path: Path) -> None:
+    opencode.install(tmp_path, URL, None, instructions_dir=tmp_path, plugin=True)
+    opencode.uninstall(tmp_path, instructions_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_uninstall_leaves_a_plugin_file_that_is_not_ours(tmp_path: Path) -> None:
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "live-memory.js").write_text("// someone else's\n", encoding="utf-8")
+    assert opencode.uninstall(tmp_path, instructions_dir=None) == [
+        f"{tmp_path / 'plugins' / 'live-memory.js'}: left alone (not Live Memory's plugin)"
+    ]
+    with pytest.raises(ClientError, match="not Live Memory's plugin"):
+        opencode.install(tmp_path, URL, None, instructions_dir=None, plugin=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{\n  // my model\n  "model": "a/b"\n}\n', "comments or trailing commas"),
+        ('{"model": "a/b",}', "comments or trailing commas"),
+        ('{"model": "a/b"', "not valid JSON (line 1"),
+    ],
+)
+def test_a_config_that_cannot_be_rewritten_safely_is_refused_with_the_entry_to_add(
+    tmp_path: Path, text: str, why: str
+) -> None:
+    (tmp_path / "opencode.json").write_text(text, encoding="utf-8")
+    with pytest.raises(ClientError) as refused:
+        opencode.install(tmp_path, URL, "TOKEN", instructions_dir=None, plugin=False)
+    message = str(refused.value)
+    assert why in message and '"url": "http://127.0.0.1:7711/mcp"' in message
+    assert (tmp_path / "opencode.json").read_text(encoding="utf-8") == text
+
+
+def test_uninstall_refuses_to_rewrite_a_jsonc_config_holding_our_entry(tmp_path: Path) -> None:
+    text = '{\n  // added by hand\n  "mcp": {"live_memory": {"type": "remote", "url": "http://h/mcp"}},\n}\n'
+    (tmp_path / "opencode.jsonc").write_text(text, encoding="utf-8")
+    with pytest.raises(ClientError, match='remove "live_memory" from its "mcp" object by hand'):
+        opencode.uninstall(tmp_path, instructions_dir=None)
+    assert (tmp_path / "opencode.jsonc").read_text(encoding="utf-8") == text
+
+
+def test_uninstall_leaves_a_jsonc_config_without_our_entry_alone(tmp_path: Path) -> None:
+    text = '{\n  // mine\n  "theme": "dark",\n}\n'
+    (tmp_path / "opencode.jsonc").write_text(text, encoding="utf-8")
+    assert opencode.uninstall(tmp_path, instructions_dir=None) == [f"{tmp_path}: nothing of Live Memory's to remove"]
+    assert (tmp_path / "opencode.jsonc").read_text(encoding="utf-8") == text
+
+
+def test_instructions_for_a_missing_repository_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ClientError, match="is not a directory"):
+        opencode.install(tmp_path / "cfg", URL, None, instructions_dir=tmp_path / "nowhere", plugin=False)
+
+
+def test_an_existing_jsonc_config_is_the_one_edited(tmp_path: Path) -> None:
+    (tmp_path / "opencode.jsonc").write_text('{"theme": "dark"}\n', encoding="utf-8")
+    opencode.install(tmp_path, URL, None, instructions_dir=None, plugin=False)
+    assert not (tmp_path / "opencode.json").exists()
+    assert json.loads((tmp_path / "opencode.jsonc").read_text(encoding="utf-8"))["theme"] == "dark"
+
+
+def test_instructions_are_added_once_and_replaced_when_they_change(tmp_path: Path) -> None:
+    agents = tmp_path / "AGENTS.md"
+    agents.write_text("# Project\n", encoding="utf-8")
+    opencode.install(tmp_path / "cfg", URL, None, instructions_dir=tmp_path, plugin=False)
+    text = agents.read_text(encoding="utf-8")
+    assert text.startswith("# Project\n\n" + opencode.BEGIN_MARK) and text.endswith(opencode.END_MARK + "\n")
+    assert opencode.TOOL_NAME in text and "absolute path of the repository root" in text
+    agents.write_text(text.replace("Ask before", "ASK BEFORE") + "\nMore rules.\n", encoding="utf-8")
+    assert "updated" in opencode.install(tmp_path / "cfg", URL, None, instructions_dir=tmp_path, plugin=False)[1]
+    assert agents.read_text(encoding="utf-8") == text + "\nMore rules.\n"
+    opencode.uninstall(tmp_path / "cfg", instructions_dir=tmp_path)
+    assert agents.read_text(encoding="utf-8") == "# Project\n\nMore rules.\n"
+
+
+def test_the_installed_plugin_carries_the_url_and_the_token_variable_never_a_token(tmp_path: Path) -> None:
+    opencode.install(tmp_path, URL, "MY_TOKEN", instructions_dir=None, plugin=True)
+    text = (tmp_path / "plugins" / "live-memory.js").read_text(encoding="utf-8")
+    assert f'const INSTALLED_URL = "{URL}"' in text and 'const TOKEN_ENV = "MY_TOKEN"' in text
+    assert "__LIVE_MEMORY_URL__" not in text
+
+
+def js_constant(name: str) -> Any:
+    """A constant of the plugin, written as a JSON literal in `const NAME = <literal>`."""
+    source = PLUGIN_SOURCE.read_text(encoding="utf-8")
+    match = re.search(rf"^const {name} = ", source, re.M)
+    assert match is not None, f"opencode_plugin.js lacks const {name}"
+    return json.JSONDecoder().raw_decode(source, match.end())[0]
+
+
+def test_the_plugin_withholds_exactly_the_secret_names_the_hook_and_the_server_do() -> None:
+    plugin = {g.lower() for g in js_constant("SECRET_NAMES")}
+    server = {g.lower() for g in DEFAULT_SECRET_GLOBS if "/" not in g}
+    assert plugin == {g.lower() for g in load_hook("notify").SECRET_NAMES}
+    assert not server - plugin, f"opencode_plugin.js SECRET_NAMES lacks {sorted(server - plugin)}"
+    assert not plugin - server, f"constants.DEFAULT_SECRET_GLOBS lacks {sorted(plugin - server)}"
+
+
+def test_the_plugins_file_cap_and_limits_are_the_hooks_and_the_servers() -> None:
+    notify = load_hook("notify")
+    assert js_constant("MAX_FILE_BYTES") == PASSIVE_MAX_FILE_BYTES == load_hook("_client").MAX_FILE_BYTES
+    assert js_constant("BINARY_SNIFF_BYTES") == notify.BINARY_SNIFF_BYTES
+    assert js_constant("MAX_SESSION_ID_CHARS") == notify.MAX_SESSION_ID_CHARS
+    assert js_constant("TEE_TIMEOUT_MS") == notify.TEE_TIMEOUT_S * 1000
+
+
+# ------------------------------------------------------------------------------------------------ the real CLI
+
+
+def verified_version() -> str:
+    """The OpenCode version scripts/install-opencode-cli.sh installs by default."""
+    found = re.search(r"OPENCODE_CLI_VERSION:-([0-9][0-9.]*)", INSTALL_SCRIPT.read_text(encoding="utf-8"))
+    assert found is not None, "scripts/install-opencode-cli.sh names no default version"
+    return found.group(1)
+
+
+def opencode_cli() -> str | None:
+    if os.access(CLI_CANDIDATE, os.X_OK):
+        return str(CLI_CANDIDATE)
+    return shutil.which("opencode")
+
+
+@pytest.fixture
+def opencode_bin() -> str:
+    path = opencode_cli()
+    if path is None:
+        pytest.skip("OpenCode CLI not installed (run scripts/install-opencode-cli.sh); OpenCode CLI checks skipped")
+    return path
+
+
+@dataclass
+class Memory:
+    """The real Live Memory service (every request recorded) and the scripted model behind it."""
+
+    url: str
+    recorder: Recorder
+    model: FakeLLM
+
+    def stats(self, cwd: Path) -> dict[str, Any]:
+        data: dict[str, Any] = httpx2.get(self.url + "/stats", params={"cwd": str(cwd)}, timeout=10).json()
+        return data
+
+    def notify(self, cwd: Path, events: list[dict[str, Any]]) -> dict[str, Any]:
+        response = httpx2.post(self.url + "/notify", json={"cwd": str(cwd), "events": events}, timeout=10)
+        assert response.status_code == 200, response.text
+        data: dict[str, Any] = response.json()
+        return data
+
+
+@pytest.fixture
+def memory(sealed_environment: Path) -> Iterator[Memory]:
+    data_dir = Path(os.environ["LIVE_MEMORY_DATA_DIR"])
+    with FakeLLM() as model:
+        model.responder = lambda request: Reply.text(MEMORY_ANSWER)
+        # Why these options: the memory answers at once from what it holds, and holds every teed file's bytes,
+        # so what a tee taught shows verbatim in its prompt.
+        settings = settings_for(model.base_url, data_dir, force_explore_when_cold=0, hold_files="all")
+        recorder = Recorder(create_app(settings))
+        with LiveServer(recorder) as server:  # type: ignore[arg-type]
+            yield Memory(server.url, recorder, model)
+
+
+MEMORY_ANSWER = "answer() is defined in src/app.py lines 1-2 and returns 42 (MEMORY-7f3a)."
+
+
+@pytest.fixture
+def repo(sealed_environment: Path) -> Path:
+    """A small git repository under the service's HOME (its default allowed root)."""
+    root = sealed_environment / "src" / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("def answer() -> int:\n    return 42\n", encoding="utf-8")
+    (root / "README.md").write_text("# demo\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True)
+    return root
+
+
+def agent_turn(request: RecordedRequest) -> bool:
+    """OpenCode's main conversation sends tools; side requests (a title) do not."""
+    return bool(request.body.get("tools"))
+
+
+def tool_messages(request: RecordedRequest) -> list[str]:
+    return [str(m.get("content")) for m in request.body.get("messages") or [] if m.get("role") == "tool"]
+
+
+def tool_names(request: RecordedRequest) -> list[str]:
+    return [str(t.get("function", {}).get("name")) for t in request.body.get("tools") or []]
+
+
+def scripted(turns: list[Reply]) -> Callable[[RecordedRequest], Reply]:
+    """Agent turn N (N tool results so far) gets turns[N]; side requests get a short text."""
+
+    def respond(request: RecordedRequest) -> Reply:
+        if not agent_turn(request):
+            return Reply.text("title")
+        step = len(tool_messages(request))
+        return turns[step] if step < len(turns) else Reply.text("done")
+
+    return respond
+
+
+def run_opencode(
+    opencode_bin: str,
+    prompt: str,
+    *,
+    repo: Path,
+    home: Path,
+    model: FakeLLM,
+    memory: Memory,
+    instructions: bool = False,
+) -> list[dict[str, Any]]:
+    """Install Live Memory into a throwaway OpenCode config (beside a user's provider settings), then run
+    `opencode run` once, offline; returns its JSON events."""
+    config_dir = home / ".config" / "opencode"
+    config_dir.mkdir(parents=True)
+    users = {
+        "$schema": opencode.SCHEMA_URL,
+        "model": MODEL,
+        "autoupdate": False,
+        "share": "disabled",
+        "snapshot": False,
+        "provider": {
+            "fake": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Fake",
+                "options": {"baseURL": model.base_url + "/v1", "apiKey": "test"},
+                "models": {"fake-model": {"name": "Fake model", "tool_call": True}},
+            }
+        },
+    }
+    (config_dir / "opencode.json").write_text(json.dumps(users, indent=2), encoding="utf-8")
+    # OpenCode installs its plugin SDK into each config dir from the npm registry unless the lockfile there
+    # already lists it; the plugin under test imports nothing from it.
+    sdk = {"dependencies": {"@opencode-ai/plugin": verified_version()}}
+    (config_dir / "package.json").write_text(json.dumps(sdk), encoding="utf-8")
+    (config_dir / "package-lock.json").write_text(json.dumps({"packages": {"": sdk}}), encoding="utf-8")
+    (config_dir / "node_modules").mkdir()
+    where = repo if instructions else None
+    opencode.install(config_dir, memory.url, "LIVE_MEMORY_AUTH_TOKEN", instructions_dir=where, plugin=True)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE", "LIVE_MEMORY_", "XDG_"))}
+    env.update(
+        HOME=str(home),
+        PWD=str(repo),  # OpenCode takes its project directory from PWD
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        # Offline: no update check, no models.dev catalog, no LSP or plugin downloads, no sharing.
+        OPENCODE_DISABLE_AUTOUPDATE="1",
+        OPENCODE_DISABLE_MODELS_FETCH="1",
+        OPENCODE_DISABLE_LSP_DOWNLOAD="1",
+        OPENCODE_DISABLE_DEFAULT_PLUGINS="1",
+        OPENCODE_DISABLE_SHARE="1",
+        OPENCODE_DISABLE_CLAUDE_CODE="1",
+        OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER="1",
+        # Anything that still tries the internet meets a dead proxy at once; loopback goes direct.
+        HTTP_PROXY="http://127.0.0.1:9",
+        HTTPS_PROXY="http://127.0.0.1:9",
+        NO_PROXY="127.0.0.1,localhost",
+    )
+    args = [opencode_bin, "run", "--print-logs", "--format", "json", "--title", "test", "-m", MODEL, prompt]
+    with subprocess.Popen(args, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+        try:
+            stdout, stderr = run.communicate(timeout=CLI_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            stdout, stderr = run.communicate()
+            pytest.fail(f"opencode run did not finish within {CLI_TIMEOUT_S} s:\n{stdout[-3000:]}\n{stderr[-6000:]}")
+    assert run.returncode == 0, stdout[-3000:] + stderr[-6000:]
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def mcp_calls(memory: Memory) -> list[dict[str, Any]]:
+    calls = [c.json() for c in memory.recorder.find("/mcp") if b'"tools/call"' in c.body]
+    return [c["params"] for c in calls if c.get("method") == "tools/call"]
+
+
+@pytest.mark.agent_cli
+def test_opencode_lists_the_tool_calls_it_with_the_repository_and_the_answer_reaches_the_model(
+    opencode_bin: str, memory: Memory, repo: Path, tmp_path: Path
+) -> None:
+    question = {"question": "Where is answer() defined?", "cwd": str(repo)}
+    with FakeLLM(cache_rules="openai", model="fake-model") as model:
+        model.responder = scripted([Reply.tool_call(opencode.TOOL_NAME, question)])
+        home = tmp_path / "oc"
+        run_opencode(
+            opencode_bin, "Where is answer()?", repo=repo, home=home, model=model, memory=memory, instructions=True
+        )
+        agent = [r for r in model.requests if agent_turn(r)]
+
+    assert opencode.TOOL_NAME in tool_names(agent[0])  # (a) listed to the model
+    system = "\n".join(str(m.get("content")) for m in agent[0].body["messages"] if m.get("role") == "system")
+    assert opencode.BEGIN_MARK in system and f"Call `{opencode.TOOL_NAME}`" in system  # AGENTS.md reached it
+    (call,) = mcp_calls(memory)
+    assert call["name"] == "ask_live_memory" and call["arguments"]["cwd"] == str(repo)  # (a) called with the repo
+    (after,) = [r for r in agent if tool_messages(r)]
+    assert MEMORY_ANSWER in tool_messages(after)[-1]  # (b) the memory's answer is in the next model request
+    assert "[live-memory] model=" in tool_messages(after)[-1]
+
+
+@pytest.mark.agent_cli
+def test_a_file_opencode_reads_reaches_the_memory_through_the_plugin(
+    opencode_bin: str, memory: Memory, repo: Path, tmp_path: Path
+) -> None:
+    httpx2.post(memory.url + "/reset", json={"cwd": str(repo)}, timeout=10)  # /notify applies to a loaded workspace
+    source = repo / "src" / "app.py"
+    with FakeLLM(cache_rules="openai", model="fake-model") as model:
+        model.responder = scripted([Reply.tool_call("read", {"filePath": str(source)})])
+        run_opencode(opencode_bin, "Read src/app.py", repo=repo, home=tmp_path / "oc", model=model, memory=memory)
+
+    (tee,) = [c for c in memory.recorder.find("/notify")]
+    assert tee.json()["cwd"] == str(repo) and tee.json()["session_id"].startswith("ses_")
+    assert tee.json()["events"] == [{"path": str(source), "kind": "read", "content": source.read_text()}]
+    assert tee.answer()["accepted"] == 1
+    assert memory.stats(repo)["workspace"]["file_contexts"] == 1
+
+
+@pytest.mark.agent_cli
+def test_an_edit_by_opencode_reaches_the_memory_before_its_next_model_request(
+    opencode_bin: str, memory: Memory, repo: Path, tmp_path: Path
+) -> None:
+    httpx2.post(memory.url + "/reset", json={"cwd": str(repo)}, timeout=10)
+    source = repo / "src" / "app.py"
+    edit = Reply.tool_call("edit", {"filePath": str(source), "oldString": "return 42", "newString": "return 43"})
+    teed_before_next_turn: list[bool] = []
+
+    def teed_edit() -> bool:
+        writes = [e for c in memory.recorder.find("/notify") for e in c.json()["events"] if e["kind"] == "write"]
+        return bool(writes) and writes[-1].get("content") == "def answer() -> int:\n    return 43\n"
+
+    def respond(request: RecordedRequest) -> Reply:
+        if not agent_turn(request):
+            return Reply.text("title")
+        if tool_messages(request):  # the first request after the edit
+            teed_before_next_turn.append(teed_edit())
+            return Reply.text("done")
+        return edit
+
+    with FakeLLM(cache_rules="openai", model="fake-model") as model:
+        model.responder = respond
+        run_opencode(opencode_bin, "Make it 43", repo=repo, home=tmp_path / "oc", model=model, memory=memory)
+
+    assert source.read_text(encoding="utf-8").endswith("return 43\n")  # OpenCode really edited it
+    assert teed_before_next_turn == [True]
+
+
+@pytest.mark.agent_cli
+def test_what_another_agent_fed_the_memory_answers_a_question_asked_from_opencode(
+    opencode_bin: str, memory: Memory, repo: Path, tmp_path: Path
+) -> None:
+    """A file another agent's hook teed to /notify (a file OpenCode never reads) is in the memory's prompt
+    when OpenCode asks, and the answer built on it reaches OpenCode's model."""
+    httpx2.post(memory.url + "/reset", json={"cwd": str(repo)}, timeout=10)
+    billing = repo / "src" / "billing.py"
+    billing.write_text("RATE_LIMIT_PER_MINUTE = 17  # set by the billing team\n", encoding="utf-8")
+    fed = {"path": str(billing), "kind": "read", "content": billing.read_text(encoding="utf-8")}
+    assert memory.notify(repo, [fed])["accepted"] == 1
+    question = {"question": "What is the billing rate limit?", "cwd": str(repo)}
+    with FakeLLM(cache_rules="openai", model="fake-model") as model:
+        model.responder = scripted([Reply.tool_call(opencode.TOOL_NAME, question)])
+        run_opencode(opencode_bin, "Rate limit?", repo=repo, home=tmp_path / "oc", model=model, memory=memory)
+        agent = [r for r in model.requests if agent_turn(r)]
+
+    (asked,) = memory.model.requests  # the memory answered at once, from what it held
+    assert "RATE_LIMIT_PER_MINUTE = 17" in json.dumps(asked.body)
+    assert "What is the billing rate limit?" in json.dumps(asked.body)
+    (after,) = [r for r in agent if tool_messages(r)]
+    assert MEMORY_ANSWER in tool_messages(after)[-1]
+
+
+# ------------------------------------------------------------------------------------------------ the plugin alone
+
+# Runs the installed plugin's hook once under Node (OpenCode runs it under Bun; the plugin uses only what both
+# provide), with the tool call given as JSON; prints how long the hook took.
+DRIVER = """
+import { pathToFileURL } from "node:url"
+const [plugin, directory, input] = process.argv.slice(2)
+const { LiveMemoryFeed } = await import(pathToFileURL(plugin).href)
+const hooks = await LiveMemoryFeed({ directory })
+const started = Date.now()
+await hooks["tool.execute.after"](JSON.parse(input), { title: "", output: "", metadata: {} })
+console.log(JSON.stringify({ ms: Date.now() - started }))
+"""
+
+
+@pytest.fixture
+def node() -> str:
+    path = shutil.which("node")
+    if path is None:
+        pytest.skip("Node.js not installed; the plugin's own checks are skipped")
+    return path
+
+
+@dataclass
+class Feed:
+    """The installed plugin, run one tool call at a time."""
+
+    node: str
+    plugin: Path
+    driver: Path
+    repo: Path
+
+    def after(self, tool: str, args: dict[str, Any], **env: str) -> int:
+        """Run the plugin's tool.execute.after for one call; returns the hook's milliseconds."""
+        call = {"tool": tool, "sessionID": "ses_test", "callID": "call_1", "args": args}
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("LIVE_MEMORY_")} | env
+        done = subprocess.run(
+            [self.node, str(self.driver), str(self.plugin), str(self.repo), json.dumps(call)],
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert done.returncode == 0, done.stderr
+        ms: int = json.loads(done.stdout)["ms"]
+        return ms
+
+
+@pytest.fixture
+def feed(node: str, memory: Memory, repo: Path, tmp_path: Path) -> Feed:
+    httpx2.post(memory.url + "/reset", json={"cwd": str(repo)}, timeout=10)
+    opencode.install(tmp_path / "cfg", memory.url, "MY_TOKEN", instructions_dir=None, plugin=True)
+    plugin = tmp_path / "feed.mjs"  # .mjs: Node loads it as the ES module OpenCode sees
+    plugin.write_bytes((tmp_path / "cfg" / "plugins" / "live-memory.js").read_bytes())
+    driver = tmp_path / "driver.mjs"
+    driver.write_text(DRIVER, encoding="utf-8")
+    return Feed(node, plugin, driver, repo)
+
+
+def teed(memory: Memory) -> list[dict[str, Any]]:
+    return [e for c in memory.recorder.find("/notify") for e in c.json()["events"]]
+
+
+@pytest.mark.parametrize("name", [".env", "deploy.PEM", "id_ed25519", "prod.tfstate"])
+def test_the_plugin_announces_credential_files_by_path_only(feed: Feed, memory: Memory, name: str) -> None:
+    secret = feed.repo / name
+    secret.write_text("TOKEN=hunter2\n", encoding="utf-8")
+    feed.after("read", {"filePath": str(secret)})
+    assert teed(memory) == [{"path": str(secret), "kind": "read"}]
+
+
+def test_the_plugin_sends_content_up_to_the_cap_and_no_further(feed: Feed, memory: Memory) -> None:
+    at_cap, over, binary = feed.repo / "at_cap.txt", feed.repo / "over.txt", feed.repo / "blob.bin"
+    at_cap.write_text("a" * PASSIVE_MAX_FILE_BYTES, encoding="utf-8")
+    over.write_text("a" * (PASSIVE_MAX_FILE_BYTES + 1), encoding="utf-8")
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    for path in (at_cap, over, binary):
+        feed.after("read", {"filePath": str(path)})
+    events = teed(memory)
+    assert [(e["path"], "content" in e) for e in events] == [
+        (str(at_cap), True),
+        (str(over), False),
+        (str(binary), False),
+    ]
+    assert len(events[0]["content"]) == PASSIVE_MAX_FILE_BYTES
+
+
+def test_the_plugin_never_sends_files_outside_the_repository_or_other_tools(
+    feed: Feed, memory: Memory, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("x = 1\n", encoding="utf-8")
+    feed.after("read", {"filePath": str(outside)})
+    feed.after("bash", {"command": "cat src/app.py"})
+    feed.after("read", {"filePath": str(feed.repo / "missing.py")})
+    assert memory.recorder.find("/notify") == []
+
+
+def test_the_plugin_resolves_relative_paths_and_tees_what_apply_patch_touched(feed: Feed, memory: Memory) -> None:
+    (feed.repo / "src" / "new.py").write_text("NEW = 1\n", encoding="utf-8")
+    patch = "*** Begin Patch\n*** Add File: src/new.py\n+NEW = 1\n*** Delete File: src/gone.py\n*** End Patch"
+    feed.after("apply_patch", {"patchText": patch})
+    feed.after("write", {"filePath": "src/app.py", "content": "ignored: the plugin reads the disk"})
+    assert teed(memory) == [
+        {"path": str(feed.repo / "src" / "new.py"), "kind": "write", "content": "NEW = 1\n"},
+        {"path": str(feed.repo / "src" / "gone.py"), "kind": "unlink"},
+        {
+            "path": str(feed.repo / "src" / "app.py"),
+            "kind": "write",
+            "content": "def answer() -> int:\n    return 42\n",
+        },
+    ]
+    (call, *_) = memory.recorder.find("/notify")
+    assert call.json()["session_id"] == "ses_test" and "authorization" not in call.headers
+
+
+def test_the_plugin_sends_the_token_from_the_variable_install_named(feed: Feed, memory: Memory) -> None:
+    feed.after("read", {"filePath": str(feed.repo / "README.md")}, MY_TOKEN="tok-123")
+    (call,) = memory.recorder.find("/notify")
+    assert call.headers["authorization"] == "Bearer tok-123"
+
+
+def test_the_plugin_is_silent_and_quick_when_the_service_is_down(feed: Feed, memory: Memory) -> None:
+    ms = feed.after("read", {"filePath": str(feed.repo / "README.md")}, LIVE_MEMORY_URL="http://127.0.0.1:9")
+    assert ms < 1000 and memory.recorder.find("/notify") == []
