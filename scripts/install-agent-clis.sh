@@ -32,7 +32,14 @@ for agent in "$@"; do
             rm -rf "$SCRATCH"
             ;;
         opencode)
-            "$ROOT/scripts/install-opencode-cli.sh"
+            # The platform binary comes from the registry as an optional dependency of opencode-ai.
+            npm_install "$DEST" "opencode-ai@${OPENCODE_CLI_VERSION:-1.18.33}"
+            # Why a throwaway HOME and these variables: never touch ~/.config/opencode, never phone home.
+            SCRATCH="$(mktemp -d)"
+            HOME="$SCRATCH" XDG_CONFIG_HOME="$SCRATCH/config" XDG_DATA_HOME="$SCRATCH/data" \
+                XDG_CACHE_HOME="$SCRATCH/cache" XDG_STATE_HOME="$SCRATCH/state" OPENCODE_DISABLE_AUTOUPDATE=1 \
+                OPENCODE_DISABLE_MODELS_FETCH=1 "$DEST/node_modules/.bin/opencode" --version
+            rm -rf "$SCRATCH"
             ;;
         gemini)
             echo "install-agent-clis: $agent is not supported yet (only codex is)" >&2

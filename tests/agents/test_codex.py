@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -23,6 +22,8 @@ import pytest
 
 from live_memory.cli.agents import codex
 from live_memory.errors import ConfigError
+from tests.fakes.agent_clis import require_cli
+from tests.fakes.agent_clis import scripted as scripted_turns
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.wire import all_text
 from tests.plugin.conftest import HOOKS, REPO_ROOT, Service
@@ -233,18 +234,9 @@ def test_the_hook_takes_reads_from_plain_commands_and_guesses_nothing_the_shell_
 # ---------------------------------------------------------------------------------------- the real Codex CLI
 
 
-def codex_cli() -> str | None:
-    if os.access(CLI_CANDIDATE, os.X_OK):
-        return str(CLI_CANDIDATE)
-    return shutil.which("codex")
-
-
 @pytest.fixture
 def codex_bin() -> str:
-    path = codex_cli()
-    if path is None:
-        pytest.skip("Codex CLI not installed (run scripts/install-agent-clis.sh codex); Codex CLI checks skipped")
-    return path
+    return require_cli(CLI_CANDIDATE, "codex", "scripts/install-agent-clis.sh codex")
 
 
 # Why two models: for a model of Codex's catalog that supports OpenAI's tool search (all of them, in 0.171)
@@ -293,12 +285,7 @@ def function_outputs(body: dict[str, Any]) -> list[str]:
 
 def scripted(turns: list[Reply]) -> Callable[[RecordedRequest], Reply]:
     """Model request N (N tool results so far) gets turns[N], then a short final text."""
-
-    def respond(request: RecordedRequest) -> Reply:
-        step = len(function_outputs(request.body))
-        return turns[step] if step < len(turns) else Reply.text("done")
-
-    return respond
+    return scripted_turns(turns, lambda request: len(function_outputs(request.body)))
 
 
 def run_codex(

@@ -2,7 +2,7 @@
 
 The end-to-end tests run OpenCode with a throwaway HOME and XDG dirs, its model a custom OpenAI-compatible
 provider pointed at a FakeLLM on loopback; Live Memory runs for real on another loopback port with its own
-FakeLLM. They skip with a notice when the CLI is not installed (scripts/install-opencode-cli.sh).
+FakeLLM. They skip with a notice when the CLI is not installed (scripts/install-agent-clis.sh opencode).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from live_memory.cli.agents import opencode
 from live_memory.constants import DEFAULT_SECRET_GLOBS, PASSIVE_MAX_FILE_BYTES
 from live_memory.errors import ClientError
 from live_memory.http.app import create_app
+from tests.fakes.agent_clis import require_cli
+from tests.fakes.agent_clis import scripted as scripted_turns
 from tests.fakes.live_server import LiveServer, settings_for
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.plugin.conftest import Recorder
@@ -33,7 +35,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "opencode" / "node_modules" / ".bin" / "opencode"
 PLUGIN_SOURCE = REPO_ROOT / "server" / "live_memory" / "cli" / "agents" / "opencode_plugin.js"
 MODEL = "fake/fake-model"
-INSTALL_SCRIPT = REPO_ROOT / "scripts" / "install-opencode-cli.sh"
+INSTALL_SCRIPT = REPO_ROOT / "scripts" / "install-agent-clis.sh"
 URL = "http://127.0.0.1:7711"
 CLI_TIMEOUT_S = 30.0
 
@@ -232,24 +234,15 @@ def test_the_plugins_file_cap_and_limits_are_the_hooks_and_the_servers() -> None
 
 
 def verified_version() -> str:
-    """The OpenCode version scripts/install-opencode-cli.sh installs by default."""
+    """The OpenCode version scripts/install-agent-clis.sh opencode installs by default."""
     found = re.search(r"OPENCODE_CLI_VERSION:-([0-9][0-9.]*)", INSTALL_SCRIPT.read_text(encoding="utf-8"))
-    assert found is not None, "scripts/install-opencode-cli.sh names no default version"
+    assert found is not None, "scripts/install-agent-clis.sh opencode names no default version"
     return found.group(1)
-
-
-def opencode_cli() -> str | None:
-    if os.access(CLI_CANDIDATE, os.X_OK):
-        return str(CLI_CANDIDATE)
-    return shutil.which("opencode")
 
 
 @pytest.fixture
 def opencode_bin() -> str:
-    path = opencode_cli()
-    if path is None:
-        pytest.skip("OpenCode CLI not installed (run scripts/install-opencode-cli.sh); OpenCode CLI checks skipped")
-    return path
+    return require_cli(CLI_CANDIDATE, "opencode", "scripts/install-agent-clis.sh opencode")
 
 
 @dataclass
@@ -287,17 +280,6 @@ def memory(sealed_environment: Path) -> Iterator[Memory]:
 MEMORY_ANSWER = "answer() is defined in src/app.py lines 1-2 and returns 42 (MEMORY-7f3a)."
 
 
-@pytest.fixture
-def repo(sealed_environment: Path) -> Path:
-    """A small git repository under the service's HOME (its default allowed root)."""
-    root = sealed_environment / "src" / "repo"
-    (root / "src").mkdir(parents=True)
-    (root / "src" / "app.py").write_text("def answer() -> int:\n    return 42\n", encoding="utf-8")
-    (root / "README.md").write_text("# demo\n", encoding="utf-8")
-    subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True)
-    return root
-
-
 def agent_turn(request: RecordedRequest) -> bool:
     """OpenCode's main conversation sends tools; side requests (a title) do not."""
     return bool(request.body.get("tools"))
@@ -313,14 +295,7 @@ def tool_names(request: RecordedRequest) -> list[str]:
 
 def scripted(turns: list[Reply]) -> Callable[[RecordedRequest], Reply]:
     """Agent turn N (N tool results so far) gets turns[N]; side requests get a short text."""
-
-    def respond(request: RecordedRequest) -> Reply:
-        if not agent_turn(request):
-            return Reply.text("title")
-        step = len(tool_messages(request))
-        return turns[step] if step < len(turns) else Reply.text("done")
-
-    return respond
+    return scripted_turns(turns, lambda request: len(tool_messages(request)) if agent_turn(request) else None)
 
 
 def run_opencode(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from live_memory.http.app import create_app
+from tests.fakes.agent_clis import require_cli
 from tests.fakes.live_server import LiveServer, settings_for
 from tests.fakes.llm_server import FakeLLM
 
@@ -274,18 +274,9 @@ def expansion_payload(project: Path, command: str, args: str = "") -> dict[str, 
 # ------------------------------------------------------------------------------ the real Claude Code CLI
 
 
-def claude_cli() -> str | None:
-    if os.access(CLI_CANDIDATE, os.X_OK):
-        return str(CLI_CANDIDATE)
-    return shutil.which("claude")
-
-
 @pytest.fixture
 def claude() -> str:
-    path = claude_cli()
-    if path is None:
-        pytest.skip("Claude Code CLI not installed (run scripts/install-claude-cli.sh); CLI checks skipped")
-    return path
+    return require_cli(CLI_CANDIDATE, "claude", "scripts/install-claude-cli.sh")
 
 
 def run_cli(
