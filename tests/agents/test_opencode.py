@@ -207,8 +207,8 @@ def test_the_installed_plugin_carries_the_url_and_the_token_variable_never_a_tok
 
 
 def js_constant(name: str) -> Any:
-    """A constant of the plugin, written as a JSON literal in `const NAME = <literal>`."""
-    source = PLUGIN_SOURCE.read_text(encoding="utf-8")
+    """A constant of the plugin as installed, written as a JSON literal in `const NAME = <literal>`."""
+    source = opencode.plugin_text("http://127.0.0.1:7711", None)
     match = re.search(rf"^const {name} = ", source, re.M)
     assert match is not None, f"opencode_plugin.js lacks const {name}"
     return json.JSONDecoder().raw_decode(source, match.end())[0]

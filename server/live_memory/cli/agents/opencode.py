@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from live_memory.constants import DEFAULT_SECRET_GLOBS
 from live_memory.errors import ClientError
 from live_memory.safe_files import atomic_write
 
@@ -46,6 +47,7 @@ END_MARK = "<!-- live-memory:end -->"
 _BLOCK = re.compile(re.escape(BEGIN_PREFIX) + r"[^\n]*\n.*?" + re.escape(END_MARK) + r"\n?", re.S)
 _URL_PLACEHOLDER = 'const INSTALLED_URL = "__LIVE_MEMORY_URL__"'
 _TOKEN_PLACEHOLDER = "const TOKEN_ENV = null"
+_SECRETS_PLACEHOLDER = "const SECRET_NAMES = []"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _JSONC_NOISE = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.S)
 
@@ -191,10 +193,13 @@ def write_config(path: Path, config: Mapping[str, Any]) -> None:
 def plugin_text(url: str, token_env: str | None) -> str:
     """The packaged plugin with the service's URL and the token's variable name filled in."""
     source = resources.files("live_memory.cli.agents").joinpath(PLUGIN_SOURCE).read_text(encoding="utf-8")
-    if source.count(_URL_PLACEHOLDER) != 1 or source.count(_TOKEN_PLACEHOLDER) != 1:
+    if any(source.count(p) != 1 for p in (_URL_PLACEHOLDER, _TOKEN_PLACEHOLDER, _SECRETS_PLACEHOLDER)):
         raise RuntimeError(f"the packaged {PLUGIN_SOURCE} lacks its install placeholders")
     filled = source.replace(_URL_PLACEHOLDER, f"const INSTALLED_URL = {json.dumps(url.strip().rstrip('/'))}")
-    return filled.replace(_TOKEN_PLACEHOLDER, f"const TOKEN_ENV = {json.dumps(token_env)}")
+    filled = filled.replace(_TOKEN_PLACEHOLDER, f"const TOKEN_ENV = {json.dumps(token_env)}")
+    # The secret floor is the server's own list (the names: the plugin matches a file name, not a path).
+    names = [glob for glob in DEFAULT_SECRET_GLOBS if "/" not in glob]
+    return filled.replace(_SECRETS_PLACEHOLDER, f"const SECRET_NAMES = {json.dumps(names)}")
 
 
 def install_plugin(config_dir: Path, url: str, token_env: str | None) -> str:

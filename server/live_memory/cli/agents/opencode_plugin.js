@@ -28,34 +28,7 @@ const WRITE_TOOLS = ["edit", "write"]
 const PATCH_TOOLS = ["apply_patch"]
 // Credentials never leave this process: such a file is announced by path only. Matched case-insensitively
 // against the file name, like fnmatch.
-const SECRET_NAMES = [
-  ".env",
-  ".env.*",
-  "*.env",
-  ".envrc",
-  "*.pem",
-  "*.key",
-  "*.p12",
-  "*.pfx",
-  "*.keystore",
-  "*.jks",
-  "id_rsa*",
-  "id_dsa*",
-  "id_ecdsa*",
-  "id_ed25519*",
-  ".netrc",
-  "_netrc",
-  ".npmrc",
-  ".pypirc",
-  ".pgpass",
-  ".git-credentials",
-  ".htpasswd",
-  "credentials.json",
-  "client_secret*.json",
-  "service-account*.json",
-  "*.tfstate",
-  "*.tfstate.backup"
-]
+const SECRET_NAMES = [] // filled in at install from the server's DEFAULT_SECRET_GLOBS (its names)
 // apply_patch names each file it touches on one of these lines; a file gone afterwards was deleted or moved.
 const PATCH_HEADERS = ["*** Add File: ", "*** Update File: ", "*** Move to: ", "*** Delete File: "]
 
