@@ -14,7 +14,7 @@ from tests.fakes.live_server import LiveServer, settings_for
 from tests.fakes.llm_server import FakeLLM
 from tests.plugin.conftest import Recorder, Service, repo
 
-__all__ = ["repo", "service"]
+__all__ = ["loaded_repo", "repo", "service"]
 
 
 @pytest.fixture
@@ -26,3 +26,10 @@ def service(tmp_path: Path, sealed_environment: Path) -> Iterator[Service]:
         recorder = Recorder(create_app(settings_for(provider.base_url, data_dir, hold_files="all")))
         with LiveServer(recorder) as server:  # type: ignore[arg-type]
             yield Service(server.url, recorder, data_dir, provider)
+
+
+@pytest.fixture
+def loaded_repo(service: Service, repo: Path) -> Path:
+    """`repo`, its workspace already loaded by the service (/notify applies to a loaded one)."""
+    service.load(repo)
+    return repo

@@ -340,9 +340,9 @@ def namespace_tools(body: dict[str, Any], namespace: str) -> list[str]:
 
 @pytest.mark.agent_cli
 def test_codex_lists_the_tool_reads_the_agents_note_and_asks_with_the_repository_as_cwd(
-    codex_bin: str, service: Service, repo: Path, tmp_path: Path
+    codex_bin: str, service: Service, loaded_repo: Path, tmp_path: Path
 ) -> None:
-    service.load(repo)
+    repo = loaded_repo
     with FakeLLM() as model:
         model.responder = scripted([Reply.tool_call(TOOL, {"question": "Where is answer()?", "cwd": str(repo)})])
         run_codex(codex_bin, model, service, repo, tmp_path, "Where is answer()?", instructions=True)
@@ -357,9 +357,9 @@ def test_codex_lists_the_tool_reads_the_agents_note_and_asks_with_the_repository
 
 @pytest.mark.agent_cli
 def test_the_memory_answer_reaches_codex_next_model_request(
-    codex_bin: str, service: Service, repo: Path, tmp_path: Path
+    codex_bin: str, service: Service, loaded_repo: Path, tmp_path: Path
 ) -> None:
-    service.load(repo)
+    repo = loaded_repo
     service.provider.responder = lambda request: Reply.text("answer() lives in src/app.py:1-2 and returns 42.")
     with FakeLLM() as model:
         model.responder = scripted(
@@ -378,9 +378,9 @@ def test_the_memory_answer_reaches_codex_next_model_request(
 
 @pytest.mark.agent_cli
 def test_a_shell_read_and_an_apply_patch_edit_reach_the_memory_through_the_hook(
-    codex_bin: str, service: Service, repo: Path, tmp_path: Path
+    codex_bin: str, service: Service, loaded_repo: Path, tmp_path: Path
 ) -> None:
-    service.load(repo)
+    repo = loaded_repo
     source = repo / "src" / "app.py"
     patch = (
         "*** Begin Patch\n*** Update File: src/app.py\n@@\n def answer() -> int:\n"
@@ -416,9 +416,9 @@ def test_a_shell_read_and_an_apply_patch_edit_reach_the_memory_through_the_hook(
 
 @pytest.mark.agent_cli
 def test_what_another_agent_taught_through_notify_is_known_to_a_question_from_codex(
-    codex_bin: str, service: Service, repo: Path, tmp_path: Path
+    codex_bin: str, service: Service, loaded_repo: Path, tmp_path: Path
 ) -> None:
-    service.load(repo)
+    repo = loaded_repo
     billing = repo / "src" / "billing.py"
     content = "RETRY_LIMIT = 7  # invoices are retried 7 times, then parked\n"
     billing.write_text(content, encoding="utf-8")

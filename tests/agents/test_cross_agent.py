@@ -23,9 +23,9 @@ QUESTION = "How often are invoices retried?"
 
 @pytest.mark.agent_cli
 def test_a_file_opencode_read_answers_a_question_asked_from_codex(
-    opencode_bin: str, codex_bin: str, service: Service, repo: Path, tmp_path: Path
+    opencode_bin: str, codex_bin: str, service: Service, loaded_repo: Path, tmp_path: Path
 ) -> None:
-    service.load(repo)
+    repo = loaded_repo
     billing = repo / "src" / "billing.py"
     billing.write_text("RETRY_LIMIT = 7  # invoices are retried 7 times, then parked\n", encoding="utf-8")
     with FakeLLM(cache_rules="openai", model="fake-model") as model:  # OpenCode reads the file

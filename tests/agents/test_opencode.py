@@ -33,7 +33,6 @@ from tests.plugin.test_secret_floor import load_hook
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "opencode" / "node_modules" / ".bin" / "opencode"
-PLUGIN_SOURCE = REPO_ROOT / "server" / "live_memory" / "cli" / "agents" / "opencode_plugin.js"
 MODEL = "fake/fake-model"
 INSTALL_SCRIPT = REPO_ROOT / "scripts" / "install-agent-clis.sh"
 URL = "http://127.0.0.1:7711"
