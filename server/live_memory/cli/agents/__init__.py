@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from live_memory.cli.agents import codex
+from live_memory.cli.agents import codex, gemini
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,15 @@ def _codex_uninstall(home: Path, instructions: Path | None) -> list[str]:
     return codex.uninstall(home, instructions_dir=instructions)
 
 
+def _gemini_install(home: Path, url: str, token_env: str | None, instructions: Path | None) -> list[str]:
+    return gemini.install(home, url, token_env, instructions_dir=instructions)
+
+
+def _gemini_uninstall(home: Path, instructions: Path | None) -> list[str]:
+    return gemini.uninstall(home, instructions_dir=instructions)
+
+
 AGENTS: dict[str, AgentSetup] = {
     "codex": AgentSetup(codex.codex_home, _codex_install, _codex_uninstall),
+    "gemini": AgentSetup(gemini.gemini_home, _gemini_install, _gemini_uninstall),
 }

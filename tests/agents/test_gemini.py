@@ -1,0 +1,210 @@
+"""Gemini CLI: install/uninstall of its settings on temp dirs, the hook's parsing, and the real CLI end to end.
+
+The end-to-end tests run `gemini -p` offline: a throwaway HOME and GEMINI_CLI_HOME whose settings.json is
+what `install` wrote plus the test's offline settings (API-key auth, usage statistics, telemetry and update
+checks off), the model at a FakeLLM speaking the Gemini API (GOOGLE_GEMINI_BASE_URL), and the real Live
+Memory server (its own FakeLLM as provider). The only sockets Gemini CLI then opens are those two.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from live_memory.cli.agents import gemini
+from live_memory.errors import ConfigError
+from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from tests.fakes.wire import all_text
+from tests.plugin.conftest import HOOKS, REPO_ROOT, Service
+
+CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "gemini" / "node_modules" / ".bin" / "gemini"
+CLI_TIMEOUT_S = 60.0
+TOOL = "mcp_live_memory_ask_live_memory"  # Gemini CLI's name for an MCP tool: mcp_<server>_<tool>
+MODEL = "gemini-2.5-flash"
+
+USER_SETTINGS = {
+    "theme": "GitHub",
+    "mcpServers": {"github": {"command": "github-mcp", "args": ["--read-only"]}},
+    "hooks": {"AfterTool": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "echo mine"}]}]},
+    "general": {"vimMode": True},
+}
+
+
+def install(home: Path, **kwargs: Any) -> list[str]:
+    return gemini.install(home, "http://127.0.0.1:7711", kwargs.pop("token_env", None), instructions_dir=None, **kwargs)
+
+
+def settings(home: Path) -> Any:
+    return json.loads((home / "settings.json").read_text(encoding="utf-8"))
+
+
+def write_settings(home: Path, value: Any) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.json").write_text(json.dumps(value, indent=4) + "\n", encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------ settings.json
+
+
+def test_gemini_home_follows_gemini_cli_home_else_the_users_home() -> None:
+    assert gemini.gemini_home({"GEMINI_CLI_HOME": "/srv/gem", "HOME": "/home/me"}) == Path("/srv/gem/.gemini")
+    assert gemini.gemini_home({"HOME": "/home/me"}) == Path("/home/me/.gemini")
+
+
+def test_install_into_an_empty_home_writes_the_server_by_http_url_and_the_hook(tmp_path: Path) -> None:
+    install(tmp_path, token_env="LIVE_MEMORY_AUTH_TOKEN")
+    written = settings(tmp_path)
+    server = written["mcpServers"]["live_memory"]
+    assert server["httpUrl"] == "http://127.0.0.1:7711/mcp"
+    assert server["headers"] == {"Authorization": "Bearer ${LIVE_MEMORY_AUTH_TOKEN}"}  # a reference, never a value
+    assert server["timeout"] == gemini.TOOL_TIMEOUT_MS and server["trust"] is True
+    (group,) = written["hooks"]["AfterTool"]
+    assert group["matcher"] == gemini.HOOK_MATCHER
+    (handler,) = group["hooks"]
+    assert str(tmp_path / "live-memory" / "gemini_notify.py") in handler["command"]
+    assert handler["env"] == {
+        "LIVE_MEMORY_URL": "http://127.0.0.1:7711",
+        "LIVE_MEMORY_AUTH_TOKEN": "${LIVE_MEMORY_AUTH_TOKEN:-}",
+    }
+    assert sorted(p.name for p in (tmp_path / "live-memory").iterdir()) == sorted(gemini.HOOK_FILES)
+
+
+def test_a_second_install_changes_nothing_and_says_so(tmp_path: Path) -> None:
+    write_settings(tmp_path, USER_SETTINGS)
+    install(tmp_path)
+    first = (tmp_path / "settings.json").read_bytes()
+    lines = install(tmp_path)
+    assert (tmp_path / "settings.json").read_bytes() == first
+    assert "already up to date" in lines[0]
+
+
+def test_install_keeps_the_users_settings_in_order_and_uninstall_restores_them(tmp_path: Path) -> None:
+    write_settings(tmp_path, USER_SETTINGS)
+    install(tmp_path)
+    written = settings(tmp_path)
+    assert list(written) == list(USER_SETTINGS)
+    assert list(written["mcpServers"]) == ["github", "live_memory"]
+    assert [g["matcher"] for g in written["hooks"]["AfterTool"]] == ["write_file", gemini.HOOK_MATCHER]
+    assert written["general"] == USER_SETTINGS["general"]
+    gemini.uninstall(tmp_path, instructions_dir=None)
+    assert settings(tmp_path) == USER_SETTINGS
+    assert not (tmp_path / "live-memory").exists()
+
+
+def test_a_new_url_replaces_our_entries_in_place(tmp_path: Path) -> None:
+    write_settings(tmp_path, USER_SETTINGS)
+    install(tmp_path)
+    edited = settings(tmp_path)
+    edited["hooks"]["AfterTool"].append({"matcher": "replace", "hooks": [{"type": "command", "command": "echo 2"}]})
+    write_settings(tmp_path, edited)
+    gemini.install(tmp_path, "http://10.0.0.5:9000/mcp/", None, instructions_dir=None)
+    written = settings(tmp_path)
+    assert written["mcpServers"]["live_memory"]["httpUrl"] == "http://10.0.0.5:9000/mcp"
+    assert [g["matcher"] for g in written["hooks"]["AfterTool"]] == ["write_file", gemini.HOOK_MATCHER, "replace"]
+
+
+def test_uninstall_of_settings_install_created_removes_the_file(tmp_path: Path) -> None:
+    install(tmp_path)
+    gemini.uninstall(tmp_path, instructions_dir=None)
+    assert not (tmp_path / "settings.json").exists()
+    assert "nothing of Live Memory's" in gemini.uninstall(tmp_path, instructions_dir=None)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"theme": "GitHub",}\n', r"settings\.json is not valid JSON .*comments"),
+        ('// my settings\n{"theme": "GitHub"}\n', r"settings\.json is not valid JSON"),
+        ("[]\n", r"must hold a JSON object, got list"),
+        ('{"mcpServers": []}\n', r"mcpServers must be a JSON object"),
+        ('{"hooks": {"AfterTool": {}}}\n', r"hooks\.AfterTool must be a JSON array"),
+        ('{"mcpServers": {"live_memory": {"httpUrl": "http://x/mcp"}}}\n', r"defines mcpServers\.live_memory by hand"),
+    ],
+)
+def test_settings_we_cannot_edit_safely_are_refused_with_the_reason_and_left_untouched(
+    tmp_path: Path, text: str, reason: str
+) -> None:
+    (tmp_path / "settings.json").write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=reason):
+        install(tmp_path)
+    assert (tmp_path / "settings.json").read_text(encoding="utf-8") == text
+
+
+def test_uninstall_leaves_a_hand_written_live_memory_server_alone(tmp_path: Path) -> None:
+    mine = {"mcpServers": {"live_memory": {"httpUrl": "http://x/mcp"}}}
+    write_settings(tmp_path, mine)
+    assert "nothing of Live Memory's" in gemini.uninstall(tmp_path, instructions_dir=None)[0]
+    assert settings(tmp_path) == mine
+
+
+def test_without_the_hook_scripts_only_the_server_is_installed(tmp_path: Path) -> None:
+    lines = install(tmp_path, hooks_source=None)
+    written = settings(tmp_path)
+    assert "hooks" not in written and "live_memory" in written["mcpServers"]
+    assert any("watcher" in line for line in lines)
+
+
+def test_a_token_env_that_is_not_a_variable_name_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="must name an environment variable"):
+        install(tmp_path, token_env="sk-secret-value")
+
+
+def test_the_gemini_note_is_added_only_on_request_and_removed_byte_for_byte(tmp_path: Path) -> None:
+    notes = tmp_path / "GEMINI.md"
+    notes.write_text("# Rules\n\nRun make check.\n", encoding="utf-8")
+    install(tmp_path / "home")
+    assert notes.read_text(encoding="utf-8") == "# Rules\n\nRun make check.\n"
+    gemini.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=tmp_path)
+    text = notes.read_text(encoding="utf-8")
+    assert text.startswith("# Rules\n\nRun make check.\n") and "`ask_live_memory`" in text
+    gemini.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=tmp_path)
+    assert notes.read_text(encoding="utf-8") == text
+    gemini.uninstall(tmp_path / "home", instructions_dir=tmp_path)
+    assert notes.read_text(encoding="utf-8") == "# Rules\n\nRun make check.\n"
+
+
+# ----------------------------------------------------------------------------------------- the hook's parsing
+
+
+def load_hook() -> Any:
+    spec = importlib.util.spec_from_file_location("gemini_notify_under_test", HOOKS / "gemini_notify.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(HOOKS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(HOOKS))
+    return module
+
+
+def test_the_hook_takes_each_file_tool_by_its_path_and_skips_failed_calls(tmp_path: Path) -> None:
+    hook, root = load_hook(), str(tmp_path)
+
+    def touched(tool: str, args: dict[str, Any], response: dict[str, Any] | None = None) -> Any:
+        payload = {"tool_name": tool, "tool_input": args, "tool_response": response or {"llmContent": "ok"}}
+        return hook.touched_files(payload, root)
+
+    assert touched("read_file", {"file_path": "src/a.py"}) == [("read", str(tmp_path / "src/a.py"))]
+    assert touched("write_file", {"file_path": "/abs/b.py", "content": "x"}) == [("write", "/abs/b.py")]
+    assert touched("replace", {"file_path": "c.py", "old_string": "1"}) == [("write", str(tmp_path / "c.py"))]
+    assert touched("replace", {"file_path": "c.py"}, {"error": "0 occurrences found"}) == []
+    assert touched("run_shell_command", {"command": "cat a.py"}) == []
+
+
+def test_the_hook_reads_only_the_files_read_many_files_names_outright(tmp_path: Path) -> None:
+    hook = load_hook()
+    (tmp_path / "docs").mkdir()
+    for name in ("a.md", "docs/b.md"):
+        (tmp_path / name).write_text("x\n", encoding="utf-8")
+    includes = ["a.md", "docs/b.md", "docs", "src/*.py", "missing.md"]
+    assert hook.named_files(includes, str(tmp_path)) == [str(tmp_path / "a.md"), str(tmp_path / "docs/b.md")]
