@@ -208,3 +208,194 @@ def test_the_hook_reads_only_the_files_read_many_files_names_outright(tmp_path: 
         (tmp_path / name).write_text("x\n", encoding="utf-8")
     includes = ["a.md", "docs/b.md", "docs", "src/*.py", "missing.md"]
     assert hook.named_files(includes, str(tmp_path)) == [str(tmp_path / "a.md"), str(tmp_path / "docs/b.md")]
+
+
+# ---------------------------------------------------------------------------------------- the real Gemini CLI
+
+
+def gemini_cli() -> str | None:
+    if os.access(CLI_CANDIDATE, os.X_OK):
+        return str(CLI_CANDIDATE)
+    return shutil.which("gemini")
+
+
+@pytest.fixture
+def gemini_bin() -> str:
+    path = gemini_cli()
+    if path is None:
+        pytest.skip("Gemini CLI not installed (run scripts/install-agent-clis.sh gemini); Gemini CLI checks skipped")
+    return path
+
+
+# Why API-key auth by name: with only GOOGLE_GEMINI_BASE_URL set, Gemini CLI picks its "gateway" auth type,
+# which `-p` then refuses ("Invalid auth method selected").
+OFFLINE_SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+}
+
+
+def function_responses(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every functionResponse part of a Gemini request's contents, in order."""
+    return [
+        part["functionResponse"]
+        for content in body.get("contents") or []
+        for part in content.get("parts") or []
+        if isinstance(part, dict) and "functionResponse" in part
+    ]
+
+
+def scripted(turns: list[Reply]) -> Callable[[RecordedRequest], Reply]:
+    """Model request N (N tool results so far) gets turns[N], then a short final text."""
+
+    def respond(request: RecordedRequest) -> Reply:
+        step = len(function_responses(request.body))
+        return turns[step] if step < len(turns) else Reply.text("done")
+
+    return respond
+
+
+def run_gemini(
+    gemini_path: str,
+    model: FakeLLM,
+    service: Service,
+    repo: Path,
+    tmp_path: Path,
+    prompt: str,
+    *,
+    instructions: bool = False,
+) -> list[dict[str, Any]]:
+    """Install into a throwaway Gemini home, then `gemini -p` in `repo`; returns its stream-json events."""
+    home = tmp_path / "gemini-user"
+    write_settings(home / ".gemini", OFFLINE_SETTINGS)
+    gemini.install(home / ".gemini", service.url, None, instructions_dir=repo if instructions else None)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "GEMINI_CLI_HOME": str(home),
+        "GEMINI_API_KEY": "test",
+        "GOOGLE_GEMINI_BASE_URL": model.base_url,
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",  # a headless run cannot answer the folder-trust prompt
+        "LANG": "C.UTF-8",
+    }
+    # Why auto_edit: in `-p` mode Gemini CLI offers write_file and replace only when edits need no approval.
+    args = ["-p", prompt, "-m", MODEL, "--output-format", "stream-json", "--approval-mode", "auto_edit"]
+    done = subprocess.run(
+        [gemini_path, *args],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def model_calls(model: FakeLLM) -> list[RecordedRequest]:
+    return [r for r in model.requests if r.path.endswith(":streamGenerateContent")]
+
+
+def declared_tools(body: dict[str, Any]) -> list[str]:
+    return [str(f.get("name")) for tool in body.get("tools") or [] for f in tool.get("functionDeclarations") or []]
+
+
+@pytest.mark.agent_cli
+def test_gemini_lists_the_tool_reads_the_gemini_note_and_asks_with_the_repository_as_cwd(
+    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    with FakeLLM() as model:
+        model.responder = scripted([Reply.tool_call(TOOL, {"question": "Where is answer()?", "cwd": str(repo)})])
+        run_gemini(gemini_bin, model, service, repo, tmp_path, "Where is answer()?", instructions=True)
+        first = model_calls(model)[0].body
+    assert TOOL in declared_tools(first)
+    assert gemini.NOTE.text.splitlines()[2] in all_text(first["contents"])  # GEMINI.md is in front of it
+    calls = service.recorder.wait_for(lambda calls: any(b'"tools/call"' in c.body for c in calls))
+    (call,) = [c for c in calls if c.path == "/mcp" and b'"tools/call"' in c.body]
+    assert call.status == 200
+    assert call.json()["params"]["arguments"] == {"question": "Where is answer()?", "cwd": str(repo)}
+
+
+@pytest.mark.agent_cli
+def test_the_memory_answer_reaches_gemini_next_model_request(
+    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    service.provider.responder = lambda request: Reply.text("answer() lives in src/app.py:1-2 and returns 42.")
+    with FakeLLM() as model:
+        model.responder = scripted(
+            [Reply.tool_call(TOOL, {"question": "What does answer() return?", "cwd": str(repo)})]
+        )
+        events = run_gemini(gemini_bin, model, service, repo, tmp_path, "What does answer() return?")
+        calls = model_calls(model)
+    assert len(calls) == 2
+    (result,) = function_responses(calls[1].body)
+    assert result["name"] == TOOL
+    assert "answer() lives in src/app.py:1-2 and returns 42." in json.dumps(result["response"])
+    assert "[live-memory] model=claude-haiku-4-5" in json.dumps(result["response"])
+    assert any(e.get("type") == "tool_result" and e.get("status") == "success" for e in events)
+    assert service.stats(repo).json()["workspace"]["questions_answered"] == 1
+
+
+@pytest.mark.agent_cli
+def test_a_read_file_and_a_replace_edit_reach_the_memory_through_the_hook(
+    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    source = repo / "src" / "app.py"
+    teed_before_next_turn: list[bool] = []
+
+    def teed(kind: str, text: str) -> bool:
+        events = [e for c in service.notifies() for e in c.json()["events"]]
+        return any(e["path"] == str(source) and e["kind"] == kind and text in e.get("content", "") for e in events)
+
+    edit = {
+        "file_path": str(source),
+        "instruction": "Make answer() return 43.",
+        "old_string": "    return 42",
+        "new_string": "    return 43",
+    }
+    steps = [Reply.tool_call("read_file", {"file_path": "src/app.py"}), Reply.tool_call("replace", edit)]
+
+    def respond(request: RecordedRequest) -> Reply:
+        step = len(function_responses(request.body))
+        if step == 1:
+            teed_before_next_turn.append(teed("read", "return 42"))
+        if step == 2:
+            teed_before_next_turn.append(teed("write", "return 43"))
+        return steps[step] if step < len(steps) else Reply.text("done")
+
+    with FakeLLM() as model:
+        model.responder = respond
+        run_gemini(gemini_bin, model, service, repo, tmp_path, "Make answer() return 43.")
+    assert source.read_text(encoding="utf-8").endswith("return 43\n")  # Gemini really made the edit
+    assert teed_before_next_turn == [True, True]  # each tee landed before Gemini's next model request
+    accepted = [c.answer()["accepted"] for c in service.notifies()]
+    assert accepted == [1, 1]
+
+
+@pytest.mark.agent_cli
+def test_what_another_agent_taught_through_notify_is_known_to_a_question_from_gemini(
+    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    billing = repo / "src" / "billing.py"
+    content = "RETRY_LIMIT = 7  # invoices are retried 7 times, then parked\n"
+    billing.write_text(content, encoding="utf-8")
+    # What another agent's hook sends when its agent reads the file.
+    taught = service.post(
+        "/notify", {"cwd": str(repo), "events": [{"path": str(billing), "kind": "read", "content": content}]}
+    )
+    assert taught.json()["accepted"] == 1
+    with FakeLLM() as model:
+        model.responder = scripted(
+            [Reply.tool_call(TOOL, {"question": "How often are invoices retried?", "cwd": str(repo)})]
+        )
+        run_gemini(gemini_bin, model, service, repo, tmp_path, "How often are invoices retried?")
+    asked = [r for r in service.provider.requests if "How often are invoices retried?" in json.dumps(r.body)]
+    assert asked, "the memory never got the question"
+    assert "invoices are retried 7 times, then parked" in json.dumps(asked[0].body)
