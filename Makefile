@@ -6,6 +6,7 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 CLAUDE_CLI := .tools/claude-cli/node_modules/.bin/claude
 CODEX_CLI := .tools/agents/codex/node_modules/.bin/codex
+GEMINI_CLI := .tools/agents/gemini/node_modules/.bin/gemini
 
 .PHONY: run demo test check bench install clean fake-provider claude-cli agent-clis agents-cli docs plugin deploy-files
 
@@ -43,6 +44,8 @@ test: check
 		echo "NOTICE: Claude Code CLI not found: plugin validate + end-to-end tests are skipped (make claude-cli)"
 	@[ -x $(CODEX_CLI) ] || command -v codex >/dev/null 2>&1 || \
 		echo "NOTICE: Codex CLI not found: its end-to-end tests (tests/agents) are skipped (make agent-clis)"
+	@[ -x $(GEMINI_CLI) ] || command -v gemini >/dev/null 2>&1 || \
+		echo "NOTICE: Gemini CLI not found: its end-to-end tests (tests/agents) are skipped (make agent-clis)"
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		echo "NOTICE: PostgreSQL server not found: team store tests are skipped (Debian: apt-get install postgresql)"
 	$(BIN)/python -m pytest -q
@@ -70,7 +73,7 @@ claude-cli:
 	scripts/install-claude-cli.sh
 
 agent-clis:
-	scripts/install-agent-clis.sh codex opencode
+	scripts/install-agent-clis.sh codex opencode gemini
 
 agents-cli: agent-clis
 

@@ -91,48 +91,25 @@ def read_paths(command: str, cwd: str) -> list[str]:
     return paths if len(paths) <= MAX_READS_PER_COMMAND else []
 
 
-def file_event(path: str, kind: str) -> dict[str, Any] | None:
-    """The /notify event for one file (content from disk), None when there is nothing to say."""
-    if kind == "unlink":
-        return {"path": path, "kind": "unlink"}
-    found = notify.read_for_tee(path)
-    if found is None:
-        return None
-    event: dict[str, Any] = {"path": path, "kind": kind}
-    if found["content"] is not None:
-        event["content"] = found["content"]
-    return event
-
-
-def events_for(payload: dict[str, Any], root: str) -> list[dict[str, Any]]:
+def touched_files(payload: dict[str, Any], root: str) -> list[tuple[str, str]]:
+    """(kind, absolute path) for each file the tool call read or changed."""
     tool_input = payload.get("tool_input")
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     if not isinstance(command, str) or not command:
         return []
     tool = payload.get("tool_name")
     if tool == "apply_patch":
-        touched = [(kind, notify.absolute(path, root)) for kind, path in patch_events(command) if path]
-    elif tool == "Bash":
-        touched = [("read", path) for path in read_paths(command, root)]
-    else:
-        return []
-    boundary = notify.workspace_root(root)
-    events = []
-    for kind, path in touched:
-        if notify.is_inside(path, boundary):
-            event = file_event(path, kind)
-            if event is not None:
-                events.append(event)
-    return events
+        return [(kind, notify.absolute(path, root)) for kind, path in patch_events(command) if path]
+    if tool == "Bash":
+        return [("read", path) for path in read_paths(command, root)]
+    return []
 
 
 def handle(payload: dict[str, Any] | None) -> None:
     if payload is None or payload.get("hook_event_name") != "PostToolUse":
         return
     root = _client.project_dir(payload)
-    events = events_for(payload, root)
-    if events:
-        notify.post_events(payload, root, events)
+    notify.tee(payload, root, touched_files(payload, root))
 
 
 def main() -> None:

@@ -242,18 +242,34 @@ def on_tool_use(payload: dict[str, Any], root: str) -> None:
     else:
         return
     raw = tool_file_path(payload)
-    if not raw:
-        return
-    path = absolute(raw, root)
-    if not is_inside(path, workspace_root(root)):
-        return
+    if raw:
+        tee(payload, root, [(kind, absolute(raw, root))])
+
+
+def file_event(path: str, kind: str) -> dict[str, Any] | None:
+    """The /notify event for one file (content from disk), None when there is nothing to say."""
+    if kind == "unlink":
+        return {"path": path, "kind": "unlink"}
     found = read_for_tee(path)
     if found is None:
-        return
+        return None
     event: dict[str, Any] = {"path": path, "kind": kind}
     if found["content"] is not None:
         event["content"] = found["content"]
-    post_events(payload, root, [event])
+    return event
+
+
+def tee(payload: dict[str, Any], root: str, touched: list[tuple[str, str]]) -> None:
+    """One /notify for the (kind, absolute path) pairs inside the repository; nothing when none is left."""
+    boundary = workspace_root(root)
+    events = []
+    for kind, path in touched:
+        if is_inside(path, boundary):
+            event = file_event(path, kind)
+            if event is not None:
+                events.append(event)
+    if events:
+        post_events(payload, root, events)
 
 
 def on_file_changed(payload: dict[str, Any], root: str) -> None:

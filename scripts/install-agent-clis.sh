@@ -2,11 +2,11 @@
 # Install other coding agents' CLIs into .tools/agents/<name>/ (repo-local, git-ignored) for the tests that run
 # them for real, offline, against the fake provider (tests/agents/). Each agent is pinned to the version its
 # integration was verified with; an env var overrides it (e.g. CODEX_CLI_VERSION=0.171.0).
-# Usage: scripts/install-agent-clis.sh codex [opencode gemini ...]
+# Usage: scripts/install-agent-clis.sh codex [gemini opencode ...]
 set -eu
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 if [ "$#" -eq 0 ]; then
-    echo "usage: $0 AGENT... (agents: codex, opencode; not yet: gemini)" >&2
+    echo "usage: $0 AGENT... (agents: codex, opencode, gemini)" >&2
     exit 2
 fi
 if ! command -v npm >/dev/null 2>&1; then
@@ -42,11 +42,15 @@ for agent in "$@"; do
             rm -rf "$SCRATCH"
             ;;
         gemini)
-            echo "install-agent-clis: $agent is not supported yet (only codex is)" >&2
-            exit 2
+            # One bundled package with no dependencies (node >= 20).
+            npm_install "$DEST" "@google/gemini-cli@${GEMINI_CLI_VERSION:-0.61.0}"
+            # Why a throwaway HOME and GEMINI_CLI_HOME: never touch the user's ~/.gemini.
+            SCRATCH="$(mktemp -d)"
+            HOME="$SCRATCH" GEMINI_CLI_HOME="$SCRATCH" "$DEST/node_modules/.bin/gemini" --version 2>/dev/null
+            rm -rf "$SCRATCH"
             ;;
         *)
-            echo "install-agent-clis: unknown agent '$agent' (known: codex, opencode; not yet: gemini)" >&2
+            echo "install-agent-clis: unknown agent '$agent' (known: codex, opencode, gemini)" >&2
             exit 2
             ;;
     esac

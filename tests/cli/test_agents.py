@@ -68,3 +68,17 @@ def test_install_connects_opencode_with_its_plugin_and_uninstall_takes_them_back
     assert code == 0, err
     assert json.loads((config_dir / "opencode.json").read_text()) == json.loads(user)
     assert not (config_dir / "plugins").exists() or not list((config_dir / "plugins").glob("*.js"))
+
+
+def test_install_gemini_finds_its_home_by_gemini_cli_home_and_writes_the_token_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = tmp_path / "gem" / ".gemini" / "settings.json"
+    env = cli_env(tmp_path, 7799, GEMINI_CLI_HOME=str(tmp_path / "gem"), LIVE_MEMORY_AUTH_TOKEN="s3cret-token-value")
+    code, _, err = run_cli(monkeypatch, capsys, env, "install", "gemini")
+    assert code == 0, err
+    entry = json.loads(settings.read_text())["mcpServers"]["live_memory"]
+    assert entry["httpUrl"] == "http://127.0.0.1:7799/mcp"
+    assert "s3cret-token-value" not in settings.read_text() and "${LIVE_MEMORY_AUTH_TOKEN}" in settings.read_text()
+    assert run_cli(monkeypatch, capsys, env, "uninstall", "gemini")[0] == 0
+    assert not settings.exists()

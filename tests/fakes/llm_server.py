@@ -17,7 +17,9 @@ Endpoints
     ``POST /v1/messages`` (also ``?beta=true``; a ``role: "system"`` message inside ``messages`` is accepted),
     ``POST /v1/messages/count_tokens`` → ``{"input_tokens": n}``, ``POST /v1/chat/completions`` (also
     ``/chat/completions``), ``POST /v1/responses`` (also ``/responses``; the OpenAI Responses API, in
-    :mod:`tests.fakes.responses_wire`), ``GET /v1/models`` and ``GET /v1/models/{id}`` (one shape that both SDKs parse).
+    :mod:`tests.fakes.responses_wire`), ``POST /v1beta/models/<model>:streamGenerateContent`` (also
+    ``:generateContent`` and ``:countTokens``; the Gemini API, in :mod:`tests.fakes.gemini_wire`),
+    ``GET /v1/models`` and ``GET /v1/models/{id}`` (one shape that both SDKs parse).
     Anything else gets a JSON 404.
 
 Replies
@@ -88,7 +90,7 @@ from live_memory.testing.prompt_blocks import (
     sorted_json,
 )
 from live_memory.testing.prompt_cache import CACHE_RULES, CacheOutcome, CacheRules, PromptCache
-from tests.fakes import responses_wire
+from tests.fakes import gemini_wire, responses_wire
 from tests.fakes.quick_server import QuickServer
 
 __all__ = [
@@ -108,6 +110,8 @@ START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 STOP_GRACE_S = 3.0  # in-flight responses get this long at a stop; stalled ones are then cut
 
+# The service's protocols, and the wires only other agents' CLIs speak (their modules, below).
+WireProtocol = Protocol | Literal["gemini"]
 ReplyKind = Literal["text", "error", "prompt_too_long", "stall", "drop"]
 
 _ANTHROPIC_ERROR_TYPES = {
@@ -256,7 +260,7 @@ class RecordedRequest:
     reads a few requests of a run, and keeping every parsed body alive would make the collector walk all of
     them again and again as a long conversation goes on."""
 
-    protocol: Protocol
+    protocol: WireProtocol
     path: str
     headers: dict[str, str]
     raw_body: bytes
@@ -565,6 +569,7 @@ class FakeLLM:
                 Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
                 Route("/chat/completions", self._chat_completions, methods=["POST"]),
                 *(Route(path, self._responses, methods=["POST"]) for path in responses_wire.PATHS),
+                Route(gemini_wire.PATH, self._gemini, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/v1/models/{model_id:path}", self._model, methods=["GET"]),
                 Route(
@@ -620,12 +625,26 @@ class FakeLLM:
 
     async def _responses(self, request: Request) -> Response:
         def record_for(raw: bytes, body: dict[str, Any] | None, tokens: int) -> RecordedRequest:
-            stream = bool(body and body.get("stream"))
-            path, query = request.url.path, request.url.query
-            headers = {key.lower(): value for key, value in request.headers.items()}
-            return RecordedRequest("openai", path, headers, raw, stream, None, tokens, self.clock(), query=query)
+            return self._record(request, "openai", raw, bool(body and body.get("stream")), tokens)
 
         return await responses_wire.answer(request, record_for, self._next_reply, self._append)
+
+    async def _gemini(self, request: Request) -> Response:
+        def record_for(raw: bytes, stream: bool) -> RecordedRequest:
+            return self._record(request, "gemini", raw, stream, count_tokens(raw.decode("utf-8", "replace")))
+
+        return await gemini_wire.answer(request, record_for, self._next_reply, self._append, self._note_other)
+
+    def _note_other(self, request: Request) -> None:
+        with self._lock:
+            self.other_requests.append((request.method, request.url.path))
+
+    def _record(
+        self, request: Request, protocol: WireProtocol, raw: bytes, stream: bool, tokens: int
+    ) -> RecordedRequest:
+        headers = {key.lower(): value for key, value in request.headers.items()}
+        path, query = request.url.path, request.url.query
+        return RecordedRequest(protocol, path, headers, raw, stream, None, tokens, self.clock(), query=query)
 
     def _next_reply(self, record: RecordedRequest, body: dict[str, Any]) -> Reply:
         """The next scripted reply, else the responder's."""

@@ -65,21 +65,23 @@ HELP: dict[str, tuple[str, str, str]] = {
         _ALL_OPTIONS_ENV + "\n  LIVE_MEMORY_HOST, LIVE_MEMORY_PORT, LIVE_MEMORY_AUTH_TOKEN   the server asked first",
     ),
     "install": (
-        "connect another coding agent (codex, opencode) to this server",
+        "connect another coding agent (codex, opencode, gemini) to this server",
         "Add Live Memory to the agent's own configuration: its MCP server entry for this server's URL (and the\n"
         "token by the name of the variable that holds it), the hook that tells the memory what the agent reads\n"
-        "and edits where the agent has one, and with --instructions a note in the repository's AGENTS.md on when\n"
-        "to ask. Idempotent; the user's other settings are left as they are. See docs/agents.md.",
+        "and edits where the agent has one, and with --instructions a note in the repository's AGENTS.md (Codex) or\n"
+        "GEMINI.md (Gemini CLI) on when to ask. Idempotent; the user's other settings are left as they are. See\n"
+        "docs/agents.md.",
         "LIVE_MEMORY_URL                      the server's URL (else host and port, as below)\n  "
         + _CONNECT_ENV
         + "\n  CODEX_HOME                           where Codex keeps its configuration (default ~/.codex)"
-        + "\n  XDG_CONFIG_HOME                      OpenCode's configuration is under it (default ~/.config/opencode)",
+        + "\n  XDG_CONFIG_HOME                      OpenCode's configuration is under it (default ~/.config/opencode)"
+        + "\n  GEMINI_CLI_HOME                      the folder holding Gemini CLI's .gemini/ (default your home)",
     ),
     "uninstall": (
         "remove what `install` added to an agent's configuration",
-        "Remove exactly what `live-memory install` added (and with --instructions, its AGENTS.md note).",
-        "CODEX_HOME, XDG_CONFIG_HOME   where Codex and OpenCode keep their configuration; no LIVE_MEMORY_ "
-        "variable is read",
+        "Remove exactly what `live-memory install` added (and with --instructions, its AGENTS.md or GEMINI.md\nnote).",
+        "CODEX_HOME, XDG_CONFIG_HOME, GEMINI_CLI_HOME   where Codex, OpenCode and Gemini CLI keep their\n"
+        "  configuration; no LIVE_MEMORY_ variable is read",
     ),
     "demo": (
         "run a scripted demo: a fake model, a throwaway server, two questions",

@@ -441,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
             const=os.getcwd(),
             default="",
             metavar="REPO",
-            help="also add (remove) the note in REPO's AGENTS.md on when to ask (default REPO: current directory)",
+            help="also add (remove) the note on when to ask in REPO's AGENTS.md or GEMINI.md (default REPO: cwd)",
         )
         if name == "install":
             agent.add_argument("--url", default="", help="the server's URL (default: the one URL precedence)")

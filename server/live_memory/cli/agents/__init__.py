@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from live_memory.cli.agents import codex, opencode
+from live_memory.cli.agents import codex, gemini, opencode
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,16 @@ def _opencode_uninstall(home: Path, instructions: Path | None) -> list[str]:
     return opencode.uninstall(home, instructions_dir=instructions)
 
 
+def _gemini_install(home: Path, url: str, token_env: str | None, instructions: Path | None) -> list[str]:
+    return gemini.install(home, url, token_env, instructions_dir=instructions)
+
+
+def _gemini_uninstall(home: Path, instructions: Path | None) -> list[str]:
+    return gemini.uninstall(home, instructions_dir=instructions)
+
+
 AGENTS: dict[str, AgentSetup] = {
     "codex": AgentSetup(codex.codex_home, _codex_install, _codex_uninstall),
     "opencode": AgentSetup(opencode.default_config_dir, _opencode_install, _opencode_uninstall),
+    "gemini": AgentSetup(gemini.gemini_home, _gemini_install, _gemini_uninstall),
 }

@@ -23,17 +23,15 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
 import shlex
-import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import live_memory
+from live_memory.cli.agents import files
+from live_memory.cli.agents.files import CHECKOUT_HOOKS, HOOK_DIR_NAME
 from live_memory.errors import ConfigError
-from live_memory.safe_files import atomic_write
 
 BEGIN = "# added by live-memory install codex"
 END = "# end of live-memory install codex"
@@ -46,28 +44,9 @@ TOOL_TIMEOUT_S = 300
 HOOK_TIMEOUT_S = 5
 # Codex names its shell tool "Bash" in hook payloads and its edit tool "apply_patch".
 HOOK_MATCHER = "^(Bash|apply_patch)$"
-HOOK_DIR_NAME = "live-memory"
 HOOK_FILES = ("codex_notify.py", "notify.py", "_client.py")
-# Where the scripts are in a checkout; a wheel has no hooks/, and then the hook is skipped (the OS watcher feeds).
-CHECKOUT_HOOKS = Path(live_memory.__file__).resolve().parents[2] / "hooks"
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-AGENTS_NOTE = """\
-## Live Memory
-
-This repository has Live Memory, a persistent memory of the codebase, as the `ask_live_memory` tool of the
-`live_memory` MCP server. It keeps what it learned from earlier questions and from the files agents read
-and edit, so asking it is cheaper than exploring.
-
-- Ask it **before exploring unfamiliar code** ("Where is X implemented and what calls it?"), **instead of
-  re-reading files** already read in an earlier session, and **to recall why code is so**.
-- Do not ask about a small file you are about to edit anyway (read it), or about what is already in your
-  context.
-- Pass `question` (one self-contained question with the names, paths or error text you have) and `cwd`:
-  the absolute path of this repository's root (the directory holding this file), never a relative path.
-- Use the file paths and line ranges of the answer to read only the lines you need. Ignore its final
-  `[live-memory]` metadata line. If the tool is unavailable or errors, go on with your normal tools.
-"""
+NOTE = files.Note("AGENTS.md", MD_BEGIN, MD_END)
+AGENTS_NOTE = NOTE.text
 
 
 def codex_home(env: Mapping[str, str] | None = None) -> Path:
@@ -93,28 +72,24 @@ def install(
     holds its bearer token (None: no token). ``instructions_dir``: the repository whose AGENTS.md gets the
     note (None: AGENTS.md is left alone). ``hooks_source``: the folder of the hook scripts (None or missing:
     no hook). Idempotent: a second run changes nothing and says so."""
-    base = _base_url(url)
-    if token_env is not None and not _ENV_NAME.fullmatch(token_env):
-        raise ConfigError(f"token_env must name an environment variable (letters, digits, _), got {token_env!r}")
+    base = files.base_url(url)
+    files.check_token_env(token_env)
     config = home / "config.toml"
     lines: list[str] = []
     hook_command = None
-    if hooks_source is not None and all((hooks_source / name).is_file() for name in HOOK_FILES):
+    if hooks_source is not None and files.hooks_at_hand(hooks_source, HOOK_FILES):
         hook_command = _hook_command(home, base, token_env)
-        lines += _copy_hooks(hooks_source, home / HOOK_DIR_NAME)
+        lines += files.copy_hooks(hooks_source, home / HOOK_DIR_NAME, HOOK_FILES)
     else:
-        lines.append(
-            "hook: not installed (the hook scripts were not found; install from a checkout of Live Memory);"
-            " the service's file watcher still sees every edit"
-        )
+        lines.append(files.NO_HOOK)
     block = _render_block(base + "/mcp", token_env, hook_command)
-    text = _read_text(config)
+    text = files.read_text(config)
     new_text = _with_block(text, block, config)
     if new_text == text:
         lines.insert(0, f"{config}: already up to date")
     else:
         home.mkdir(parents=True, exist_ok=True)
-        _write(config, new_text, default_mode=0o600)
+        files.write(config, new_text, default_mode=0o600)
         lines.insert(0, f"{config}: [mcp_servers.{SERVER_NAME}] url = {base}/mcp" + _token_note(token_env))
         if hook_command is not None:
             lines.append(
@@ -124,7 +99,7 @@ def install(
     if hook_command is not None and (home / "hooks.json").is_file():
         lines.append(f"note: {home / 'hooks.json'} exists too; Codex warns when hooks come from both files")
     if instructions_dir is not None:
-        lines.append(_add_note(instructions_dir / "AGENTS.md"))
+        lines.append(NOTE.add(instructions_dir))
     return lines
 
 
@@ -132,7 +107,7 @@ def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
     """Remove what :func:`install` added, and only that; returns what changed, in words."""
     config = home / "config.toml"
     lines: list[str] = []
-    text = _read_text(config)
+    text = files.read_text(config)
     new_text = _without_block(text, config)
     if new_text == text:
         lines.append(f"{config}: nothing of Live Memory's to remove")
@@ -140,23 +115,15 @@ def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
         config.unlink()  # install created it: leave no empty file behind
         lines.append(f"{config}: removed (it held only Live Memory's entries)")
     else:
-        _write(config, new_text, default_mode=0o600)
+        files.write(config, new_text, default_mode=0o600)
         lines.append(f"{config}: removed [mcp_servers.{SERVER_NAME}] and Live Memory's hook")
-    lines += _remove_hooks(home / HOOK_DIR_NAME)
+    lines += files.remove_hooks(home / HOOK_DIR_NAME, HOOK_FILES)
     if instructions_dir is not None:
-        lines.append(_remove_note(instructions_dir / "AGENTS.md"))
+        lines.append(NOTE.remove(instructions_dir))
     return lines
 
 
 # ------------------------------------------------------------------------------------------ config.toml
-
-
-def _base_url(url: str) -> str:
-    base = url.strip().rstrip("/")
-    base = base.removesuffix("/mcp")
-    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", base):
-        raise ConfigError(f"url must be the service's http(s) URL, e.g. http://127.0.0.1:7711, got {url!r}")
-    return base
 
 
 def _token_note(token_env: str | None) -> str:
@@ -217,14 +184,6 @@ def _find_block(text: str, path: Path) -> tuple[int, int] | None:
     return start, sum(len(line) for line in lines[: ends[0] + 1])
 
 
-def _remove_span(text: str, span: tuple[int, int]) -> str:
-    start, end = span
-    # The blank line install put before the block goes with it.
-    if text[:start].endswith("\n\n"):
-        start -= 1
-    return text[:start] + text[end:]
-
-
 def _ours(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` without our MCP entry and our hook group (tables left empty by that are dropped)."""
     data = copy.deepcopy(data)
@@ -262,10 +221,9 @@ def _with_block(text: str, block: str, path: Path) -> str:
                 " writes its own, between marker comments) and run install again"
             )
         user_text = text
-        gap = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
-        new_text = text + gap + block
+        new_text = files.appended(text, block)
     else:
-        user_text = _remove_span(text, span)
+        user_text = files.remove_span(text, span)
         new_text = text[: span[0]] + block + text[span[1] :]
     after = _parse_ours(new_text, path)
     if _ours(after) != _ours(_parse(user_text, path)):
@@ -291,7 +249,7 @@ def _without_block(text: str, path: Path) -> str:
     span = _find_block(text, path)
     if span is None:
         return text
-    new_text = _remove_span(text, span)
+    new_text = files.remove_span(text, span)
     if _ours(_parse(new_text, path)) != _ours(_parse(text, path)):
         raise ConfigError(
             f"{path}: removing Live Memory's block would change your own settings (keys follow its end marker"
@@ -302,92 +260,3 @@ def _without_block(text: str, path: Path) -> str:
 
 def _has_comments(text: str) -> bool:
     return any(line.strip().startswith("#") for line in text.splitlines())
-
-
-# ------------------------------------------------------------------------------------------------ files
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return ""
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text; fix it and run again") from exc
-
-
-def _write(path: Path, text: str, *, default_mode: int) -> None:
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = default_mode
-    atomic_write(path, text.encode("utf-8"), mode)
-
-
-def _copy_hooks(source: Path, target: Path) -> list[str]:
-    target.mkdir(parents=True, exist_ok=True)
-    changed = []
-    for name in HOOK_FILES:
-        data = (source / name).read_bytes()
-        destination = target / name
-        if not destination.is_file() or destination.read_bytes() != data:
-            atomic_write(destination, data, 0o644)
-            changed.append(name)
-    return [f"{target}: copied {', '.join(changed)}"] if changed else []
-
-
-def _remove_hooks(target: Path) -> list[str]:
-    removed = [name for name in HOOK_FILES if (target / name).is_file()]
-    for name in removed:
-        (target / name).unlink()
-    cache = target / "__pycache__"
-    if cache.is_dir():
-        for leftover in cache.glob("*.pyc"):
-            leftover.unlink()
-        cache.rmdir()
-    if target.is_dir() and not any(target.iterdir()):
-        target.rmdir()
-    return [f"{target}: removed {', '.join(removed)}"] if removed else []
-
-
-# ---------------------------------------------------------------------------------------------- AGENTS.md
-
-
-def _note_span(text: str, path: Path) -> tuple[int, int] | None:
-    start, end = text.find(MD_BEGIN), text.find(MD_END)
-    if start < 0 and end < 0:
-        return None
-    if start < 0 or end < start or text.count(MD_BEGIN) != 1 or text.count(MD_END) != 1:
-        raise ConfigError(f"{path} has damaged Live Memory markers; remove its Live Memory section by hand")
-    end += len(MD_END)
-    if text[end : end + 1] == "\n":
-        end += 1
-    return start, end
-
-
-def _add_note(path: Path) -> str:
-    text = _read_text(path)
-    note = f"{MD_BEGIN}\n{AGENTS_NOTE}{MD_END}\n"
-    span = _note_span(text, path)
-    if span is not None:
-        new_text = text[: span[0]] + note + text[span[1] :]
-    else:
-        gap = "" if not text else ("\n" if text.endswith("\n") else "\n\n")
-        new_text = text + gap + note
-    if new_text == text:
-        return f"{path}: Live Memory note already up to date"
-    _write(path, new_text, default_mode=0o644)
-    return f"{path}: added a note on when to ask Live Memory"
-
-
-def _remove_note(path: Path) -> str:
-    text = _read_text(path)
-    span = _note_span(text, path)
-    if span is None:
-        return f"{path}: no Live Memory note to remove"
-    new_text = _remove_span(text, span)
-    if not new_text.strip():
-        path.unlink()
-        return f"{path}: removed (it held only the Live Memory note)"
-    _write(path, new_text, default_mode=0o644)
-    return f"{path}: removed the Live Memory note"

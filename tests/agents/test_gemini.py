@@ -1,0 +1,401 @@
+"""Gemini CLI: install/uninstall of its settings on temp dirs, the hook's parsing, and the real CLI end to end.
+
+The end-to-end tests run `gemini -p` offline: a throwaway HOME and GEMINI_CLI_HOME whose settings.json is
+what `install` wrote plus the test's offline settings (API-key auth, usage statistics, telemetry and update
+checks off), the model at a FakeLLM speaking the Gemini API (GOOGLE_GEMINI_BASE_URL), and the real Live
+Memory server (its own FakeLLM as provider). The only sockets Gemini CLI then opens are those two.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from live_memory.cli.agents import gemini
+from live_memory.errors import ConfigError
+from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from tests.fakes.wire import all_text
+from tests.plugin.conftest import HOOKS, REPO_ROOT, Service
+
+CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "gemini" / "node_modules" / ".bin" / "gemini"
+CLI_TIMEOUT_S = 60.0
+TOOL = "mcp_live_memory_ask_live_memory"  # Gemini CLI's name for an MCP tool: mcp_<server>_<tool>
+MODEL = "gemini-2.5-flash"
+
+USER_SETTINGS = {
+    "theme": "GitHub",
+    "mcpServers": {"github": {"command": "github-mcp", "args": ["--read-only"]}},
+    "hooks": {"AfterTool": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "echo mine"}]}]},
+    "general": {"vimMode": True},
+}
+
+
+def install(home: Path, **kwargs: Any) -> list[str]:
+    return gemini.install(home, "http://127.0.0.1:7711", kwargs.pop("token_env", None), instructions_dir=None, **kwargs)
+
+
+def settings(home: Path) -> Any:
+    return json.loads((home / "settings.json").read_text(encoding="utf-8"))
+
+
+def write_settings(home: Path, value: Any) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.json").write_text(json.dumps(value, indent=4) + "\n", encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------ settings.json
+
+
+def test_gemini_home_follows_gemini_cli_home_else_the_users_home() -> None:
+    assert gemini.gemini_home({"GEMINI_CLI_HOME": "/srv/gem", "HOME": "/home/me"}) == Path("/srv/gem/.gemini")
+    assert gemini.gemini_home({"HOME": "/home/me"}) == Path("/home/me/.gemini")
+
+
+def test_install_into_an_empty_home_writes_the_server_by_http_url_and_the_hook(tmp_path: Path) -> None:
+    install(tmp_path, token_env="LIVE_MEMORY_AUTH_TOKEN")
+    written = settings(tmp_path)
+    server = written["mcpServers"]["live_memory"]
+    assert server["httpUrl"] == "http://127.0.0.1:7711/mcp"
+    assert server["headers"] == {"Authorization": "Bearer ${LIVE_MEMORY_AUTH_TOKEN}"}  # a reference, never a value
+    assert server["timeout"] == gemini.TOOL_TIMEOUT_MS and server["trust"] is True
+    (group,) = written["hooks"]["AfterTool"]
+    assert group["matcher"] == gemini.HOOK_MATCHER
+    (handler,) = group["hooks"]
+    assert str(tmp_path / "live-memory" / "gemini_notify.py") in handler["command"]
+    assert handler["env"] == {
+        "LIVE_MEMORY_URL": "http://127.0.0.1:7711",
+        "LIVE_MEMORY_AUTH_TOKEN": "${LIVE_MEMORY_AUTH_TOKEN:-}",
+    }
+    assert sorted(p.name for p in (tmp_path / "live-memory").iterdir()) == sorted(gemini.HOOK_FILES)
+
+
+def test_a_second_install_changes_nothing_and_says_so(tmp_path: Path) -> None:
+    write_settings(tmp_path, USER_SETTINGS)
+    install(tmp_path)
+    first = (tmp_path / "settings.json").read_bytes()
+    lines = install(tmp_path)
+    assert (tmp_path / "settings.json").read_bytes() == first
+    assert "already up to date" in lines[0]
+
+
+def test_install_keeps_the_users_settings_in_order_and_uninstall_restores_them(tmp_path: Path) -> None:
+    write_settings(tmp_path, USER_SETTINGS)
+    install(tmp_path)
+    written = settings(tmp_path)
+    assert list(written) == list(USER_SETTINGS)
+    assert list(written["mcpServers"]) == ["github", "live_memory"]
+    assert [g["matcher"] for g in written["hooks"]["AfterTool"]] == ["write_file", gemini.HOOK_MATCHER]
+    assert written["general"] == USER_SETTINGS["general"]
+    gemini.uninstall(tmp_path, instructions_dir=None)
+    assert settings(tmp_path) == USER_SETTINGS
+    assert not (tmp_path / "live-memory").exists()
+
+
+def test_a_new_url_replaces_our_entries_in_place(tmp_path: Path) -> None:
+    write_settings(tmp_path, USER_SETTINGS)
+    install(tmp_path)
+    edited = settings(tmp_path)
+    edited["hooks"]["AfterTool"].append({"matcher": "replace", "hooks": [{"type": "command", "command": "echo 2"}]})
+    write_settings(tmp_path, edited)
+    gemini.install(tmp_path, "http://10.0.0.5:9000/mcp/", None, instructions_dir=None)
+    written = settings(tmp_path)
+    assert written["mcpServers"]["live_memory"]["httpUrl"] == "http://10.0.0.5:9000/mcp"
+    assert [g["matcher"] for g in written["hooks"]["AfterTool"]] == ["write_file", gemini.HOOK_MATCHER, "replace"]
+
+
+def test_uninstall_of_settings_install_created_removes_the_file(tmp_path: Path) -> None:
+    install(tmp_path)
+    gemini.uninstall(tmp_path, instructions_dir=None)
+    assert not (tmp_path / "settings.json").exists()
+    assert "nothing of Live Memory's" in gemini.uninstall(tmp_path, instructions_dir=None)[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"theme": "GitHub",}\n', r"settings\.json is not valid JSON .*comments"),
+        ('// my settings\n{"theme": "GitHub"}\n', r"settings\.json is not valid JSON"),
+        ("[]\n", r"must hold a JSON object, got list"),
+        ('{"mcpServers": []}\n', r"mcpServers must be a JSON object"),
+        ('{"hooks": {"AfterTool": {}}}\n', r"hooks\.AfterTool must be a JSON array"),
+        ('{"mcpServers": {"live_memory": {"httpUrl": "http://x/mcp"}}}\n', r"defines mcpServers\.live_memory by hand"),
+    ],
+)
+def test_settings_we_cannot_edit_safely_are_refused_with_the_reason_and_left_untouched(
+    tmp_path: Path, text: str, reason: str
+) -> None:
+    (tmp_path / "settings.json").write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=reason):
+        install(tmp_path)
+    assert (tmp_path / "settings.json").read_text(encoding="utf-8") == text
+
+
+def test_uninstall_leaves_a_hand_written_live_memory_server_alone(tmp_path: Path) -> None:
+    mine = {"mcpServers": {"live_memory": {"httpUrl": "http://x/mcp"}}}
+    write_settings(tmp_path, mine)
+    assert "nothing of Live Memory's" in gemini.uninstall(tmp_path, instructions_dir=None)[0]
+    assert settings(tmp_path) == mine
+
+
+def test_without_the_hook_scripts_only_the_server_is_installed(tmp_path: Path) -> None:
+    lines = install(tmp_path, hooks_source=None)
+    written = settings(tmp_path)
+    assert "hooks" not in written and "live_memory" in written["mcpServers"]
+    assert any("watcher" in line for line in lines)
+
+
+def test_a_token_env_that_is_not_a_variable_name_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="must name an environment variable"):
+        install(tmp_path, token_env="sk-secret-value")
+
+
+def test_the_gemini_note_is_added_only_on_request_and_removed_byte_for_byte(tmp_path: Path) -> None:
+    notes = tmp_path / "GEMINI.md"
+    notes.write_text("# Rules\n\nRun make check.\n", encoding="utf-8")
+    install(tmp_path / "home")
+    assert notes.read_text(encoding="utf-8") == "# Rules\n\nRun make check.\n"
+    gemini.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=tmp_path)
+    text = notes.read_text(encoding="utf-8")
+    assert text.startswith("# Rules\n\nRun make check.\n") and "`ask_live_memory`" in text
+    gemini.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=tmp_path)
+    assert notes.read_text(encoding="utf-8") == text
+    gemini.uninstall(tmp_path / "home", instructions_dir=tmp_path)
+    assert notes.read_text(encoding="utf-8") == "# Rules\n\nRun make check.\n"
+
+
+# ----------------------------------------------------------------------------------------- the hook's parsing
+
+
+def load_hook() -> Any:
+    spec = importlib.util.spec_from_file_location("gemini_notify_under_test", HOOKS / "gemini_notify.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(HOOKS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(HOOKS))
+    return module
+
+
+def test_the_hook_takes_each_file_tool_by_its_path_and_skips_failed_calls(tmp_path: Path) -> None:
+    hook, root = load_hook(), str(tmp_path)
+
+    def touched(tool: str, args: dict[str, Any], response: dict[str, Any] | None = None) -> Any:
+        payload = {"tool_name": tool, "tool_input": args, "tool_response": response or {"llmContent": "ok"}}
+        return hook.touched_files(payload, root)
+
+    assert touched("read_file", {"file_path": "src/a.py"}) == [("read", str(tmp_path / "src/a.py"))]
+    assert touched("write_file", {"file_path": "/abs/b.py", "content": "x"}) == [("write", "/abs/b.py")]
+    assert touched("replace", {"file_path": "c.py", "old_string": "1"}) == [("write", str(tmp_path / "c.py"))]
+    assert touched("replace", {"file_path": "c.py"}, {"error": "0 occurrences found"}) == []
+    assert touched("run_shell_command", {"command": "cat a.py"}) == []
+
+
+def test_the_hook_reads_only_the_files_read_many_files_names_outright(tmp_path: Path) -> None:
+    hook = load_hook()
+    (tmp_path / "docs").mkdir()
+    for name in ("a.md", "docs/b.md"):
+        (tmp_path / name).write_text("x\n", encoding="utf-8")
+    includes = ["a.md", "docs/b.md", "docs", "src/*.py", "missing.md"]
+    assert hook.named_files(includes, str(tmp_path)) == [str(tmp_path / "a.md"), str(tmp_path / "docs/b.md")]
+
+
+# ---------------------------------------------------------------------------------------- the real Gemini CLI
+
+
+def gemini_cli() -> str | None:
+    if os.access(CLI_CANDIDATE, os.X_OK):
+        return str(CLI_CANDIDATE)
+    return shutil.which("gemini")
+
+
+@pytest.fixture
+def gemini_bin() -> str:
+    path = gemini_cli()
+    if path is None:
+        pytest.skip("Gemini CLI not installed (run scripts/install-agent-clis.sh gemini); Gemini CLI checks skipped")
+    return path
+
+
+# Why API-key auth by name: with only GOOGLE_GEMINI_BASE_URL set, Gemini CLI picks its "gateway" auth type,
+# which `-p` then refuses ("Invalid auth method selected").
+OFFLINE_SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+}
+
+
+def function_responses(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every functionResponse part of a Gemini request's contents, in order."""
+    return [
+        part["functionResponse"]
+        for content in body.get("contents") or []
+        for part in content.get("parts") or []
+        if isinstance(part, dict) and "functionResponse" in part
+    ]
+
+
+def scripted(turns: list[Reply]) -> Callable[[RecordedRequest], Reply]:
+    """Model request N (N tool results so far) gets turns[N], then a short final text."""
+
+    def respond(request: RecordedRequest) -> Reply:
+        step = len(function_responses(request.body))
+        return turns[step] if step < len(turns) else Reply.text("done")
+
+    return respond
+
+
+def run_gemini(
+    gemini_path: str,
+    model: FakeLLM,
+    service: Service,
+    repo: Path,
+    tmp_path: Path,
+    prompt: str,
+    *,
+    instructions: bool = False,
+) -> list[dict[str, Any]]:
+    """Install into a throwaway Gemini home, then `gemini -p` in `repo`; returns its stream-json events."""
+    home = tmp_path / "gemini-user"
+    write_settings(home / ".gemini", OFFLINE_SETTINGS)
+    gemini.install(home / ".gemini", service.url, None, instructions_dir=repo if instructions else None)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "GEMINI_CLI_HOME": str(home),
+        "GEMINI_API_KEY": "test",
+        "GOOGLE_GEMINI_BASE_URL": model.base_url,
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",  # a headless run cannot answer the folder-trust prompt
+        "LANG": "C.UTF-8",
+    }
+    # Why auto_edit: in `-p` mode Gemini CLI offers write_file and replace only when edits need no approval.
+    args = ["-p", prompt, "-m", MODEL, "--output-format", "stream-json", "--approval-mode", "auto_edit"]
+    done = subprocess.run(
+        [gemini_path, *args],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def model_calls(model: FakeLLM) -> list[RecordedRequest]:
+    return [r for r in model.requests if r.path.endswith(":streamGenerateContent")]
+
+
+def declared_tools(body: dict[str, Any]) -> list[str]:
+    return [str(f.get("name")) for tool in body.get("tools") or [] for f in tool.get("functionDeclarations") or []]
+
+
+@pytest.mark.agent_cli
+def test_gemini_lists_the_tool_reads_the_gemini_note_and_asks_with_the_repository_as_cwd(
+    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    with FakeLLM() as model:
+        model.responder = scripted([Reply.tool_call(TOOL, {"question": "Where is answer()?", "cwd": str(repo)})])
+        run_gemini(gemini_bin, model, service, repo, tmp_path, "Where is answer()?", instructions=True)
+        first = model_calls(model)[0].body
+    assert TOOL in declared_tools(first)
+    assert gemini.NOTE.text.splitlines()[2] in all_text(first["contents"])  # GEMINI.md is in front of it
+    calls = service.recorder.wait_for(lambda calls: any(b'"tools/call"' in c.body for c in calls))
+    (call,) = [c for c in calls if c.path == "/mcp" and b'"tools/call"' in c.body]
+    assert call.status == 200
+    assert call.json()["params"]["arguments"] == {"question": "Where is answer()?", "cwd": str(repo)}
+
+
+@pytest.mark.agent_cli
+def test_the_memory_answer_reaches_gemini_next_model_request(
+    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    service.provider.responder = lambda request: Reply.text("answer() lives in src/app.py:1-2 and returns 42.")
+    with FakeLLM() as model:
+        model.responder = scripted(
+            [Reply.tool_call(TOOL, {"question": "What does answer() return?", "cwd": str(repo)})]
+        )
+        events = run_gemini(gemini_bin, model, service, repo, tmp_path, "What does answer() return?")
+        calls = model_calls(model)
+    assert len(calls) == 2
+    (result,) = function_responses(calls[1].body)
+    assert result["name"] == TOOL
+    assert "answer() lives in src/app.py:1-2 and returns 42." in json.dumps(result["response"])
+    assert "[live-memory] model=claude-haiku-4-5" in json.dumps(result["response"])
+    assert any(e.get("type") == "tool_result" and e.get("status") == "success" for e in events)
+    assert service.stats(repo).json()["workspace"]["questions_answered"] == 1
+
+
+@pytest.mark.agent_cli
+def test_a_read_file_and_a_replace_edit_reach_the_memory_through_the_hook(
+    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    source = repo / "src" / "app.py"
+    teed_before_next_turn: list[bool] = []
+
+    def teed(kind: str, text: str) -> bool:
+        events = [e for c in service.notifies() for e in c.json()["events"]]
+        return any(e["path"] == str(source) and e["kind"] == kind and text in e.get("content", "") for e in events)
+
+    edit = {
+        "file_path": str(source),
+        "instruction": "Make answer() return 43.",
+        "old_string": "    return 42",
+        "new_string": "    return 43",
+    }
+    steps = [Reply.tool_call("read_file", {"file_path": "src/app.py"}), Reply.tool_call("replace", edit)]
+
+    def respond(request: RecordedRequest) -> Reply:
+        step = len(function_responses(request.body))
+        if step == 1:
+            teed_before_next_turn.append(teed("read", "return 42"))
+        if step == 2:
+            teed_before_next_turn.append(teed("write", "return 43"))
+        return steps[step] if step < len(steps) else Reply.text("done")
+
+    with FakeLLM() as model:
+        model.responder = respond
+        run_gemini(gemini_bin, model, service, repo, tmp_path, "Make answer() return 43.")
+    assert source.read_text(encoding="utf-8").endswith("return 43\n")  # Gemini really made the edit
+    assert teed_before_next_turn == [True, True]  # each tee landed before Gemini's next model request
+    accepted = [c.answer()["accepted"] for c in service.notifies()]
+    assert accepted == [1, 1]
+
+
+@pytest.mark.agent_cli
+def test_what_another_agent_taught_through_notify_is_known_to_a_question_from_gemini(
+    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
+) -> None:
+    service.load(repo)
+    billing = repo / "src" / "billing.py"
+    content = "RETRY_LIMIT = 7  # invoices are retried 7 times, then parked\n"
+    billing.write_text(content, encoding="utf-8")
+    # What another agent's hook sends when its agent reads the file.
+    taught = service.post(
+        "/notify", {"cwd": str(repo), "events": [{"path": str(billing), "kind": "read", "content": content}]}
+    )
+    assert taught.json()["accepted"] == 1
+    with FakeLLM() as model:
+        model.responder = scripted(
+            [Reply.tool_call(TOOL, {"question": "How often are invoices retried?", "cwd": str(repo)})]
+        )
+        run_gemini(gemini_bin, model, service, repo, tmp_path, "How often are invoices retried?")
+    asked = [r for r in service.provider.requests if "How often are invoices retried?" in json.dumps(r.body)]
+    assert asked, "the memory never got the question"
+    assert "invoices are retried 7 times, then parked" in json.dumps(asked[0].body)
