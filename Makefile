@@ -6,6 +6,7 @@ RUN_STAMP := $(VENV)/.installed-run
 DEV_STAMP := $(VENV)/.installed-dev
 CLAUDE_CLI := .tools/claude-cli/node_modules/.bin/claude
 CODEX_CLI := .tools/agents/codex/node_modules/.bin/codex
+OPENCODE_CLI := .tools/agents/opencode/node_modules/.bin/opencode
 GEMINI_CLI := .tools/agents/gemini/node_modules/.bin/gemini
 
 .PHONY: run demo test check bench install clean fake-provider claude-cli agent-clis agents-cli docs plugin deploy-files
@@ -44,6 +45,8 @@ test: check
 		echo "NOTICE: Claude Code CLI not found: plugin validate + end-to-end tests are skipped (make claude-cli)"
 	@[ -x $(CODEX_CLI) ] || command -v codex >/dev/null 2>&1 || \
 		echo "NOTICE: Codex CLI not found: its end-to-end tests (tests/agents) are skipped (make agent-clis)"
+	@[ -x $(OPENCODE_CLI) ] || command -v opencode >/dev/null 2>&1 || \
+		echo "NOTICE: OpenCode CLI not found: its end-to-end tests (tests/agents) are skipped (make agent-clis)"
 	@[ -x $(GEMINI_CLI) ] || command -v gemini >/dev/null 2>&1 || \
 		echo "NOTICE: Gemini CLI not found: its end-to-end tests (tests/agents) are skipped (make agent-clis)"
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
