@@ -24,7 +24,6 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # why: PYTHONSAFEPATH would hide our modules
 
-import _client
 import notify
 
 READ_TOOLS = ("read_file",)
@@ -66,15 +65,8 @@ def touched_files(payload: dict[str, Any], root: str) -> list[tuple[str, str]]:
     return []
 
 
-def handle(payload: dict[str, Any] | None) -> None:
-    if payload is None or payload.get("hook_event_name") != "AfterTool":
-        return
-    root = _client.project_dir(payload)
-    notify.tee(payload, root, touched_files(payload, root))
-
-
 def main() -> None:
-    _client.run_bounded(lambda: handle(_client.read_payload()), notify.HOOK_DEADLINE_S)
+    notify.run_tool_hook("AfterTool", touched_files)
 
 
 if __name__ == "__main__":

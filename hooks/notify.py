@@ -29,6 +29,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # why: PYTHONSAFEPATH would hide _client
@@ -270,6 +271,19 @@ def tee(payload: dict[str, Any], root: str, touched: list[tuple[str, str]]) -> N
                 events.append(event)
     if events:
         post_events(payload, root, events)
+
+
+def run_tool_hook(event: str, touched_files: Callable[[dict[str, Any], str], list[tuple[str, str]]]) -> None:
+    """Another agent's after-tool hook: the payload on stdin names `event`; `touched_files` says which files the
+    tool read or wrote (kind, absolute path); they are teed like Claude Code's, within the hook's deadline."""
+
+    def handle(payload: dict[str, Any] | None) -> None:
+        if payload is None or payload.get("hook_event_name") != event:
+            return
+        root = _client.project_dir(payload)
+        tee(payload, root, touched_files(payload, root))
+
+    _client.run_bounded(lambda: handle(_client.read_payload()), HOOK_DEADLINE_S)
 
 
 def on_file_changed(payload: dict[str, Any], root: str) -> None:

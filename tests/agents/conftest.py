@@ -3,6 +3,7 @@ tests' request recorder, and their small git repository (every agent is tested a
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,9 @@ from tests.fakes.llm_server import FakeLLM
 from tests.plugin.conftest import Recorder, Service, repo
 
 __all__ = ["loaded_repo", "repo", "service"]
+
+BILLING = "RETRY_LIMIT = 7  # invoices are retried 7 times, then parked\n"
+BILLING_QUESTION = "How often are invoices retried?"
 
 
 @pytest.fixture
@@ -33,3 +37,18 @@ def loaded_repo(service: Service, repo: Path) -> Path:
     """`repo`, its workspace already loaded by the service (/notify applies to a loaded one)."""
     service.load(repo)
     return repo
+
+
+def teach_through_notify(service: Service, repo: Path) -> None:
+    """What another agent's hook sends when its agent reads src/billing.py."""
+    billing = repo / "src" / "billing.py"
+    billing.write_text(BILLING, encoding="utf-8")
+    event = {"path": str(billing), "kind": "read", "content": BILLING}
+    assert service.post("/notify", {"cwd": str(repo), "events": [event]}).json()["accepted"] == 1
+
+
+def assert_the_memory_knew_what_was_taught(service: Service) -> None:
+    """The memory's own model request for the billing question carried what `teach_through_notify` taught."""
+    asked = [r for r in service.provider.requests if BILLING_QUESTION in json.dumps(r.body)]
+    assert asked, "the memory never got the question"
+    assert "invoices are retried 7 times, then parked" in json.dumps(asked[0].body)

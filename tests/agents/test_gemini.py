@@ -22,6 +22,7 @@ import pytest
 
 from live_memory.cli.agents import gemini
 from live_memory.errors import ConfigError
+from tests.agents.conftest import BILLING_QUESTION, assert_the_memory_knew_what_was_taught, teach_through_notify
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.wire import all_text
 from tests.plugin.conftest import HOOKS, REPO_ROOT, Service
@@ -380,22 +381,11 @@ def test_a_read_file_and_a_replace_edit_reach_the_memory_through_the_hook(
 
 @pytest.mark.agent_cli
 def test_what_another_agent_taught_through_notify_is_known_to_a_question_from_gemini(
-    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
+    gemini_bin: str, service: Service, loaded_repo: Path, tmp_path: Path
 ) -> None:
-    service.load(repo)
-    billing = repo / "src" / "billing.py"
-    content = "RETRY_LIMIT = 7  # invoices are retried 7 times, then parked\n"
-    billing.write_text(content, encoding="utf-8")
-    # What another agent's hook sends when its agent reads the file.
-    taught = service.post(
-        "/notify", {"cwd": str(repo), "events": [{"path": str(billing), "kind": "read", "content": content}]}
-    )
-    assert taught.json()["accepted"] == 1
+    teach_through_notify(service, loaded_repo)
     with FakeLLM() as model:
-        model.responder = scripted(
-            [Reply.tool_call(TOOL, {"question": "How often are invoices retried?", "cwd": str(repo)})]
-        )
-        run_gemini(gemini_bin, model, service, repo, tmp_path, "How often are invoices retried?")
-    asked = [r for r in service.provider.requests if "How often are invoices retried?" in json.dumps(r.body)]
-    assert asked, "the memory never got the question"
-    assert "invoices are retried 7 times, then parked" in json.dumps(asked[0].body)
+        question = {"question": BILLING_QUESTION, "cwd": str(loaded_repo)}
+        model.responder = scripted([Reply.tool_call(TOOL, question)])
+        run_gemini(gemini_bin, model, service, loaded_repo, tmp_path, BILLING_QUESTION)
+    assert_the_memory_knew_what_was_taught(service)
