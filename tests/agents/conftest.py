@@ -52,3 +52,10 @@ def assert_the_memory_knew_what_was_taught(service: Service) -> None:
     asked = [r for r in service.provider.requests if BILLING_QUESTION in json.dumps(r.body)]
     assert asked, "the memory never got the question"
     assert "invoices are retried 7 times, then parked" in json.dumps(asked[0].body)
+
+
+def assert_read_and_edit_teed(service: Service, source: Path, teed_before_next_turn: list[bool]) -> None:
+    """The agent really edited `source`, and its read and its edit each reached /notify before its next turn."""
+    assert source.read_text(encoding="utf-8").endswith("return 43\n")
+    assert teed_before_next_turn == [True, True]
+    assert [c.answer()["accepted"] for c in service.notifies()] == [1, 1]

@@ -22,7 +22,12 @@ import pytest
 
 from live_memory.cli.agents import codex
 from live_memory.errors import ConfigError
-from tests.agents.conftest import BILLING_QUESTION, assert_the_memory_knew_what_was_taught, teach_through_notify
+from tests.agents.conftest import (
+    BILLING_QUESTION,
+    assert_read_and_edit_teed,
+    assert_the_memory_knew_what_was_taught,
+    teach_through_notify,
+)
 from tests.fakes.agent_clis import require_cli
 from tests.fakes.agent_clis import scripted as scripted_turns
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
@@ -409,10 +414,7 @@ def test_a_shell_read_and_an_apply_patch_edit_reach_the_memory_through_the_hook(
     with FakeLLM() as model:
         model.responder = respond
         run_codex(codex_bin, model, service, repo, tmp_path, "Make answer() return 43.", model_slug=CATALOG_MODEL)
-    assert source.read_text(encoding="utf-8").endswith("return 43\n")  # Codex really applied the patch
-    assert teed_before_next_turn == [True, True]  # each tee landed before Codex's next model request
-    accepted = [c.answer()["accepted"] for c in service.notifies()]
-    assert accepted == [1, 1]
+    assert_read_and_edit_teed(service, source, teed_before_next_turn)
 
 
 @pytest.mark.agent_cli

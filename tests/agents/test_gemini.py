@@ -22,7 +22,12 @@ import pytest
 
 from live_memory.cli.agents import gemini
 from live_memory.errors import ConfigError
-from tests.agents.conftest import BILLING_QUESTION, assert_the_memory_knew_what_was_taught, teach_through_notify
+from tests.agents.conftest import (
+    BILLING_QUESTION,
+    assert_read_and_edit_teed,
+    assert_the_memory_knew_what_was_taught,
+    teach_through_notify,
+)
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.wire import all_text
 from tests.plugin.conftest import HOOKS, REPO_ROOT, Service
@@ -373,10 +378,7 @@ def test_a_read_file_and_a_replace_edit_reach_the_memory_through_the_hook(
     with FakeLLM() as model:
         model.responder = respond
         run_gemini(gemini_bin, model, service, repo, tmp_path, "Make answer() return 43.")
-    assert source.read_text(encoding="utf-8").endswith("return 43\n")  # Gemini really made the edit
-    assert teed_before_next_turn == [True, True]  # each tee landed before Gemini's next model request
-    accepted = [c.answer()["accepted"] for c in service.notifies()]
-    assert accepted == [1, 1]
+    assert_read_and_edit_teed(service, source, teed_before_next_turn)
 
 
 @pytest.mark.agent_cli

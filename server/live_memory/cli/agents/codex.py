@@ -106,21 +106,14 @@ def install(
 def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
     """Remove what :func:`install` added, and only that; returns what changed, in words."""
     config = home / "config.toml"
-    lines: list[str] = []
     text = files.read_text(config)
-    new_text = _without_block(text, config)
+    new_text: str | None = _without_block(text, config)
     if new_text == text:
-        lines.append(f"{config}: nothing of Live Memory's to remove")
-    elif not new_text.strip() and not _has_comments(new_text):
-        config.unlink()  # install created it: leave no empty file behind
-        lines.append(f"{config}: removed (it held only Live Memory's entries)")
-    else:
-        files.write(config, new_text, default_mode=0o600)
-        lines.append(f"{config}: removed [mcp_servers.{SERVER_NAME}] and Live Memory's hook")
-    lines += files.remove_hooks(home / HOOK_DIR_NAME, HOOK_FILES)
-    if instructions_dir is not None:
-        lines.append(NOTE.remove(instructions_dir))
-    return lines
+        new_text = None
+    elif new_text is not None and not new_text.strip() and not _has_comments(new_text):
+        new_text = ""
+    hooks = (home / HOOK_DIR_NAME, HOOK_FILES)
+    return files.finish_uninstall(config, new_text, f"[mcp_servers.{SERVER_NAME}]", hooks, NOTE, instructions_dir)
 
 
 # ------------------------------------------------------------------------------------------ config.toml

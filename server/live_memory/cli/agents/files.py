@@ -169,3 +169,27 @@ class Note:
             return f"{path}: removed (it held only the Live Memory note)"
         write(path, new_text, default_mode=0o644)
         return f"{path}: removed the Live Memory note"
+
+
+def finish_uninstall(
+    path: Path,
+    new_text: str | None,
+    what: str,
+    hooks: tuple[Path, tuple[str, ...]],
+    note: Note,
+    instructions_dir: Path | None,
+) -> list[str]:
+    """The end every uninstall shares: `path` rewritten as `new_text` (None: nothing of ours was there; empty:
+    install created it, so it goes), our hook scripts removed, and on request the note; what changed, in words."""
+    if new_text is None:
+        lines = [f"{path}: nothing of Live Memory's to remove"]
+    elif not new_text:
+        path.unlink()  # install created it: leave no empty file behind
+        lines = [f"{path}: removed (it held only Live Memory's entries)"]
+    else:
+        write(path, new_text, default_mode=0o600)
+        lines = [f"{path}: removed {what} and Live Memory's hook"]
+    lines += remove_hooks(*hooks)
+    if instructions_dir is not None:
+        lines.append(note.remove(instructions_dir))
+    return lines

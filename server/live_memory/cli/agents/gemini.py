@@ -63,12 +63,7 @@ def install(
     instructions_dir: Path | None,
     hooks_source: Path | None = CHECKOUT_HOOKS,
 ) -> list[str]:
-    """Add (or bring up to date) Live Memory in the Gemini home ``home``; returns what changed, in words.
-
-    ``url`` is the service's base URL (``/mcp`` is added); ``token_env`` names the environment variable that
-    holds its bearer token (None: no token). ``instructions_dir``: the repository whose GEMINI.md gets the
-    note (None: GEMINI.md is left alone). ``hooks_source``: the folder of the hook scripts (None or missing:
-    no hook). Idempotent: a second run changes nothing and says so."""
+    """As `codex.install`, for the Gemini home ``home`` (its ``settings.json``; the note goes in GEMINI.md)."""
     base = files.base_url(url)
     files.check_token_env(token_env)
     path = home / "settings.json"
@@ -99,22 +94,11 @@ def install(
 def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
     """Remove what :func:`install` added, and only that; returns what changed, in words."""
     path = home / "settings.json"
-    lines: list[str] = []
-    text = files.read_text(path)
-    settings = _parse(text, path)
+    settings = _parse(files.read_text(path), path)
     left = _without_ours(settings)
-    if left == settings:
-        lines.append(f"{path}: nothing of Live Memory's to remove")
-    elif not left:
-        path.unlink()  # install created it: leave no empty file behind
-        lines.append(f"{path}: removed (it held only Live Memory's entries)")
-    else:
-        files.write(path, _render(left), default_mode=0o600)
-        lines.append(f"{path}: removed mcpServers.{SERVER_NAME} and Live Memory's hook")
-    lines += files.remove_hooks(home / HOOK_DIR_NAME, HOOK_FILES)
-    if instructions_dir is not None:
-        lines.append(NOTE.remove(instructions_dir))
-    return lines
+    new_text = None if left == settings else _render(left) if left else ""
+    hooks = (home / HOOK_DIR_NAME, HOOK_FILES)
+    return files.finish_uninstall(path, new_text, f"mcpServers.{SERVER_NAME}", hooks, NOTE, instructions_dir)
 
 
 # ---------------------------------------------------------------------------------------- our entries
