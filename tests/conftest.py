@@ -44,10 +44,9 @@ atexit.register(gc.freeze)
 ONE_WORKER_MODULES = {
     "tests/test_bench_session_bill.py": "session-bill",
     "tests/http/test_security.py": "hypothesis",
-    # One PostgreSQL cluster (tests/fakes/postgres.py) serves them all; its tests stop and start it.
+    # Each worker has its own PostgreSQL cluster (tests/fakes/postgres.py, from one initdb template per machine):
+    # the store's own tests share one, started once.
     "tests/test_team_store.py": "postgres",
-    "tests/test_team_sync.py": "postgres",
-    "tests/test_bench_team_bill.py": "postgres",
     "tests/test_workspace.py": "hypothesis",
 }
 
