@@ -99,18 +99,17 @@ class TeamFigures:
     state: StoreState = "off"
     latency_s: float | None = None
     schema_version: int | None = None
-    pulled: int = 0  # facts merged into a ledger from the team
     pushed: int = 0
     last_error: str = ""
     queue_dropped: int = 0
 
-    def to_json(self, queued: int, url: str) -> dict[str, Any]:
+    def to_json(self, queued: int, pulled: int, url: str) -> dict[str, Any]:
         return {
             "state": self.state,
             "store": mask_url(url),
             "latency_ms": None if self.latency_s is None else round(self.latency_s * 1000, 2),
             "schema_version": self.schema_version,
-            "facts_pulled": self.pulled,
+            "facts_pulled": pulled,  # facts of the team the ledgers took
             "facts_pushed": self.pushed,
             "facts_queued": queued,
             "facts_dropped_from_queue": self.queue_dropped,
@@ -238,9 +237,6 @@ class TeamSync:
             if all(current.get(path) == digest for path, digest in row.sources.items())
             and not (row.machine == self.policy.machine and row.user == self.policy.user)
         ]
-
-    def count_merged(self, merged: int) -> None:
-        self.figures.pulled += merged
 
     @property
     def queued(self) -> int:

@@ -158,6 +158,4 @@ def team_stats(service: WorkspaceService) -> dict[str, Any]:
     team = service.team
     if team is None:
         return {"state": "off"}
-    figures = team.figures.to_json(team.queued, team.policy.url)
-    figures["facts_pulled"] = sum(state.team_merged for state in service.states())
-    return figures
+    return team.figures.to_json(team.queued, sum(state.team_merged for state in service.states()), team.policy.url)
