@@ -72,16 +72,9 @@ def install(
     holds its bearer token (None: no token). ``instructions_dir``: the repository whose AGENTS.md gets the
     note (None: AGENTS.md is left alone). ``hooks_source``: the folder of the hook scripts (None or missing:
     no hook). Idempotent: a second run changes nothing and says so."""
-    base = files.base_url(url)
-    files.check_token_env(token_env)
+    base, lines, hooked = files.prepare_install(url, token_env, hooks_source, home / HOOK_DIR_NAME, HOOK_FILES)
+    hook_command = _hook_command(home, base, token_env) if hooked else None
     config = home / "config.toml"
-    lines: list[str] = []
-    hook_command = None
-    if hooks_source is not None and files.hooks_at_hand(hooks_source, HOOK_FILES):
-        hook_command = _hook_command(home, base, token_env)
-        lines += files.copy_hooks(hooks_source, home / HOOK_DIR_NAME, HOOK_FILES)
-    else:
-        lines.append(files.NO_HOOK)
     block = _render_block(base + "/mcp", token_env, hook_command)
     text = files.read_text(config)
     new_text = _with_block(text, block, config)

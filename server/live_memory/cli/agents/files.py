@@ -193,3 +193,16 @@ def finish_uninstall(
     if instructions_dir is not None:
         lines.append(note.remove(instructions_dir))
     return lines
+
+
+def prepare_install(
+    url: str, token_env: str | None, hooks_source: Path | None, hooks_target: Path, hook_files: Sequence[str]
+) -> tuple[str, list[str], bool]:
+    """The start every install shares: the service's base URL and the token's variable name checked, the hook
+    scripts copied when they are at hand (else a line saying the watcher feeds the memory). Returns the base
+    URL, what changed so far, and whether the hook scripts are in place."""
+    base = base_url(url)
+    check_token_env(token_env)
+    if hooks_source is not None and hooks_at_hand(hooks_source, hook_files):
+        return base, copy_hooks(hooks_source, hooks_target, hook_files), True
+    return base, [NO_HOOK], False

@@ -64,16 +64,9 @@ def install(
     hooks_source: Path | None = CHECKOUT_HOOKS,
 ) -> list[str]:
     """As `codex.install`, for the Gemini home ``home`` (its ``settings.json``; the note goes in GEMINI.md)."""
-    base = files.base_url(url)
-    files.check_token_env(token_env)
+    base, lines, hooked = files.prepare_install(url, token_env, hooks_source, home / HOOK_DIR_NAME, HOOK_FILES)
+    hook = _hook(home, base, token_env) if hooked else None
     path = home / "settings.json"
-    lines: list[str] = []
-    hook = None
-    if hooks_source is not None and files.hooks_at_hand(hooks_source, HOOK_FILES):
-        hook = _hook(home, base, token_env)
-        lines += files.copy_hooks(hooks_source, home / HOOK_DIR_NAME, HOOK_FILES)
-    else:
-        lines.append(files.NO_HOOK)
     text = files.read_text(path)
     settings = _parse(text, path)
     wanted = _with_ours(settings, _server(base + "/mcp", token_env), hook, path)
