@@ -81,13 +81,8 @@ def read_paths(command: str, cwd: str) -> list[str]:
         if program == "cd" and len(words) == 2:
             base = notify.absolute(words[1], base)
         elif program in READ_COMMANDS:
-            for word in words[1:]:
-                if word.startswith("-"):
-                    continue
-                path = notify.absolute(word, base)
-                if os.path.isfile(path) and path not in paths:
-                    paths.append(path)
-    return paths if len(paths) <= MAX_READS_PER_COMMAND else []
+            paths += [notify.absolute(word, base) for word in words[1:] if not word.startswith("-")]
+    return notify.existing_files(paths, MAX_READS_PER_COMMAND)
 
 
 def touched_files(payload: dict[str, Any], root: str) -> list[tuple[str, str]]:

@@ -36,14 +36,9 @@ MAX_READS_PER_CALL = 8
 
 def named_files(includes: Any, root: str) -> list[str]:
     """Absolute paths of the existing regular files that `read_many_files` entries name outright."""
-    paths: list[str] = []
-    for entry in includes if isinstance(includes, list) else []:
-        if not isinstance(entry, str) or not entry or any(mark in entry for mark in GLOB_MARKS):
-            continue
-        path = notify.absolute(entry, root)
-        if os.path.isfile(path) and path not in paths:
-            paths.append(path)
-    return paths if len(paths) <= MAX_READS_PER_CALL else []
+    entries = includes if isinstance(includes, list) else []
+    named = [e for e in entries if isinstance(e, str) and e and not any(mark in e for mark in GLOB_MARKS)]
+    return notify.existing_files([notify.absolute(entry, root) for entry in named], MAX_READS_PER_CALL)
 
 
 def touched_files(payload: dict[str, Any], root: str) -> list[tuple[str, str]]:

@@ -226,6 +226,16 @@ def absolute(path: str, root: str) -> str:
     return os.path.normpath(path if os.path.isabs(path) else os.path.join(root, path))
 
 
+def existing_files(paths: list[str], cap: int) -> list[str]:
+    """The regular files among absolute `paths`, each once; none when more than `cap` (a call that names that
+    many files is no plain read)."""
+    found: list[str] = []
+    for path in paths:
+        if os.path.isfile(path) and path not in found:
+            found.append(path)
+    return found if len(found) <= cap else []
+
+
 def post_events(payload: dict[str, Any], root: str, events: list[dict[str, Any]]) -> None:
     body: dict[str, Any] = {"cwd": root, "events": events}
     session_id = payload.get("session_id")

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from live_memory.testing.prompt_blocks import count_tokens, sorted_json
+from live_memory.testing.prompt_blocks import count_tokens
 
 if TYPE_CHECKING:
     from tests.fakes.llm_server import RecordedRequest, Reply
@@ -71,8 +71,7 @@ def parts_for(reply: Reply) -> list[dict[str, Any]]:
 
 
 def usage_for(prompt_tokens: int, reply: Reply) -> dict[str, Any]:
-    produced = reply.content + "".join(call.name + sorted_json(call.input) for call in reply.calls)
-    output_tokens = reply.output_tokens if reply.output_tokens is not None else count_tokens(produced)
+    output_tokens = reply.produced_tokens()
     return {
         "promptTokenCount": prompt_tokens,
         "candidatesTokenCount": output_tokens,

@@ -179,6 +179,12 @@ class Reply:
     stall_seconds: float = 30.0
     then: Reply | None = None
 
+    def produced_tokens(self) -> int:
+        """The output tokens this reply is billed: as scripted, else counted from its text and tool calls."""
+        if self.output_tokens is not None:
+            return self.output_tokens
+        return count_tokens(self.content + "".join(call.name + sorted_json(call.input) for call in self.calls))
+
     @classmethod
     def text(
         cls,

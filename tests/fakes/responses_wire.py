@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from live_memory.testing.prompt_blocks import count_tokens, sorted_json
+from live_memory.testing.prompt_blocks import count_tokens
 
 if TYPE_CHECKING:
     from tests.fakes.llm_server import RecordedRequest, Reply
@@ -101,8 +101,7 @@ def output_items(reply: Reply, tools: Any = None) -> list[dict[str, Any]]:
 
 
 def usage_for(input_tokens: int, reply: Reply) -> dict[str, Any]:
-    produced = reply.content + "".join(call.name + sorted_json(call.input) for call in reply.calls)
-    output_tokens = reply.output_tokens if reply.output_tokens is not None else count_tokens(produced)
+    output_tokens = reply.produced_tokens()
     return {
         "input_tokens": input_tokens,
         "input_tokens_details": {"cached_tokens": 0},
