@@ -78,17 +78,13 @@ def install(
     block = _render_block(base + "/mcp", token_env, hook_command)
     text = files.read_text(config)
     new_text = _with_block(text, block, config)
-    if new_text == text:
-        lines.insert(0, f"{config}: already up to date")
-    else:
-        home.mkdir(parents=True, exist_ok=True)
-        files.write(config, new_text, default_mode=0o600)
-        lines.insert(0, f"{config}: [mcp_servers.{SERVER_NAME}] url = {base}/mcp" + _token_note(token_env))
-        if hook_command is not None:
-            lines.append(
-                f"{config}: [[hooks.PostToolUse]] tees Bash reads and apply_patch edits to {base}/notify;"
-                " Codex runs it only once you trust it: open `codex`, type /hooks and trust it"
-            )
+    said = [f"{config}: [mcp_servers.{SERVER_NAME}] url = {base}/mcp" + _token_note(token_env)]
+    if hook_command is not None:
+        said.append(
+            f"{config}: [[hooks.PostToolUse]] tees Bash reads and apply_patch edits to {base}/notify;"
+            " Codex runs it only once you trust it: open `codex`, type /hooks and trust it"
+        )
+    lines = files.write_config(config, None if new_text == text else new_text, said, lines)
     if hook_command is not None and (home / "hooks.json").is_file():
         lines.append(f"note: {home / 'hooks.json'} exists too; Codex warns when hooks come from both files")
     if instructions_dir is not None:

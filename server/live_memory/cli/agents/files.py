@@ -206,3 +206,13 @@ def prepare_install(
     if hooks_source is not None and hooks_at_hand(hooks_source, hook_files):
         return base, copy_hooks(hooks_source, hooks_target, hook_files), True
     return base, [NO_HOOK], False
+
+
+def write_config(path: Path, new_text: str | None, said: list[str], lines: list[str]) -> list[str]:
+    """An install's configuration written (`new_text`; None: it already holds our entries, nothing is written),
+    `said` first (what the entries do; only when written), then what the install did before."""
+    if new_text is None:
+        return [f"{path}: already up to date", *lines]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write(path, new_text, default_mode=0o600)
+    return [said[0], *lines, *said[1:]]

@@ -70,15 +70,11 @@ def install(
     text = files.read_text(path)
     settings = _parse(text, path)
     wanted = _with_ours(settings, _server(base + "/mcp", token_env), hook, path)
-    if wanted == settings:
-        lines.insert(0, f"{path}: already up to date")
-    else:
-        home.mkdir(parents=True, exist_ok=True)
-        files.write(path, _render(wanted), default_mode=0o600)
-        token = f", bearer token from ${token_env}" if token_env else ""
-        lines.insert(0, f"{path}: mcpServers.{SERVER_NAME} httpUrl = {base}/mcp{token}")
-        if hook is not None:
-            lines.append(f"{path}: hooks.AfterTool tees read_file and write_file/replace to {base}/notify")
+    token = f", bearer token from ${token_env}" if token_env else ""
+    said = [f"{path}: mcpServers.{SERVER_NAME} httpUrl = {base}/mcp{token}"]
+    if hook is not None:
+        said.append(f"{path}: hooks.AfterTool tees read_file and write_file/replace to {base}/notify")
+    lines = files.write_config(path, None if wanted == settings else _render(wanted), said, lines)
     if instructions_dir is not None:
         lines.append(NOTE.add(instructions_dir))
     return lines
