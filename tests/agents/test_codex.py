@@ -82,15 +82,6 @@ def test_install_into_an_empty_home_writes_the_server_by_url_and_the_hook(tmp_pa
     assert any("/hooks" in line for line in lines)  # says how to trust the hook
 
 
-def test_a_second_install_changes_nothing_and_says_so(tmp_path: Path) -> None:
-    (tmp_path / "config.toml").write_text(USER_CONFIG, encoding="utf-8")
-    install(tmp_path)
-    first = (tmp_path / "config.toml").read_bytes()
-    lines = install(tmp_path)
-    assert (tmp_path / "config.toml").read_bytes() == first
-    assert "already up to date" in lines[0]
-
-
 def test_install_keeps_every_byte_of_the_users_settings_and_uninstall_restores_them(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text(USER_CONFIG, encoding="utf-8")
@@ -154,18 +145,6 @@ def test_uninstall_refuses_when_user_keys_follow_our_block_without_a_header(tmp_
     config.write_text(config.read_text(encoding="utf-8") + "stray = 1\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="move them above the block"):
         codex.uninstall(tmp_path, instructions_dir=None)
-
-
-def test_without_the_hook_scripts_only_the_server_is_installed(tmp_path: Path) -> None:
-    lines = install(tmp_path, hooks_source=None)
-    config = tomllib.loads((tmp_path / "config.toml").read_text(encoding="utf-8"))
-    assert "hooks" not in config and "live_memory" in config["mcp_servers"]
-    assert any("watcher" in line for line in lines)
-
-
-def test_a_token_env_that_is_not_a_variable_name_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="must name an environment variable"):
-        install(tmp_path, token_env="sk-secret-value")
 
 
 # ------------------------------------------------------------------------------------------- AGENTS.md

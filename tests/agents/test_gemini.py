@@ -84,15 +84,6 @@ def test_install_into_an_empty_home_writes_the_server_by_http_url_and_the_hook(t
     assert sorted(p.name for p in (tmp_path / "live-memory").iterdir()) == sorted(gemini.HOOK_FILES)
 
 
-def test_a_second_install_changes_nothing_and_says_so(tmp_path: Path) -> None:
-    write_settings(tmp_path, USER_SETTINGS)
-    install(tmp_path)
-    first = (tmp_path / "settings.json").read_bytes()
-    lines = install(tmp_path)
-    assert (tmp_path / "settings.json").read_bytes() == first
-    assert "already up to date" in lines[0]
-
-
 def test_install_keeps_the_users_settings_in_order_and_uninstall_restores_them(tmp_path: Path) -> None:
     write_settings(tmp_path, USER_SETTINGS)
     install(tmp_path)
@@ -150,18 +141,6 @@ def test_uninstall_leaves_a_hand_written_live_memory_server_alone(tmp_path: Path
     write_settings(tmp_path, mine)
     assert "nothing of Live Memory's" in gemini.uninstall(tmp_path, instructions_dir=None)[0]
     assert settings(tmp_path) == mine
-
-
-def test_without_the_hook_scripts_only_the_server_is_installed(tmp_path: Path) -> None:
-    lines = install(tmp_path, hooks_source=None)
-    written = settings(tmp_path)
-    assert "hooks" not in written and "live_memory" in written["mcpServers"]
-    assert any("watcher" in line for line in lines)
-
-
-def test_a_token_env_that_is_not_a_variable_name_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="must name an environment variable"):
-        install(tmp_path, token_env="sk-secret-value")
 
 
 def test_the_gemini_note_is_added_only_on_request_and_removed_byte_for_byte(tmp_path: Path) -> None:
