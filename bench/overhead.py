@@ -45,7 +45,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -349,7 +349,14 @@ def _baseline_figures(samples: dict[str, list[list[float]]], floor: float) -> di
     }
 
 
-def run(protocol: str, baseline_src: str | None = None, profile_dir: Path | None = None) -> dict[str, Any]:
+def run(
+    protocol: str,
+    baseline_src: str | None = None,
+    profile_dir: Path | None = None,
+    options: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """`options`: LIVE_MEMORY_* values for the server under test only (e.g. a team store that is down, with the
+    same checkout as the baseline: what the option costs a question)."""
     with (
         tempfile.TemporaryDirectory(prefix="lm-overhead-") as tmp_name,
         fake_provider(protocol, profile_dir) as fake_url,
@@ -358,6 +365,7 @@ def run(protocol: str, baseline_src: str | None = None, profile_dir: Path | None
         workspace = tmp / "repo"
         (workspace / ".git").mkdir(parents=True)
         (workspace / "app.py").write_text("print('hello')\n")
+        server_options: dict[str, Any] = {"force_explore_when_cold": "false", **(options or {})}
         with contextlib.ExitStack() as stack:
             server = stack.enter_context(
                 server_process(
@@ -365,7 +373,7 @@ def run(protocol: str, baseline_src: str | None = None, profile_dir: Path | None
                     tmp / "data",
                     protocol=protocol,
                     profile_dir=profile_dir,
-                    force_explore_when_cold="false",
+                    **server_options,
                 )
             )
             echo_url = stack.enter_context(echo_server())
@@ -382,6 +390,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--protocol", choices=("anthropic", "openai"), default="anthropic")
     parser.add_argument("--baseline-src", help="another checkout of the server, measured in the same run as (a0)")
     parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option for the server under test only (repeatable), e.g. team_store=postgresql://...",
+    )
+    parser.add_argument(
         "--profile", metavar="DIR", help="profile the server and the fake provider (cProfile, DIR/<process>.prof)"
     )
     args = parser.parse_args(argv if argv is not None else [])
@@ -389,7 +404,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     profile_dir = Path(args.profile).resolve() if args.profile else None
     if profile_dir is not None:
         profile_dir.mkdir(parents=True, exist_ok=True)
-    figures = run(args.protocol, args.baseline_src, profile_dir)
+    options = dict(item.split("=", 1) for item in args.option)
+    figures = run(args.protocol, args.baseline_src, profile_dir, options)
     rows = [
         ("(a) question through Live Memory", *_row(figures["question"])),
         ("(b) MCP echo tool, same client", *_row(figures["echo"])),
