@@ -19,9 +19,9 @@ Invariants this module owns:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
-from live_memory.cited_lines import CitedLines, HeldLines, Key
+from live_memory.cited_lines import CitedLines, HeldLines
 from live_memory.cited_lines import render as render_cited
 from live_memory.constants import (
     CHARS_PER_TOKEN,
@@ -29,7 +29,7 @@ from live_memory.constants import (
     LOOKED_UP_MAX,
     TRANSCRIPT_KEEP_SHARE,
 )
-from live_memory.file_context import FileContext, changed_lines, file_block, named
+from live_memory.file_context import Delta, FileContext, changed_lines, file_block, named
 from live_memory.history import EXCHANGE_KINDS, HistoryTally, Sent, Turn, message_text, tally
 from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses
 from live_memory.ledger import Ledger
@@ -48,17 +48,6 @@ from live_memory.prompts import (
     SYSTEM_PROMPT,
 )
 from live_memory.records import estimate_tokens
-
-
-@dataclass
-class Delta:
-    """A change queued for the next `sync_deltas()`."""
-
-    content: dict[str, None] = field(default_factory=dict)  # ordered set of paths with new bytes
-    diffs: dict[str, str] = field(default_factory=dict)  # held path -> what changed (instead of a new copy)
-    notices: dict[str, str] = field(default_factory=dict)  # path -> notice line
-    seen: dict[str, int] = field(default_factory=dict)  # path -> size: read by the agents, bytes not held
-    cited: dict[Key, None] = field(default_factory=dict)  # lines newly held (cited_lines.py)
 
 
 class ContextWindow:
@@ -108,13 +97,7 @@ class ContextWindow:
         twin.cited = HeldLines(self.cited)
         twin.looked_up = dict(self.looked_up)
         twin.ledger = self.ledger.copy()
-        twin.pending = Delta(
-            dict(self.pending.content),
-            dict(self.pending.diffs),
-            dict(self.pending.notices),
-            dict(self.pending.seen),
-            dict(self.pending.cited),
-        )
+        twin.pending = self.pending.copy()
         twin.recently_modified = dict(self.recently_modified)
         return twin
 

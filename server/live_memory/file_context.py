@@ -4,9 +4,10 @@ only where that warns the model to read a part), its held bytes, or what changed
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from live_memory.cited_lines import Key
 from live_memory.constants import FILE_SIZE_SHOWN_FROM_BYTES
 
 FileState = Literal["current", "changed", "deleted"]
@@ -46,3 +47,17 @@ def changed_lines(path: str, old: str, new: str) -> str | None:
 
 def file_block(f: FileContext) -> str:
     return f"### {f.path}\n```\n{f.content}\n```"
+
+
+@dataclass
+class Delta:
+    """What a window has queued for its next `sync_deltas()`: file changes the next question is told of."""
+
+    content: dict[str, None] = field(default_factory=dict)  # ordered set of paths with new bytes
+    diffs: dict[str, str] = field(default_factory=dict)  # held path -> what changed (instead of a new copy)
+    notices: dict[str, str] = field(default_factory=dict)  # path -> notice line
+    seen: dict[str, int] = field(default_factory=dict)  # path -> size: read by the agents, bytes not held
+    cited: dict[Key, None] = field(default_factory=dict)  # lines newly held (cited_lines.py)
+
+    def copy(self) -> Delta:
+        return Delta(dict(self.content), dict(self.diffs), dict(self.notices), dict(self.seen), dict(self.cited))

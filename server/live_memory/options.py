@@ -10,20 +10,16 @@ Casters raise ValueError saying what was expected; the loader adds the key and t
 
 from __future__ import annotations
 
-import math
-import os
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeAlias, TypeVar, get_args, get_origin, get_type_hints
 
 from live_memory import constants as C
+from live_memory.option_casters import Caster, as_bool, as_float, as_int, as_list, as_str, bounded, choice
 from live_memory.providers.profiles import PROVIDER_NAMES, ProviderName
 
 ENV_PREFIX = "LIVE_MEMORY_"
 CONFIG_FILE = "config.json"
 _SPEC = "live_memory.option"
-
-Caster = Callable[[object], object]
 
 # The options' choices, each declared once and used as such by the policies that read them.
 HoldFiles: TypeAlias = Literal["used", "earned", "all", "none"]  # which bytes the window holds
@@ -328,85 +324,6 @@ class Options:
     )
 
 
-# --- strict casters: text (env, `config set`) or a JSON value (config.json) -> the declared type ----------
-
-
-def _as_bool(raw: object) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off", ""):
-        return False
-    raise ValueError(f"expected true/false (1/0), got {raw!r}")
-
-
-def _as_int(raw: object) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, str | int):
-        raise ValueError(f"expected an integer, got {raw!r}")
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise ValueError(f"expected an integer, got {raw!r}") from None
-
-
-def _as_float(raw: object) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-        raise ValueError(f"expected a number, got {raw!r}")
-    try:
-        value = float(str(raw).strip())
-    except ValueError:
-        raise ValueError(f"expected a number, got {raw!r}") from None
-    if not math.isfinite(value):  # nan passes every bound check, inf every lower one
-        raise ValueError(f"expected a finite number, got {raw!r}")
-    return value
-
-
-def _as_str(raw: object) -> str:
-    if not isinstance(raw, str | int | float) or isinstance(raw, bool):
-        raise ValueError(f"expected a string, got {raw!r}")
-    return str(raw).strip()
-
-
-def _as_list(raw: object) -> tuple[str, ...]:
-    """Lists come as JSON arrays in config.json and comma- or path-separated strings in env."""
-    if isinstance(raw, list | tuple):
-        if not all(isinstance(x, str) for x in raw):
-            raise ValueError(f"expected a list of strings, got {raw!r}")
-        items = [x.strip() for x in raw]
-    elif isinstance(raw, str):
-        separator = "," if "," in raw else os.pathsep
-        items = [x.strip() for x in raw.split(separator)]
-    else:
-        raise ValueError(f"expected a list of strings, got {raw!r}")
-    return tuple(x for x in items if x)
-
-
-def _choice(allowed: tuple[str, ...]) -> Caster:
-    def cast(raw: object) -> str:
-        value = _as_str(raw).lower()
-        if value not in allowed:
-            raise ValueError(f"expected one of {', '.join(allowed)}, got {raw!r}")
-        return value
-
-    return cast
-
-
-def _bounded(caster: Caster, low: float | None, high: float | None) -> Caster:
-    def cast(raw: object) -> object:
-        value = caster(raw)
-        if not isinstance(value, int | float):  # `_row` only bounds int and float options
-            raise TypeError(f"bounds apply to numbers, not {value!r}")
-        if low is not None and value < low:
-            raise ValueError(f"must be >= {low}, got {value}")
-        if high is not None and value > high:
-            raise ValueError(f"must be <= {high}, got {value}")
-        return value
-
-    return cast
-
-
 # --- the derived rows ----------------------------------------------------------------------------------
 
 
@@ -433,11 +350,11 @@ class Option:
 
 
 _SCALARS: dict[object, tuple[Caster, str]] = {
-    bool: (_as_bool, "true/false"),
-    int: (_as_int, "integer"),
-    float: (_as_float, "number"),
-    str: (_as_str, "text"),
-    tuple[str, ...]: (_as_list, "list of text"),
+    bool: (as_bool, "true/false"),
+    int: (as_int, "integer"),
+    float: (as_float, "number"),
+    str: (as_str, "text"),
+    tuple[str, ...]: (as_list, "list of text"),
 }
 
 
@@ -463,11 +380,11 @@ def _row(key: str, hint: object, spec: _Spec, default: object) -> Option:
         raise TypeError(f"option {key}: unsupported type {hint!r} (bool, int, float, str, tuple[str, ...], Literal)")
     cast, kind = _SCALARS[base]
     if choices:
-        cast, kind = _choice(choices), "one of " + ", ".join(choices)
+        cast, kind = choice(choices), "one of " + ", ".join(choices)
     if spec.low is not None or spec.high is not None:
         if base is not int and base is not float:
             raise TypeError(f"option {key}: bounds need an int or float type, not {hint!r}")
-        cast = _bounded(cast, spec.low, spec.high)
+        cast = bounded(cast, spec.low, spec.high)
         if spec.low is not None and spec.high is not None:
             kind += f", {spec.low} to {spec.high}"
         else:

@@ -25,6 +25,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from live_memory import __version__
+from live_memory.cli.agent_command import add_agent_arguments, cmd_install_agent
 from live_memory.cli.client import (
     ASK_START_WAIT_S,
     BROKEN_PIPE_EXIT,
@@ -347,23 +348,6 @@ def cmd_install_service(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def cmd_install_agent(settings: Settings, args: argparse.Namespace) -> int:
-    """`install`/`uninstall` AGENT: edit that agent's configuration; prints what changed."""
-    from live_memory.cli.agents import AGENTS
-
-    setup = AGENTS[args.agent]
-    home = setup.home(settings.env)
-    instructions = Path(args.instructions).resolve() if args.instructions else None
-    if args.command == "install":
-        token_env = args.token_env or ("LIVE_MEMORY_AUTH_TOKEN" if settings.auth_token else None)
-        changes = setup.install(home, server_url(settings, args.url), token_env, instructions)
-    else:
-        changes = setup.uninstall(home, instructions)
-    for line in changes:
-        print(line)
-    return 0
-
-
 def ask_as_command(settings: Settings, question: str, repo: Path) -> int:
     """`live-memory ask QUESTION --cwd REPO` with these settings (what the demo runs for each question)."""
     return cmd_ask(settings, build_parser().parse_args(["ask", question, "--cwd", str(repo)]))
@@ -430,27 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
     config = _subparser(sub, "config")
     config.add_argument("action", choices=["show", "get", "set"])
     config.add_argument("item", nargs="?", default="", help="key (get) or key=value (set)")
-    from live_memory.cli.agents import AGENTS
-
     for name in ("install", "uninstall"):
-        agent = _subparser(sub, name)
-        agent.add_argument("agent", choices=sorted(AGENTS), help="the coding agent")
-        agent.add_argument(
-            "--instructions",
-            nargs="?",
-            const=os.getcwd(),
-            default="",
-            metavar="REPO",
-            help="also add (remove) the note on when to ask in REPO's AGENTS.md or GEMINI.md (default REPO: cwd)",
-        )
-        if name == "install":
-            agent.add_argument("--url", default="", help="the server's URL (default: the one URL precedence)")
-            agent.add_argument(
-                "--token-env",
-                default="",
-                help="the variable holding the token (default: none, "
-                "or LIVE_MEMORY_AUTH_TOKEN when the server has one)",
-            )
+        add_agent_arguments(_subparser(sub, name), install=name == "install")
     demo = _subparser(sub, "demo")
     demo.add_argument("--repo", default="", help="the checkout to ask about (default: the one holding this package)")
     return parser
