@@ -138,7 +138,7 @@ def test_the_document_says_not_run_yet_without_results() -> None:
 def test_two_developers_share_what_the_first_learned_through_a_real_store(team_db: TeamDatabase) -> None:
     """End to end, small: the first developer's facts reach the store, the second's ledger holds some."""
     data = team_bill.run(  # a short session whose history folds early: facts to share after a dozen tasks
-        load=workload("medium", "natural", (12,)),
+        load=workload("medium", "natural", (6,)),
         developers=2,
         modes=("trusting",),
         store=team_db.url,

@@ -278,12 +278,10 @@ def anthropic_prompt(body: dict[str, Any], memo: Memo | None = None) -> tuple[Pr
             kind, serialized = _anthropic_block(block)
             cache_control = block.get("cache_control") if isinstance(block, dict) else None
             prompt.add(f"system:{kind}", serialized, cache_control)
-    messages = _message_list(body)
-    blocks, breakpoints = prompt.blocks, prompt.breakpoints
-    offset, start, ends, inexact = _reuse_resent(prompt, "anthropic", messages)
+    messages, offset, start, ends, inexact = _resume_messages(prompt, "anthropic", body)
     # The messages are most of a long conversation: prompt.add inlined, with the memo's hits looked up here.
-    new_block = _new_block if memo is None else memo.block
-    known = _NO_MEMO if memo is None else memo.blocks
+    new_block, known = _block_lookup(memo)
+    blocks, breakpoints = prompt.blocks, prompt.breakpoints
     for position in range(start, len(messages)):
         message = messages[position]
         if isinstance(message, dict):
@@ -334,11 +332,9 @@ def openai_prompt(body: dict[str, Any], memo: Memo | None = None) -> Prompt:
     prompt = Prompt(memo=memo)
     for index, tool in enumerate(body.get("tools") or []):
         prompt.add("tool", _tool_serialization("openai", index, tool, memo))
-    messages = _message_list(body)
+    messages, offset, start, ends, inexact = _resume_messages(prompt, "openai", body)
+    new_block, known = _block_lookup(memo)
     blocks = prompt.blocks
-    offset, start, ends, inexact = _reuse_resent(prompt, "openai", messages)
-    new_block = _new_block if memo is None else memo.block
-    known = _NO_MEMO if memo is None else memo.blocks
     for position in range(start, len(messages)):
         message = messages[position]
         if isinstance(message, dict):
@@ -360,6 +356,20 @@ def openai_prompt(body: dict[str, Any], memo: Memo | None = None) -> Prompt:
         ends.append(len(blocks) - offset)
     _remember_resent(prompt, "openai", messages, offset, ends, inexact)
     return prompt
+
+
+def _resume_messages(
+    prompt: Prompt, protocol: str, body: dict[str, Any]
+) -> tuple[list[object], int, int, list[int], list[int]]:
+    """The body's messages, with the blocks of those resent from the memo's latest request already in
+    `prompt`: the messages, then what :func:`_reuse_resent` returns, for the caller to continue."""
+    messages = _message_list(body)
+    return (messages, *_reuse_resent(prompt, protocol, messages))
+
+
+def _block_lookup(memo: Memo | None) -> tuple[Callable[[str, str], Block], dict[tuple[str, str], Block]]:
+    """How a message's block is made, and the memo's table of blocks seen before (always a miss without one)."""
+    return (_new_block, _NO_MEMO) if memo is None else (memo.block, memo.blocks)
 
 
 def _message_list(body: dict[str, Any]) -> list[object]:
