@@ -10,26 +10,24 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.http.app import create_app
-from tests.fakes.live_server import LiveServer, settings_for
-from tests.fakes.llm_server import FakeLLM
-from tests.plugin.conftest import Recorder, Service, repo
+from tests.agents.session import BILLING_QUESTION, build_repo, memory_service, teach_through_notify
+from tests.plugin.conftest import Service
 
-__all__ = ["loaded_repo", "repo", "service"]
-
-BILLING = "RETRY_LIMIT = 7  # invoices are retried 7 times, then parked\n"
-BILLING_QUESTION = "How often are invoices retried?"
+__all__ = ["BILLING_QUESTION", "teach_through_notify"]  # for the modules not on the shared session yet
 
 
 @pytest.fixture
-def service(tmp_path: Path, sealed_environment: Path) -> Iterator[Service]:
-    """As the plugin tests' service, except that the memory keeps every file it is told about in its prompt
-    (hold_files=all), so a test sees a taught file in the very next question."""
-    data_dir = Path(os.environ["LIVE_MEMORY_DATA_DIR"])
-    with FakeLLM() as provider:
-        recorder = Recorder(create_app(settings_for(provider.base_url, data_dir, hold_files="all")))
-        with LiveServer(recorder) as server:  # type: ignore[arg-type]
-            yield Service(server.url, recorder, data_dir, provider)
+def service(sealed_environment: Path) -> Iterator[Service]:
+    """As the plugin tests' service, except that the memory answers at once from what it holds and keeps
+    every file it is told about in its prompt (tests/agents/session.py), so a test sees a taught file in the
+    very next question."""
+    with memory_service(Path(os.environ["LIVE_MEMORY_DATA_DIR"])) as service:
+        yield service
+
+
+@pytest.fixture
+def repo(sealed_environment: Path) -> Path:
+    return build_repo(sealed_environment / "src" / "repo")
 
 
 @pytest.fixture
@@ -37,14 +35,6 @@ def loaded_repo(service: Service, repo: Path) -> Path:
     """`repo`, its workspace already loaded by the service (/notify applies to a loaded one)."""
     service.load(repo)
     return repo
-
-
-def teach_through_notify(service: Service, repo: Path) -> None:
-    """What another agent's hook sends when its agent reads src/billing.py."""
-    billing = repo / "src" / "billing.py"
-    billing.write_text(BILLING, encoding="utf-8")
-    event = {"path": str(billing), "kind": "read", "content": BILLING}
-    assert service.post("/notify", {"cwd": str(repo), "events": [event]}).json()["accepted"] == 1
 
 
 def assert_the_memory_knew_what_was_taught(service: Service) -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.conftest import BILLING, BILLING_QUESTION, assert_the_memory_knew_what_was_taught
+from tests.agents.session import BILLING, BILLING_QUESTION, assert_the_memory_knew_what_was_taught, question
 from tests.agents.test_codex import TOOL, codex_bin, run_codex
-from tests.agents.test_codex import scripted as codex_turns
+from tests.agents.test_codex import step_of as codex_step
+from tests.fakes.agent_clis import scripted
 from tests.fakes.llm_server import FakeLLM, Reply
 from tests.plugin.conftest import Service, claude
 from tests.plugin.test_claude_code_e2e import run_claude
@@ -40,8 +41,8 @@ def test_a_file_claude_code_read_answers_a_question_asked_from_codex(
     assert tee.json()["events"] == [{"path": str(billing), "kind": "read", "content": BILLING}]
     assert tee.answer()["accepted"] == 1
     with FakeLLM() as model:  # then Codex asks
-        model.responder = codex_turns([Reply.tool_call(TOOL, {"question": BILLING_QUESTION, "cwd": str(repo)})])
-        run_codex(codex_bin, model, service, repo, tmp_path, BILLING_QUESTION)
-    assert_the_memory_knew_what_was_taught(service)
+        model.responder = scripted([Reply.tool_call(TOOL, question(repo))], codex_step)
+        run_codex(codex_bin, model, service, repo, tmp_path / "codex", BILLING_QUESTION, instructions=False)
+    assert_the_memory_knew_what_was_taught(service.provider.requests)
     agents = service.stats(repo).json()["workspace"]["agents"]
     assert len(agents) == 1 and sum(agents.values()) == 1  # one question, Codex's: Claude Code asked none
