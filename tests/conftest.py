@@ -45,6 +45,7 @@ ONE_WORKER_MODULES = {
     "tests/test_bench_session_bill.py": "session-bill",
     # One real session of each agent's CLI (tests/agents/session.py), shared by the module's tests.
     "tests/agents/test_codex.py": "codex",
+    "tests/agents/test_gemini.py": "gemini",
     "tests/http/test_security.py": "hypothesis",
     # Each worker has its own PostgreSQL cluster (tests/fakes/postgres.py, from one initdb template per machine):
     # the store's own tests share one, started once.
