@@ -46,6 +46,7 @@ ONE_WORKER_MODULES = {
     # One real session of each agent's CLI (tests/agents/session.py), shared by the module's tests.
     "tests/agents/test_codex.py": "codex",
     "tests/agents/test_gemini.py": "gemini",
+    "tests/agents/test_opencode.py": "opencode",
     "tests/http/test_security.py": "hypothesis",
     # Each worker has its own PostgreSQL cluster (tests/fakes/postgres.py, from one initdb template per machine):
     # the store's own tests share one, started once.
