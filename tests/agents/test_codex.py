@@ -3,7 +3,8 @@
 The end-to-end tests run `codex exec` offline: a throwaway HOME and CODEX_HOME whose config.toml is what
 `install` wrote plus a custom model provider on loopback (a FakeLLM speaking the OpenAI Responses API), and
 the real Live Memory server (its own FakeLLM as provider). Codex's plugin sync, connectors and update
-checks are switched off, so the only sockets it opens are those two loopback servers.
+checks are switched off, so the only sockets it opens are those two loopback servers. The tests assert on
+one run that they share (tests/agents/session.py).
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ def test_a_file_claude_code_read_answers_a_question_asked_from_codex(
             base_url=model.base_url,
             service=service,
         )
-    (tee,) = service.notifies()  # the plugin's hook teed it, and the memory took it
+    calls = service.recorder.wait_for(lambda calls: any(c.path == "/notify" for c in calls))
+    (tee,) = [c for c in calls if c.path == "/notify"]  # the plugin's hook teed it, and the memory took it
     assert tee.json()["events"] == [{"path": str(billing), "kind": "read", "content": BILLING}]
     assert tee.answer()["accepted"] == 1
     with FakeLLM() as model:  # then Codex asks

@@ -3,7 +3,8 @@
 The end-to-end tests run `gemini -p` offline: a throwaway HOME and GEMINI_CLI_HOME whose settings.json is
 what `install` wrote plus the test's offline settings (API-key auth, usage statistics, telemetry and update
 checks off), the model at a FakeLLM speaking the Gemini API (GOOGLE_GEMINI_BASE_URL), and the real Live
-Memory server (its own FakeLLM as provider). The only sockets Gemini CLI then opens are those two.
+Memory server (its own FakeLLM as provider). The only sockets Gemini CLI then opens are those two. The
+tests assert on one run that they share (tests/agents/session.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 The end-to-end tests run OpenCode with a throwaway HOME and XDG dirs, its model a custom OpenAI-compatible
 provider pointed at a FakeLLM on loopback; Live Memory runs for real on another loopback port with its own
-FakeLLM. They skip with a notice when the CLI is not installed (scripts/install-agent-clis.sh opencode).
+FakeLLM. They assert on one run that they share (tests/agents/session.py), and skip with a notice when the
+CLI is not installed (scripts/install-agent-clis.sh opencode).
 """
 
 from __future__ import annotations
