@@ -43,6 +43,10 @@ atexit.register(gc.freeze)
 # checkout is fresh, cached in .hypothesis/ after).
 ONE_WORKER_MODULES = {
     "tests/test_bench_session_bill.py": "session-bill",
+    # One real session of each agent's CLI (tests/agents/session.py), shared by the module's tests.
+    "tests/agents/test_codex.py": "codex",
+    "tests/agents/test_gemini.py": "gemini",
+    "tests/agents/test_opencode.py": "opencode",
     "tests/http/test_security.py": "hypothesis",
     # Each worker has its own PostgreSQL cluster (tests/fakes/postgres.py, from one initdb template per machine):
     # the store's own tests share one, started once.
@@ -54,15 +58,20 @@ _SEALED_PREFIXES = ("LIVE_MEMORY_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "DEEPSEE
 _LOOPBACK = ("127.", "::1", "localhost")
 
 
-@pytest.fixture(autouse=True)
-def sealed_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def seal_environment(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """No provider or Claude variable; HOME, XDG_DATA_HOME and the data dir under `home`."""
     for name in list(os.environ):
         if name.startswith(_SEALED_PREFIXES):
             monkeypatch.delenv(name, raising=False)
-    home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("LIVE_MEMORY_DATA_DIR", str(home / "live-memory-data"))
+
+
+@pytest.fixture(autouse=True)
+def sealed_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    seal_environment(monkeypatch, home)
     return home
 
 
@@ -156,8 +165,7 @@ def _is_loopback(address: object) -> bool:
     return host.startswith(_LOOPBACK) or host in ("0.0.0.0", "")
 
 
-@pytest.fixture(autouse=True)
-def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def refuse_connections_off_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
     """Refuse any connection to a non-loopback address: tests never touch the network."""
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
@@ -174,6 +182,11 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+
+
+@pytest.fixture(autouse=True)
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    refuse_connections_off_loopback(monkeypatch)
     yield
 
 

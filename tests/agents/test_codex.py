@@ -3,7 +3,8 @@
 The end-to-end tests run `codex exec` offline: a throwaway HOME and CODEX_HOME whose config.toml is what
 `install` wrote plus a custom model provider on loopback (a FakeLLM speaking the OpenAI Responses API), and
 the real Live Memory server (its own FakeLLM as provider). Codex's plugin sync, connectors and update
-checks are switched off, so the only sockets it opens are those two loopback servers.
+checks are switched off, so the only sockets it opens are those two loopback servers. The tests assert on
+one run that they share (tests/agents/session.py).
 """
 
 from __future__ import annotations
@@ -11,10 +12,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tomllib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +21,21 @@ import pytest
 
 from live_memory.cli.agents import codex
 from live_memory.errors import ConfigError
-from tests.agents.conftest import (
-    BILLING_QUESTION,
+from tests.agents.session import (
+    MEMORY_ANSWER,
+    PROMPT,
+    Outcome,
     assert_read_and_edit_teed,
     assert_the_memory_knew_what_was_taught,
-    teach_through_notify,
+    question,
+    record_session,
 )
-from tests.fakes.agent_clis import require_cli
-from tests.fakes.agent_clis import scripted as scripted_turns
+from tests.fakes.agent_clis import require_cli, run_json_lines
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.wire import all_text
 from tests.plugin.conftest import HOOKS, REPO_ROOT, Service
 
 CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "codex" / "node_modules" / ".bin" / "codex"
-CLI_TIMEOUT_S = 60.0
 TOOL = "mcp__live_memory__ask_live_memory"  # Codex's namespace for the server + the tool's own name
 
 USER_CONFIG = """\
@@ -219,23 +219,44 @@ def test_the_hook_takes_reads_from_plain_commands_and_guesses_nothing_the_shell_
 # ---------------------------------------------------------------------------------------- the real Codex CLI
 
 
-@pytest.fixture
-def codex_bin() -> str:
+def codex_cli() -> str:
     return require_cli(CLI_CANDIDATE, "codex", "scripts/install-agent-clis.sh codex")
 
 
-# Why two models: for a model of Codex's catalog that supports OpenAI's tool search (all of them, in 0.171)
-# Codex always defers MCP tools behind `tool_search`, which the fake does not speak; a model unknown to the
-# catalog gets every tool up front, but no freeform `apply_patch` (only the catalog's models have it).
-DIRECT_TOOLS_MODEL = "fake-model"
-CATALOG_MODEL = "gpt-5.5"
+@pytest.fixture
+def codex_bin() -> str:
+    return codex_cli()
 
 
-def offline_config(model_url: str, model: str) -> str:
+# Why a catalog entry of the test's own (`model_catalog_json`, as a custom provider's user may write): for a
+# model of Codex's built-in catalog (all support OpenAI's tool search, in 0.171) Codex defers MCP tools behind
+# `tool_search`, which the fake does not speak; a model unknown to every catalog gets MCP tools up front but
+# no freeform `apply_patch`. Described without tool search and with `apply_patch`, the fake model gets both,
+# so one run proves the tool and the hook.
+MODEL = "fake-model"
+MODEL_ENTRY = {
+    "slug": MODEL,
+    "display_name": "Fake model",
+    "base_instructions": "You are a coding agent.",
+    "apply_patch_tool_type": "freeform",
+    "supports_search_tool": False,
+    "shell_type": "shell_command",
+    "supported_reasoning_levels": [],
+    "visibility": "list",
+    "supported_in_api": True,
+    "priority": 1,
+    "support_verbosity": False,
+    "truncation_policy": {"mode": "tokens", "limit": 10000},
+    "experimental_supported_tools": [],
+}
+
+
+def offline_config(model_url: str, catalog: Path) -> str:
     """What the test adds to install's config.toml: the fake as provider, every remote feature off."""
     return f"""\
-model = "{model}"
+model = "{MODEL}"
 model_provider = "fake"
+model_catalog_json = "{catalog}"
 check_for_update_on_startup = false
 
 [model_providers.fake]
@@ -268,26 +289,20 @@ def function_outputs(body: dict[str, Any]) -> list[str]:
     return outputs
 
 
-def scripted(turns: list[Reply]) -> Callable[[RecordedRequest], Reply]:
-    """Model request N (N tool results so far) gets turns[N], then a short final text."""
-    return scripted_turns(turns, lambda request: len(function_outputs(request.body)))
+def step_of(request: RecordedRequest) -> int | None:
+    """A model request's step: the tool results it carries (Codex sends no side requests to the model)."""
+    return len(function_outputs(request.body)) if request.path.endswith("/responses") else None
 
 
 def run_codex(
-    codex_path: str,
-    model: FakeLLM,
-    service: Service,
-    repo: Path,
-    tmp_path: Path,
-    prompt: str,
-    *,
-    instructions: bool = False,
-    model_slug: str = DIRECT_TOOLS_MODEL,
+    codex_path: str, model: FakeLLM, service: Service, repo: Path, home: Path, prompt: str, *, instructions: bool
 ) -> list[dict[str, Any]]:
-    """Install into a throwaway CODEX_HOME, then `codex exec` in `repo`; returns its JSON events."""
-    home, codex_home = tmp_path / "codex-user", tmp_path / "codex-user" / ".codex"
+    """Install into a throwaway CODEX_HOME under `home`, then `codex exec` in `repo`; returns its JSON events."""
+    codex_home = home / ".codex"
     codex_home.mkdir(parents=True)
-    (codex_home / "config.toml").write_text(offline_config(model.base_url, model_slug), encoding="utf-8")
+    catalog = codex_home / "catalog.json"
+    catalog.write_text(json.dumps({"models": [MODEL_ENTRY]}), encoding="utf-8")
+    (codex_home / "config.toml").write_text(offline_config(model.base_url, catalog), encoding="utf-8")
     codex.install(codex_home, service.url, None, instructions_dir=repo if instructions else None)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -298,20 +313,33 @@ def run_codex(
     }
     # Why the trust bypass: a user trusts the hook once in the TUI (/hooks); `exec` cannot ask.
     args = ["exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "-C", str(repo)]
-    done = subprocess.run(
-        [codex_path, *args, "--dangerously-bypass-hook-trust", prompt],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return run_json_lines([codex_path, *args, "--dangerously-bypass-hook-trust", prompt], cwd=repo, env=env)
 
 
-def model_calls(model: FakeLLM) -> list[RecordedRequest]:
-    return [r for r in model.requests if r.path.endswith("/responses")]
+PATCH = (
+    "*** Begin Patch\n*** Update File: src/app.py\n@@\n def answer() -> int:\n"
+    "-    return 42\n+    return 43\n*** End Patch\n"
+)
+
+
+def steps(repo: Path) -> list[Reply]:
+    """The session's turns 0-2: a shell read, an apply_patch edit, the question."""
+    return [
+        Reply.tool_call("exec_command", {"cmd": "sed -n '1,80p' src/app.py"}),
+        Reply.tool_call("apply_patch", {"input": PATCH}),
+        Reply.tool_call(TOOL, question(repo)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def codex_session(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """One `codex exec` session (tests/agents/session.py) that the tests below share."""
+    codex_path = codex_cli()
+
+    def run(repo: Path, home: Path, model: FakeLLM, service: Service) -> list[dict[str, Any]]:
+        return run_codex(codex_path, model, service, repo, home / "codex-user", PROMPT, instructions=True)
+
+    return record_session(tmp_path_factory.mktemp("codex"), steps, step_of, run)
 
 
 def namespace_tools(body: dict[str, Any], namespace: str) -> list[str]:
@@ -325,84 +353,34 @@ def namespace_tools(body: dict[str, Any], namespace: str) -> list[str]:
 
 @pytest.mark.agent_cli
 def test_codex_lists_the_tool_reads_the_agents_note_and_asks_with_the_repository_as_cwd(
-    codex_bin: str, service: Service, loaded_repo: Path, tmp_path: Path
+    codex_session: Outcome,
 ) -> None:
-    repo = loaded_repo
-    with FakeLLM() as model:
-        model.responder = scripted([Reply.tool_call(TOOL, {"question": "Where is answer()?", "cwd": str(repo)})])
-        run_codex(codex_bin, model, service, repo, tmp_path, "Where is answer()?", instructions=True)
-        first = model_calls(model)[0].body
+    session = codex_session.result()
+    first = session.turns[0].body
     assert namespace_tools(first, "mcp__live_memory") == ["ask_live_memory"]
     assert codex.AGENTS_NOTE.splitlines()[2] in all_text(first["input"])  # Codex put AGENTS.md in front of it
-    calls = service.recorder.wait_for(lambda calls: any(b'"tools/call"' in c.body for c in calls))
-    (call,) = [c for c in calls if c.path == "/mcp" and b'"tools/call"' in c.body]
+    (call,) = session.tool_calls()
     assert call.status == 200
-    assert call.json()["params"]["arguments"] == {"question": "Where is answer()?", "cwd": str(repo)}
+    assert call.json()["params"]["arguments"] == question(session.repo)
 
 
 @pytest.mark.agent_cli
-def test_the_memory_answer_reaches_codex_next_model_request(
-    codex_bin: str, service: Service, loaded_repo: Path, tmp_path: Path
-) -> None:
-    repo = loaded_repo
-    service.provider.responder = lambda request: Reply.text("answer() lives in src/app.py:1-2 and returns 42.")
-    with FakeLLM() as model:
-        model.responder = scripted(
-            [Reply.tool_call(TOOL, {"question": "What does answer() return?", "cwd": str(repo)})]
-        )
-        events = run_codex(codex_bin, model, service, repo, tmp_path, "What does answer() return?")
-        calls = model_calls(model)
-    assert len(calls) == 2
-    (result,) = function_outputs(calls[1].body)
-    assert "answer() lives in src/app.py:1-2 and returns 42." in result
+def test_the_memory_answer_reaches_codex_next_model_request(codex_session: Outcome) -> None:
+    session = codex_session.result()
+    assert [len(function_outputs(r.body)) for r in session.turns] == [0, 1, 2, 3]  # one request a turn
+    result = function_outputs(session.turns[3].body)[2]  # the question's, in the request after it
+    assert MEMORY_ANSWER in result
     assert "[live-memory] model=claude-haiku-4-5" in result
-    done = [e["item"] for e in events if e.get("type") == "item.completed"]
+    done = [e["item"] for e in session.events if e.get("type") == "item.completed"]
     assert any(i.get("type") == "mcp_tool_call" and i.get("status") == "completed" for i in done)
-    assert service.stats(repo).json()["workspace"]["questions_answered"] == 1
+    assert session.stats["questions_answered"] == 1
 
 
 @pytest.mark.agent_cli
-def test_a_shell_read_and_an_apply_patch_edit_reach_the_memory_through_the_hook(
-    codex_bin: str, service: Service, loaded_repo: Path, tmp_path: Path
-) -> None:
-    repo = loaded_repo
-    source = repo / "src" / "app.py"
-    patch = (
-        "*** Begin Patch\n*** Update File: src/app.py\n@@\n def answer() -> int:\n"
-        "-    return 42\n+    return 43\n*** End Patch\n"
-    )
-    teed_before_next_turn: list[bool] = []
-
-    def teed(kind: str, text: str) -> bool:
-        events = [e for c in service.notifies() for e in c.json()["events"]]
-        return any(e["path"] == str(source) and e["kind"] == kind and text in e.get("content", "") for e in events)
-
-    steps = [
-        Reply.tool_call("exec_command", {"cmd": "sed -n '1,80p' src/app.py"}),
-        Reply.tool_call("apply_patch", {"input": patch}),
-    ]
-
-    def respond(request: RecordedRequest) -> Reply:
-        step = len(function_outputs(request.body))
-        if step == 1:
-            teed_before_next_turn.append(teed("read", "return 42"))
-        if step == 2:
-            teed_before_next_turn.append(teed("write", "return 43"))
-        return steps[step] if step < len(steps) else Reply.text("done")
-
-    with FakeLLM() as model:
-        model.responder = respond
-        run_codex(codex_bin, model, service, repo, tmp_path, "Make answer() return 43.", model_slug=CATALOG_MODEL)
-    assert_read_and_edit_teed(service, source, teed_before_next_turn)
+def test_a_shell_read_and_an_apply_patch_edit_reach_the_memory_through_the_hook(codex_session: Outcome) -> None:
+    assert_read_and_edit_teed(codex_session.result())
 
 
 @pytest.mark.agent_cli
-def test_what_another_agent_taught_through_notify_is_known_to_a_question_from_codex(
-    codex_bin: str, service: Service, loaded_repo: Path, tmp_path: Path
-) -> None:
-    teach_through_notify(service, loaded_repo)
-    with FakeLLM() as model:
-        question = {"question": BILLING_QUESTION, "cwd": str(loaded_repo)}
-        model.responder = scripted([Reply.tool_call(TOOL, question)])
-        run_codex(codex_bin, model, service, loaded_repo, tmp_path, BILLING_QUESTION)
-    assert_the_memory_knew_what_was_taught(service)
+def test_what_another_agent_taught_through_notify_is_known_to_a_question_from_codex(codex_session: Outcome) -> None:
+    assert_the_memory_knew_what_was_taught(codex_session.result().memory_requests)

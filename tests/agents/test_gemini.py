@@ -3,7 +3,8 @@
 The end-to-end tests run `gemini -p` offline: a throwaway HOME and GEMINI_CLI_HOME whose settings.json is
 what `install` wrote plus the test's offline settings (API-key auth, usage statistics, telemetry and update
 checks off), the model at a FakeLLM speaking the Gemini API (GOOGLE_GEMINI_BASE_URL), and the real Live
-Memory server (its own FakeLLM as provider). The only sockets Gemini CLI then opens are those two.
+Memory server (its own FakeLLM as provider). The only sockets Gemini CLI then opens are those two. The
+tests assert on one run that they share (tests/agents/session.py).
 """
 
 from __future__ import annotations
@@ -11,10 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
-import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +20,21 @@ import pytest
 
 from live_memory.cli.agents import gemini
 from live_memory.errors import ConfigError
-from tests.agents.conftest import (
-    BILLING_QUESTION,
+from tests.agents.session import (
+    MEMORY_ANSWER,
+    PROMPT,
+    Outcome,
     assert_read_and_edit_teed,
     assert_the_memory_knew_what_was_taught,
-    teach_through_notify,
+    question,
+    record_session,
 )
+from tests.fakes.agent_clis import require_cli, run_json_lines
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.wire import all_text
 from tests.plugin.conftest import HOOKS, REPO_ROOT, Service
 
 CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "gemini" / "node_modules" / ".bin" / "gemini"
-CLI_TIMEOUT_S = 60.0
 TOOL = "mcp_live_memory_ask_live_memory"  # Gemini CLI's name for an MCP tool: mcp_<server>_<tool>
 MODEL = "gemini-2.5-flash"
 
@@ -198,20 +199,6 @@ def test_the_hook_reads_only_the_files_read_many_files_names_outright(tmp_path: 
 # ---------------------------------------------------------------------------------------- the real Gemini CLI
 
 
-def gemini_cli() -> str | None:
-    if os.access(CLI_CANDIDATE, os.X_OK):
-        return str(CLI_CANDIDATE)
-    return shutil.which("gemini")
-
-
-@pytest.fixture
-def gemini_bin() -> str:
-    path = gemini_cli()
-    if path is None:
-        pytest.skip("Gemini CLI not installed (run scripts/install-agent-clis.sh gemini); Gemini CLI checks skipped")
-    return path
-
-
 # Why API-key auth by name: with only GOOGLE_GEMINI_BASE_URL set, Gemini CLI picks its "gateway" auth type,
 # which `-p` then refuses ("Invalid auth method selected").
 OFFLINE_SETTINGS = {
@@ -232,30 +219,18 @@ def function_responses(body: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def scripted(turns: list[Reply]) -> Callable[[RecordedRequest], Reply]:
-    """Model request N (N tool results so far) gets turns[N], then a short final text."""
-
-    def respond(request: RecordedRequest) -> Reply:
-        step = len(function_responses(request.body))
-        return turns[step] if step < len(turns) else Reply.text("done")
-
-    return respond
+def step_of(request: RecordedRequest) -> int | None:
+    """A model request's step: the tool results it carries (the conversation streams; nothing else does)."""
+    return len(function_responses(request.body)) if request.path.endswith(":streamGenerateContent") else None
 
 
 def run_gemini(
-    gemini_path: str,
-    model: FakeLLM,
-    service: Service,
-    repo: Path,
-    tmp_path: Path,
-    prompt: str,
-    *,
-    instructions: bool = False,
+    gemini_path: str, model: FakeLLM, service: Service, repo: Path, home: Path, prompt: str
 ) -> list[dict[str, Any]]:
-    """Install into a throwaway Gemini home, then `gemini -p` in `repo`; returns its stream-json events."""
-    home = tmp_path / "gemini-user"
+    """Install into a throwaway Gemini home (with the GEMINI.md note in `repo`), then `gemini -p` in `repo`;
+    returns its stream-json events."""
     write_settings(home / ".gemini", OFFLINE_SETTINGS)
-    gemini.install(home / ".gemini", service.url, None, instructions_dir=repo if instructions else None)
+    gemini.install(home / ".gemini", service.url, None, instructions_dir=repo)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -267,21 +242,33 @@ def run_gemini(
     }
     # Why auto_edit: in `-p` mode Gemini CLI offers write_file and replace only when edits need no approval.
     args = ["-p", prompt, "-m", MODEL, "--output-format", "stream-json", "--approval-mode", "auto_edit"]
-    done = subprocess.run(
-        [gemini_path, *args],
-        cwd=repo,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return run_json_lines([gemini_path, *args], cwd=repo, env=env)
 
 
-def model_calls(model: FakeLLM) -> list[RecordedRequest]:
-    return [r for r in model.requests if r.path.endswith(":streamGenerateContent")]
+def steps(repo: Path) -> list[Reply]:
+    """The session's turns 0-2: read_file, a replace edit, the question."""
+    edit = {
+        "file_path": str(repo / "src" / "app.py"),
+        "instruction": "Make answer() return 43.",
+        "old_string": "    return 42",
+        "new_string": "    return 43",
+    }
+    return [
+        Reply.tool_call("read_file", {"file_path": "src/app.py"}),
+        Reply.tool_call("replace", edit),
+        Reply.tool_call(TOOL, question(repo)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def gemini_session(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """One `gemini -p` session (tests/agents/session.py) that the tests below share."""
+    gemini_path = require_cli(CLI_CANDIDATE, "gemini", "scripts/install-agent-clis.sh gemini")
+
+    def run(repo: Path, home: Path, model: FakeLLM, service: Service) -> list[dict[str, Any]]:
+        return run_gemini(gemini_path, model, service, repo, home / "gemini-user", PROMPT)
+
+    return record_session(tmp_path_factory.mktemp("gemini"), steps, step_of, run)
 
 
 def declared_tools(body: dict[str, Any]) -> list[str]:
@@ -290,83 +277,36 @@ def declared_tools(body: dict[str, Any]) -> list[str]:
 
 @pytest.mark.agent_cli
 def test_gemini_lists_the_tool_reads_the_gemini_note_and_asks_with_the_repository_as_cwd(
-    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
+    gemini_session: Outcome,
 ) -> None:
-    service.load(repo)
-    with FakeLLM() as model:
-        model.responder = scripted([Reply.tool_call(TOOL, {"question": "Where is answer()?", "cwd": str(repo)})])
-        run_gemini(gemini_bin, model, service, repo, tmp_path, "Where is answer()?", instructions=True)
-        first = model_calls(model)[0].body
+    session = gemini_session.result()
+    first = session.turns[0].body
     assert TOOL in declared_tools(first)
     assert gemini.NOTE.text.splitlines()[2] in all_text(first["contents"])  # GEMINI.md is in front of it
-    calls = service.recorder.wait_for(lambda calls: any(b'"tools/call"' in c.body for c in calls))
-    (call,) = [c for c in calls if c.path == "/mcp" and b'"tools/call"' in c.body]
+    (call,) = session.tool_calls()
     assert call.status == 200
-    assert call.json()["params"]["arguments"] == {"question": "Where is answer()?", "cwd": str(repo)}
+    assert call.json()["params"]["arguments"] == question(session.repo)
 
 
 @pytest.mark.agent_cli
-def test_the_memory_answer_reaches_gemini_next_model_request(
-    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
-) -> None:
-    service.load(repo)
-    service.provider.responder = lambda request: Reply.text("answer() lives in src/app.py:1-2 and returns 42.")
-    with FakeLLM() as model:
-        model.responder = scripted(
-            [Reply.tool_call(TOOL, {"question": "What does answer() return?", "cwd": str(repo)})]
-        )
-        events = run_gemini(gemini_bin, model, service, repo, tmp_path, "What does answer() return?")
-        calls = model_calls(model)
-    assert len(calls) == 2
-    (result,) = function_responses(calls[1].body)
+def test_the_memory_answer_reaches_gemini_next_model_request(gemini_session: Outcome) -> None:
+    session = gemini_session.result()
+    assert [len(function_responses(r.body)) for r in session.turns] == [0, 1, 2, 3]  # one request a turn
+    result = function_responses(session.turns[3].body)[2]  # the question's, in the request after it
     assert result["name"] == TOOL
-    assert "answer() lives in src/app.py:1-2 and returns 42." in json.dumps(result["response"])
+    assert MEMORY_ANSWER in json.dumps(result["response"])
     assert "[live-memory] model=claude-haiku-4-5" in json.dumps(result["response"])
-    assert any(e.get("type") == "tool_result" and e.get("status") == "success" for e in events)
-    assert service.stats(repo).json()["workspace"]["questions_answered"] == 1
+    assert any(e.get("type") == "tool_result" and e.get("status") == "success" for e in session.events)
+    assert session.stats["questions_answered"] == 1
 
 
 @pytest.mark.agent_cli
-def test_a_read_file_and_a_replace_edit_reach_the_memory_through_the_hook(
-    gemini_bin: str, service: Service, repo: Path, tmp_path: Path
-) -> None:
-    service.load(repo)
-    source = repo / "src" / "app.py"
-    teed_before_next_turn: list[bool] = []
-
-    def teed(kind: str, text: str) -> bool:
-        events = [e for c in service.notifies() for e in c.json()["events"]]
-        return any(e["path"] == str(source) and e["kind"] == kind and text in e.get("content", "") for e in events)
-
-    edit = {
-        "file_path": str(source),
-        "instruction": "Make answer() return 43.",
-        "old_string": "    return 42",
-        "new_string": "    return 43",
-    }
-    steps = [Reply.tool_call("read_file", {"file_path": "src/app.py"}), Reply.tool_call("replace", edit)]
-
-    def respond(request: RecordedRequest) -> Reply:
-        step = len(function_responses(request.body))
-        if step == 1:
-            teed_before_next_turn.append(teed("read", "return 42"))
-        if step == 2:
-            teed_before_next_turn.append(teed("write", "return 43"))
-        return steps[step] if step < len(steps) else Reply.text("done")
-
-    with FakeLLM() as model:
-        model.responder = respond
-        run_gemini(gemini_bin, model, service, repo, tmp_path, "Make answer() return 43.")
-    assert_read_and_edit_teed(service, source, teed_before_next_turn)
+def test_a_read_file_and_a_replace_edit_reach_the_memory_through_the_hook(gemini_session: Outcome) -> None:
+    assert_read_and_edit_teed(gemini_session.result())
 
 
 @pytest.mark.agent_cli
 def test_what_another_agent_taught_through_notify_is_known_to_a_question_from_gemini(
-    gemini_bin: str, service: Service, loaded_repo: Path, tmp_path: Path
+    gemini_session: Outcome,
 ) -> None:
-    teach_through_notify(service, loaded_repo)
-    with FakeLLM() as model:
-        question = {"question": BILLING_QUESTION, "cwd": str(loaded_repo)}
-        model.responder = scripted([Reply.tool_call(TOOL, question)])
-        run_gemini(gemini_bin, model, service, loaded_repo, tmp_path, BILLING_QUESTION)
-    assert_the_memory_knew_what_was_taught(service)
+    assert_the_memory_knew_what_was_taught(gemini_session.result().memory_requests)

@@ -2,7 +2,8 @@
 
 The end-to-end tests run OpenCode with a throwaway HOME and XDG dirs, its model a custom OpenAI-compatible
 provider pointed at a FakeLLM on loopback; Live Memory runs for real on another loopback port with its own
-FakeLLM. They skip with a notice when the CLI is not installed (scripts/install-agent-clis.sh opencode).
+FakeLLM. They assert on one run that they share (tests/agents/session.py), and skip with a notice when the
+CLI is not installed (scripts/install-agent-clis.sh opencode).
 """
 
 from __future__ import annotations
@@ -10,25 +11,28 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
 from live_memory.cli.agents import opencode
 from live_memory.constants import DEFAULT_SECRET_GLOBS, PASSIVE_MAX_FILE_BYTES
 from live_memory.errors import ClientError
-from live_memory.http.app import create_app
-from tests.fakes.agent_clis import require_cli
-from tests.fakes.agent_clis import scripted as scripted_turns
-from tests.fakes.live_server import LiveServer, settings_for
+from tests.agents.session import (
+    BILLING_QUESTION,
+    MEMORY_ANSWER,
+    ORIGINAL,
+    PROMPT,
+    Outcome,
+    assert_read_and_edit_teed,
+    assert_the_memory_knew_what_was_taught,
+    question,
+    record_session,
+)
+from tests.fakes.agent_clis import require_cli, run_json_lines
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
-from tests.plugin.conftest import Recorder
+from tests.plugin.conftest import Service
 from tests.plugin.test_secret_floor import load_hook
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +40,6 @@ CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "opencode" / "node_modules" / 
 MODEL = "fake/fake-model"
 INSTALL_SCRIPT = REPO_ROOT / "scripts" / "install-agent-clis.sh"
 URL = "http://127.0.0.1:7711"
-CLI_TIMEOUT_S = 30.0
 
 
 # ------------------------------------------------------------------------------------------------ installer
@@ -239,46 +242,6 @@ def verified_version() -> str:
     return found.group(1)
 
 
-@pytest.fixture
-def opencode_bin() -> str:
-    return require_cli(CLI_CANDIDATE, "opencode", "scripts/install-agent-clis.sh opencode")
-
-
-@dataclass
-class Memory:
-    """The real Live Memory service (every request recorded) and the scripted model behind it."""
-
-    url: str
-    recorder: Recorder
-    model: FakeLLM
-
-    def stats(self, cwd: Path) -> dict[str, Any]:
-        data: dict[str, Any] = httpx2.get(self.url + "/stats", params={"cwd": str(cwd)}, timeout=10).json()
-        return data
-
-    def notify(self, cwd: Path, events: list[dict[str, Any]]) -> dict[str, Any]:
-        response = httpx2.post(self.url + "/notify", json={"cwd": str(cwd), "events": events}, timeout=10)
-        assert response.status_code == 200, response.text
-        data: dict[str, Any] = response.json()
-        return data
-
-
-@pytest.fixture
-def memory(sealed_environment: Path) -> Iterator[Memory]:
-    data_dir = Path(os.environ["LIVE_MEMORY_DATA_DIR"])
-    with FakeLLM() as model:
-        model.responder = lambda request: Reply.text(MEMORY_ANSWER)
-        # Why these options: the memory answers at once from what it holds, and holds every teed file's bytes,
-        # so what a tee taught shows verbatim in its prompt.
-        settings = settings_for(model.base_url, data_dir, force_explore_when_cold=0, hold_files="all")
-        recorder = Recorder(create_app(settings))
-        with LiveServer(recorder) as server:  # type: ignore[arg-type]
-            yield Memory(server.url, recorder, model)
-
-
-MEMORY_ANSWER = "answer() is defined in src/app.py lines 1-2 and returns 42 (MEMORY-7f3a)."
-
-
 def agent_turn(request: RecordedRequest) -> bool:
     """OpenCode's main conversation sends tools; side requests (a title) do not."""
     return bool(request.body.get("tools"))
@@ -292,23 +255,16 @@ def tool_names(request: RecordedRequest) -> list[str]:
     return [str(t.get("function", {}).get("name")) for t in request.body.get("tools") or []]
 
 
-def scripted(turns: list[Reply]) -> Callable[[RecordedRequest], Reply]:
-    """Agent turn N (N tool results so far) gets turns[N]; side requests get a short text."""
-    return scripted_turns(turns, lambda request: len(tool_messages(request)) if agent_turn(request) else None)
+def step_of(request: RecordedRequest) -> int | None:
+    """An agent turn's step: the tool results it carries; None for a side request."""
+    return len(tool_messages(request)) if agent_turn(request) else None
 
 
 def run_opencode(
-    opencode_bin: str,
-    prompt: str,
-    *,
-    repo: Path,
-    home: Path,
-    model: FakeLLM,
-    memory: Memory,
-    instructions: bool = False,
+    opencode_bin: str, prompt: str, *, repo: Path, home: Path, model: FakeLLM, service: Service
 ) -> list[dict[str, Any]]:
-    """Install Live Memory into a throwaway OpenCode config (beside a user's provider settings), then run
-    `opencode run` once, offline; returns its JSON events."""
+    """Install Live Memory into a throwaway OpenCode config (beside a user's provider settings, with the
+    AGENTS.md note in `repo`), then run `opencode run` once, offline; returns its JSON events."""
     config_dir = home / ".config" / "opencode"
     config_dir.mkdir(parents=True)
     users = {
@@ -333,8 +289,7 @@ def run_opencode(
     (config_dir / "package.json").write_text(json.dumps(sdk), encoding="utf-8")
     (config_dir / "package-lock.json").write_text(json.dumps({"packages": {"": sdk}}), encoding="utf-8")
     (config_dir / "node_modules").mkdir()
-    where = repo if instructions else None
-    opencode.install(config_dir, memory.url, "LIVE_MEMORY_AUTH_TOKEN", instructions_dir=where, plugin=True)
+    opencode.install(config_dir, service.url, "LIVE_MEMORY_AUTH_TOKEN", instructions_dir=repo, plugin=True)
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE", "LIVE_MEMORY_", "XDG_"))}
     env.update(
@@ -358,237 +313,69 @@ def run_opencode(
         NO_PROXY="127.0.0.1,localhost",
     )
     args = [opencode_bin, "run", "--print-logs", "--format", "json", "--title", "test", "-m", MODEL, prompt]
-    with subprocess.Popen(args, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
-        try:
-            stdout, stderr = run.communicate(timeout=CLI_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            run.kill()
-            stdout, stderr = run.communicate()
-            pytest.fail(f"opencode run did not finish within {CLI_TIMEOUT_S} s:\n{stdout[-3000:]}\n{stderr[-6000:]}")
-    assert run.returncode == 0, stdout[-3000:] + stderr[-6000:]
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    return run_json_lines(args, cwd=repo, env=env)
 
 
-def mcp_calls(memory: Memory) -> list[dict[str, Any]]:
-    calls = [c.json() for c in memory.recorder.find("/mcp") if b'"tools/call"' in c.body]
-    return [c["params"] for c in calls if c.get("method") == "tools/call"]
+def steps(repo: Path) -> list[Reply]:
+    """The session's turns 0-2: a read, an edit, the question."""
+    source = str(repo / "src" / "app.py")
+    return [
+        Reply.tool_call("read", {"filePath": source}),
+        Reply.tool_call("edit", {"filePath": source, "oldString": "return 42", "newString": "return 43"}),
+        Reply.tool_call(opencode.TOOL_NAME, question(repo)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def opencode_session(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    """One `opencode run` session (tests/agents/session.py) that the tests below share."""
+    opencode_bin = require_cli(CLI_CANDIDATE, "opencode", "scripts/install-agent-clis.sh opencode")
+
+    def run(repo: Path, home: Path, model: FakeLLM, service: Service) -> list[dict[str, Any]]:
+        return run_opencode(opencode_bin, PROMPT, repo=repo, home=home / "oc", model=model, service=service)
+
+    root = tmp_path_factory.mktemp("opencode")
+    return record_session(root, steps, step_of, run, cache_rules="openai", model="fake-model")
 
 
 @pytest.mark.agent_cli
 def test_opencode_lists_the_tool_calls_it_with_the_repository_and_the_answer_reaches_the_model(
-    opencode_bin: str, memory: Memory, repo: Path, tmp_path: Path
+    opencode_session: Outcome,
 ) -> None:
-    question = {"question": "Where is answer() defined?", "cwd": str(repo)}
-    with FakeLLM(cache_rules="openai", model="fake-model") as model:
-        model.responder = scripted([Reply.tool_call(opencode.TOOL_NAME, question)])
-        home = tmp_path / "oc"
-        run_opencode(
-            opencode_bin, "Where is answer()?", repo=repo, home=home, model=model, memory=memory, instructions=True
-        )
-        agent = [r for r in model.requests if agent_turn(r)]
-
-    assert opencode.TOOL_NAME in tool_names(agent[0])  # (a) listed to the model
-    system = "\n".join(str(m.get("content")) for m in agent[0].body["messages"] if m.get("role") == "system")
+    session = opencode_session.result()
+    first = session.turns[0]
+    assert opencode.TOOL_NAME in tool_names(first)  # (a) listed to the model
+    system = "\n".join(str(m.get("content")) for m in first.body["messages"] if m.get("role") == "system")
     assert opencode.BEGIN_MARK in system and f"Call `{opencode.TOOL_NAME}`" in system  # AGENTS.md reached it
-    (call,) = mcp_calls(memory)
-    assert call["name"] == "ask_live_memory" and call["arguments"]["cwd"] == str(repo)  # (a) called with the repo
-    (after,) = [r for r in agent if tool_messages(r)]
-    assert MEMORY_ANSWER in tool_messages(after)[-1]  # (b) the memory's answer is in the next model request
-    assert "[live-memory] model=" in tool_messages(after)[-1]
+    (call,) = [c.json()["params"] for c in session.tool_calls()]
+    assert call["name"] == "ask_live_memory" and call["arguments"]["cwd"] == str(session.repo)  # (a) with the repo
+    assert [len(tool_messages(r)) for r in session.turns] == [0, 1, 2, 3]  # one request a turn
+    answer = tool_messages(session.turns[3])[2]  # (b) the memory's answer is in the next model request
+    assert MEMORY_ANSWER in answer
+    assert "[live-memory] model=" in answer
 
 
 @pytest.mark.agent_cli
-def test_a_file_opencode_reads_reaches_the_memory_through_the_plugin(
-    opencode_bin: str, memory: Memory, repo: Path, tmp_path: Path
-) -> None:
-    httpx2.post(memory.url + "/reset", json={"cwd": str(repo)}, timeout=10)  # /notify applies to a loaded workspace
-    source = repo / "src" / "app.py"
-    with FakeLLM(cache_rules="openai", model="fake-model") as model:
-        model.responder = scripted([Reply.tool_call("read", {"filePath": str(source)})])
-        run_opencode(opencode_bin, "Read src/app.py", repo=repo, home=tmp_path / "oc", model=model, memory=memory)
-
-    (tee,) = [c for c in memory.recorder.find("/notify")]
-    assert tee.json()["cwd"] == str(repo) and tee.json()["session_id"].startswith("ses_")
-    assert tee.json()["events"] == [{"path": str(source), "kind": "read", "content": source.read_text()}]
+def test_a_file_opencode_reads_reaches_the_memory_through_the_plugin(opencode_session: Outcome) -> None:
+    session = opencode_session.result()
+    tee = session.agent_notifies()[0]
+    assert tee.json()["cwd"] == str(session.repo) and tee.json()["session_id"].startswith("ses_")
+    assert tee.json()["events"] == [{"path": str(session.source), "kind": "read", "content": ORIGINAL}]
     assert tee.answer()["accepted"] == 1
-    assert memory.stats(repo)["workspace"]["file_contexts"] == 1
+    assert session.held_before_turn[:2] == [1, 2]  # beside the taught billing.py, the memory now holds app.py
 
 
 @pytest.mark.agent_cli
-def test_an_edit_by_opencode_reaches_the_memory_before_its_next_model_request(
-    opencode_bin: str, memory: Memory, repo: Path, tmp_path: Path
-) -> None:
-    httpx2.post(memory.url + "/reset", json={"cwd": str(repo)}, timeout=10)
-    source = repo / "src" / "app.py"
-    edit = Reply.tool_call("edit", {"filePath": str(source), "oldString": "return 42", "newString": "return 43"})
-    teed_before_next_turn: list[bool] = []
-
-    def teed_edit() -> bool:
-        writes = [e for c in memory.recorder.find("/notify") for e in c.json()["events"] if e["kind"] == "write"]
-        return bool(writes) and writes[-1].get("content") == "def answer() -> int:\n    return 43\n"
-
-    def respond(request: RecordedRequest) -> Reply:
-        if not agent_turn(request):
-            return Reply.text("title")
-        if tool_messages(request):  # the first request after the edit
-            teed_before_next_turn.append(teed_edit())
-            return Reply.text("done")
-        return edit
-
-    with FakeLLM(cache_rules="openai", model="fake-model") as model:
-        model.responder = respond
-        run_opencode(opencode_bin, "Make it 43", repo=repo, home=tmp_path / "oc", model=model, memory=memory)
-
-    assert source.read_text(encoding="utf-8").endswith("return 43\n")  # OpenCode really edited it
-    assert teed_before_next_turn == [True]
+def test_an_edit_by_opencode_reaches_the_memory_before_its_next_model_request(opencode_session: Outcome) -> None:
+    assert_read_and_edit_teed(opencode_session.result())
 
 
 @pytest.mark.agent_cli
-def test_what_another_agent_fed_the_memory_answers_a_question_asked_from_opencode(
-    opencode_bin: str, memory: Memory, repo: Path, tmp_path: Path
-) -> None:
+def test_what_another_agent_fed_the_memory_answers_a_question_asked_from_opencode(opencode_session: Outcome) -> None:
     """A file another agent's hook teed to /notify (a file OpenCode never reads) is in the memory's prompt
     when OpenCode asks, and the answer built on it reaches OpenCode's model."""
-    httpx2.post(memory.url + "/reset", json={"cwd": str(repo)}, timeout=10)
-    billing = repo / "src" / "billing.py"
-    billing.write_text("RATE_LIMIT_PER_MINUTE = 17  # set by the billing team\n", encoding="utf-8")
-    fed = {"path": str(billing), "kind": "read", "content": billing.read_text(encoding="utf-8")}
-    assert memory.notify(repo, [fed])["accepted"] == 1
-    question = {"question": "What is the billing rate limit?", "cwd": str(repo)}
-    with FakeLLM(cache_rules="openai", model="fake-model") as model:
-        model.responder = scripted([Reply.tool_call(opencode.TOOL_NAME, question)])
-        run_opencode(opencode_bin, "Rate limit?", repo=repo, home=tmp_path / "oc", model=model, memory=memory)
-        agent = [r for r in model.requests if agent_turn(r)]
-
-    (asked,) = memory.model.requests  # the memory answered at once, from what it held
-    assert "RATE_LIMIT_PER_MINUTE = 17" in json.dumps(asked.body)
-    assert "What is the billing rate limit?" in json.dumps(asked.body)
-    (after,) = [r for r in agent if tool_messages(r)]
-    assert MEMORY_ANSWER in tool_messages(after)[-1]
-
-
-# ------------------------------------------------------------------------------------------------ the plugin alone
-
-# Runs the installed plugin's hook once under Node (OpenCode runs it under Bun; the plugin uses only what both
-# provide), with the tool call given as JSON; prints how long the hook took.
-DRIVER = """
-import { pathToFileURL } from "node:url"
-const [plugin, directory, input] = process.argv.slice(2)
-const { LiveMemoryFeed } = await import(pathToFileURL(plugin).href)
-const hooks = await LiveMemoryFeed({ directory })
-const started = Date.now()
-await hooks["tool.execute.after"](JSON.parse(input), { title: "", output: "", metadata: {} })
-console.log(JSON.stringify({ ms: Date.now() - started }))
-"""
-
-
-@pytest.fixture
-def node() -> str:
-    path = shutil.which("node")
-    if path is None:
-        pytest.skip("Node.js not installed; the plugin's own checks are skipped")
-    return path
-
-
-@dataclass
-class Feed:
-    """The installed plugin, run one tool call at a time."""
-
-    node: str
-    plugin: Path
-    driver: Path
-    repo: Path
-
-    def after(self, tool: str, args: dict[str, Any], **env: str) -> int:
-        """Run the plugin's tool.execute.after for one call; returns the hook's milliseconds."""
-        call = {"tool": tool, "sessionID": "ses_test", "callID": "call_1", "args": args}
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("LIVE_MEMORY_")} | env
-        done = subprocess.run(
-            [self.node, str(self.driver), str(self.plugin), str(self.repo), json.dumps(call)],
-            env=full_env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        assert done.returncode == 0, done.stderr
-        ms: int = json.loads(done.stdout)["ms"]
-        return ms
-
-
-@pytest.fixture
-def feed(node: str, memory: Memory, repo: Path, tmp_path: Path) -> Feed:
-    httpx2.post(memory.url + "/reset", json={"cwd": str(repo)}, timeout=10)
-    opencode.install(tmp_path / "cfg", memory.url, "MY_TOKEN", instructions_dir=None, plugin=True)
-    plugin = tmp_path / "feed.mjs"  # .mjs: Node loads it as the ES module OpenCode sees
-    plugin.write_bytes((tmp_path / "cfg" / "plugins" / "live-memory.js").read_bytes())
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER, encoding="utf-8")
-    return Feed(node, plugin, driver, repo)
-
-
-def teed(memory: Memory) -> list[dict[str, Any]]:
-    return [e for c in memory.recorder.find("/notify") for e in c.json()["events"]]
-
-
-@pytest.mark.parametrize("name", [".env", "deploy.PEM", "id_ed25519", "prod.tfstate"])
-def test_the_plugin_announces_credential_files_by_path_only(feed: Feed, memory: Memory, name: str) -> None:
-    secret = feed.repo / name
-    secret.write_text("TOKEN=hunter2\n", encoding="utf-8")
-    feed.after("read", {"filePath": str(secret)})
-    assert teed(memory) == [{"path": str(secret), "kind": "read"}]
-
-
-def test_the_plugin_sends_content_up_to_the_cap_and_no_further(feed: Feed, memory: Memory) -> None:
-    at_cap, over, binary = feed.repo / "at_cap.txt", feed.repo / "over.txt", feed.repo / "blob.bin"
-    at_cap.write_text("a" * PASSIVE_MAX_FILE_BYTES, encoding="utf-8")
-    over.write_text("a" * (PASSIVE_MAX_FILE_BYTES + 1), encoding="utf-8")
-    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
-    for path in (at_cap, over, binary):
-        feed.after("read", {"filePath": str(path)})
-    events = teed(memory)
-    assert [(e["path"], "content" in e) for e in events] == [
-        (str(at_cap), True),
-        (str(over), False),
-        (str(binary), False),
-    ]
-    assert len(events[0]["content"]) == PASSIVE_MAX_FILE_BYTES
-
-
-def test_the_plugin_never_sends_files_outside_the_repository_or_other_tools(
-    feed: Feed, memory: Memory, tmp_path: Path
-) -> None:
-    outside = tmp_path / "elsewhere.py"
-    outside.write_text("x = 1\n", encoding="utf-8")
-    feed.after("read", {"filePath": str(outside)})
-    feed.after("bash", {"command": "cat src/app.py"})
-    feed.after("read", {"filePath": str(feed.repo / "missing.py")})
-    assert memory.recorder.find("/notify") == []
-
-
-def test_the_plugin_resolves_relative_paths_and_tees_what_apply_patch_touched(feed: Feed, memory: Memory) -> None:
-    (feed.repo / "src" / "new.py").write_text("NEW = 1\n", encoding="utf-8")
-    patch = "*** Begin Patch\n*** Add File: src/new.py\n+NEW = 1\n*** Delete File: src/gone.py\n*** End Patch"
-    feed.after("apply_patch", {"patchText": patch})
-    feed.after("write", {"filePath": "src/app.py", "content": "ignored: the plugin reads the disk"})
-    assert teed(memory) == [
-        {"path": str(feed.repo / "src" / "new.py"), "kind": "write", "content": "NEW = 1\n"},
-        {"path": str(feed.repo / "src" / "gone.py"), "kind": "unlink"},
-        {
-            "path": str(feed.repo / "src" / "app.py"),
-            "kind": "write",
-            "content": "def answer() -> int:\n    return 42\n",
-        },
-    ]
-    (call, *_) = memory.recorder.find("/notify")
-    assert call.json()["session_id"] == "ses_test" and "authorization" not in call.headers
-
-
-def test_the_plugin_sends_the_token_from_the_variable_install_named(feed: Feed, memory: Memory) -> None:
-    feed.after("read", {"filePath": str(feed.repo / "README.md")}, MY_TOKEN="tok-123")
-    (call,) = memory.recorder.find("/notify")
-    assert call.headers["authorization"] == "Bearer tok-123"
-
-
-def test_the_plugin_is_silent_and_quick_when_the_service_is_down(feed: Feed, memory: Memory) -> None:
-    ms = feed.after("read", {"filePath": str(feed.repo / "README.md")}, LIVE_MEMORY_URL="http://127.0.0.1:9")
-    assert ms < 1000 and memory.recorder.find("/notify") == []
+    session = opencode_session.result()
+    (asked,) = session.memory_requests  # the memory answered at once, from what it held
+    assert BILLING_QUESTION in json.dumps(asked.body)
+    assert_the_memory_knew_what_was_taught(session.memory_requests)
+    assert MEMORY_ANSWER in tool_messages(session.turns[3])[-1]
