@@ -282,3 +282,31 @@ async def test_stats_show_which_agent_asked_but_not_what(fake: FakeLLM, workspac
     assert stats["agents"] == {"codex-mcp-client": 2, "opencode": 1}
     assert [q["agent"] for q in stats["recent_questions"]] == ["codex-mcp-client", "opencode", "codex-mcp-client"]
     assert "secret plans" not in str(stats)  # the questions themselves stay off /stats by default
+
+
+async def raw_tool_call(mcp_url: str, cwd: Path, headers: dict[str, str]) -> None:
+    """ask_live_memory as Codex, OpenCode and Gemini CLI call it: a JSON-RPC tools/call whose client said its
+    name only in its `initialize` (a stateless server never sees the two together)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "ask_live_memory", "arguments": {"question": "where?", "cwd": str(cwd)}},
+    }
+    sent = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18", **headers}
+    async with httpx2.AsyncClient(timeout=30) as client:
+        response = await client.post(mcp_url, json=body, headers=sent)
+    assert response.status_code == 200 and '"isError":false' in response.text, response.text
+
+
+async def test_a_call_without_client_info_is_counted_under_the_agent_header_its_entry_sends(
+    fake: FakeLLM, workspace: Path, tmp_path: Path
+) -> None:
+    fake.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    with live_server(settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)) as server:
+        await raw_tool_call(server.mcp_url, workspace, {"X-Live-Memory-Agent": "gemini-cli"})
+        await raw_tool_call(server.mcp_url, workspace, {"X-Live-Memory-Agent": "codex" + "-x" * 40})
+        await raw_tool_call(server.mcp_url, workspace, {})
+        async with httpx2.AsyncClient(base_url=server.url) as client:
+            stats = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
+    assert stats["agents"] == {"gemini-cli": 1, ("codex" + "-x" * 40)[:64]: 1, "unknown": 1}

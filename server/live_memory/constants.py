@@ -15,6 +15,9 @@ MCP_PATH = "/mcp"
 SERVER_NAME = "live-memory"
 # Header a plugin's .mcp.json sets to the session's project dir; the default `cwd` when omitted.
 PROJECT_HEADER = "x-live-memory-project"
+# Header an agent's MCP entry sets to the agent's name (the installers and the plugin write it): clients of a
+# stateless MCP server send their own name only in `initialize`, never with a tool call.
+AGENT_HEADER = "X-Live-Memory-Agent"
 # How long `serve` waits for an existing server's /health before deciding the port is foreign.
 HEALTH_PROBE_TIMEOUT_S = 2.0
 # /health sends a no-op to the worker threads (file I/O, hashing); no answer within this long: "stuck".
@@ -215,7 +218,7 @@ MAX_JOBS = 256
 
 # Files whose lookups (find_symbol) a window remembers as the grounds of what it learns (newest kept).
 LOOKED_UP_MAX = 2000
-# The asking agent's name (its MCP client info) is kept for /stats up to this many characters.
+# The asking agent's name (its MCP client info, else AGENT_HEADER) is kept for /stats up to this many characters.
 MAX_AGENT_NAME_CHARS = 64
 
 # --- a team's knowledge (team_sync.py; the store's own limits are under "team store") -------------

@@ -71,6 +71,7 @@ def test_install_into_an_empty_home_writes_the_server_by_url_and_the_hook(tmp_pa
     assert config["mcp_servers"]["live_memory"] == {
         "url": "http://127.0.0.1:7711/mcp",
         "bearer_token_env_var": "LIVE_MEMORY_AUTH_TOKEN",
+        "http_headers": {"X-Live-Memory-Agent": "codex"},  # the name /stats counts its questions under
         "tool_timeout_sec": codex.TOOL_TIMEOUT_S,
     }
     (group,) = config["hooks"]["PostToolUse"]
@@ -373,7 +374,7 @@ def test_the_memory_answer_reaches_codex_next_model_request(codex_session: Outco
     assert "[live-memory] model=claude-haiku-4-5" in result
     done = [e["item"] for e in session.events if e.get("type") == "item.completed"]
     assert any(i.get("type") == "mcp_tool_call" and i.get("status") == "completed" for i in done)
-    assert session.stats["questions_answered"] == 1
+    assert session.stats["questions_answered"] == 1 and session.stats["agents"] == {codex.AGENT_NAME: 1}
 
 
 @pytest.mark.agent_cli

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from live_memory.cli.agents import codex
 from tests.agents.session import BILLING, BILLING_QUESTION, assert_the_memory_knew_what_was_taught, question
 from tests.agents.test_codex import TOOL, codex_bin, run_codex
 from tests.agents.test_codex import step_of as codex_step
@@ -46,4 +47,4 @@ def test_a_file_claude_code_read_answers_a_question_asked_from_codex(
         run_codex(codex_bin, model, service, repo, tmp_path / "codex", BILLING_QUESTION, instructions=False)
     assert_the_memory_knew_what_was_taught(service.provider.requests)
     agents = service.stats(repo).json()["workspace"]["agents"]
-    assert len(agents) == 1 and sum(agents.values()) == 1  # one question, Codex's: Claude Code asked none
+    assert agents == {codex.AGENT_NAME: 1}  # one question, Codex's: Claude Code asked none

@@ -72,7 +72,10 @@ def test_install_into_an_empty_home_writes_the_server_by_http_url_and_the_hook(t
     written = settings(tmp_path)
     server = written["mcpServers"]["live_memory"]
     assert server["httpUrl"] == "http://127.0.0.1:7711/mcp"
-    assert server["headers"] == {"Authorization": "Bearer ${LIVE_MEMORY_AUTH_TOKEN}"}  # a reference, never a value
+    assert server["headers"] == {
+        "X-Live-Memory-Agent": "gemini-cli",  # the name /stats counts its questions under
+        "Authorization": "Bearer ${LIVE_MEMORY_AUTH_TOKEN}",  # a reference, never a value
+    }
     assert server["timeout"] == gemini.TOOL_TIMEOUT_MS and server["trust"] is True
     (group,) = written["hooks"]["AfterTool"]
     assert group["matcher"] == gemini.HOOK_MATCHER
@@ -297,7 +300,7 @@ def test_the_memory_answer_reaches_gemini_next_model_request(gemini_session: Out
     assert MEMORY_ANSWER in json.dumps(result["response"])
     assert "[live-memory] model=claude-haiku-4-5" in json.dumps(result["response"])
     assert any(e.get("type") == "tool_result" and e.get("status") == "success" for e in session.events)
-    assert session.stats["questions_answered"] == 1
+    assert session.stats["questions_answered"] == 1 and session.stats["agents"] == {gemini.AGENT_NAME: 1}
 
 
 @pytest.mark.agent_cli

@@ -59,14 +59,14 @@ def test_install_adds_a_remote_mcp_server_and_names_the_token_by_variable_only(t
         "type": "remote",
         "url": URL + "/mcp",
         "timeout": opencode.MCP_TIMEOUT_MS,
-        "headers": {"Authorization": "Bearer {env:LIVE_MEMORY_AUTH_TOKEN}"},
+        "headers": {"X-Live-Memory-Agent": "opencode", "Authorization": "Bearer {env:LIVE_MEMORY_AUTH_TOKEN}"},
     }
 
 
 def test_install_without_a_token_sends_no_authorization_header(tmp_path: Path) -> None:
     opencode.install(tmp_path, URL + "/mcp", None, instructions_dir=None, plugin=False)
     entry = config_of(tmp_path)["mcp"]["live_memory"]
-    assert entry["url"] == URL + "/mcp" and "headers" not in entry
+    assert entry["url"] == URL + "/mcp" and entry["headers"] == {"X-Live-Memory-Agent": "opencode"}
 
 
 def test_a_token_value_in_place_of_a_variable_name_is_refused(tmp_path: Path) -> None:
@@ -353,6 +353,7 @@ def test_opencode_lists_the_tool_calls_it_with_the_repository_and_the_answer_rea
     answer = tool_messages(session.turns[3])[2]  # (b) the memory's answer is in the next model request
     assert MEMORY_ANSWER in answer
     assert "[live-memory] model=" in answer
+    assert session.stats["agents"] == {opencode.AGENT_NAME: 1}  # /stats says who asked
 
 
 @pytest.mark.agent_cli

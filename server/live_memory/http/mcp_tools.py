@@ -48,11 +48,12 @@ RESULT_DESCRIPTION = (
 
 
 def _agent_of(ctx: Context) -> str:
-    """The asking agent's name as its MCP client gives it (e.g. `claude-code`, `codex-mcp-client`); empty when
-    it gave none."""
+    """The asking agent's name: its MCP client's (e.g. `codex-mcp-client`) when the call carries client info,
+    else the agent header its MCP entry sends (`codex`, `claude-code`, ...); empty when neither says."""
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
-    return str(info.name)[: C.MAX_AGENT_NAME_CHARS] if info is not None and info.name else ""
+    name = str(info.name) if info is not None and info.name else (ctx.headers or {}).get(C.AGENT_HEADER.lower(), "")
+    return "".join(c for c in name.strip() if c.isprintable())[: C.MAX_AGENT_NAME_CHARS]
 
 
 def _cwd_from(ctx: Context, cwd: str) -> str:

@@ -31,6 +31,7 @@ from typing import Any
 
 from live_memory.cli.agents import files
 from live_memory.cli.agents.files import CHECKOUT_HOOKS, HOOK_DIR_NAME
+from live_memory.constants import AGENT_HEADER
 from live_memory.errors import ConfigError
 
 BEGIN = "# added by live-memory install codex"
@@ -38,6 +39,7 @@ END = "# end of live-memory install codex"
 MD_BEGIN = "<!-- added by live-memory install codex -->"
 MD_END = "<!-- end of live-memory install codex -->"
 SERVER_NAME = "live_memory"
+AGENT_NAME = "codex"  # what /stats counts its questions under (sent as AGENT_HEADER)
 # Live Memory's soft deadline plus its queueing fit well inside this; Codex's default (60 s) may not.
 TOOL_TIMEOUT_S = 300
 # Each tee gives up after ~1 s (hooks/notify.py); the margin covers a slow python start.
@@ -128,6 +130,7 @@ def _render_block(mcp_url: str, token_env: str | None, hook_command: str | None)
     lines = [BEGIN, f"[mcp_servers.{SERVER_NAME}]", f"url = {_toml_str(mcp_url)}"]
     if token_env:
         lines.append(f"bearer_token_env_var = {_toml_str(token_env)}")
+    lines.append(f"http_headers = {{ {_toml_str(AGENT_HEADER)} = {_toml_str(AGENT_NAME)} }}")
     lines.append(f"tool_timeout_sec = {TOOL_TIMEOUT_S}")
     if hook_command is not None:
         lines += [

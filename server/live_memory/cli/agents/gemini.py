@@ -29,9 +29,11 @@ from typing import Any
 
 from live_memory.cli.agents import files
 from live_memory.cli.agents.files import CHECKOUT_HOOKS, HOOK_DIR_NAME
+from live_memory.constants import AGENT_HEADER
 from live_memory.errors import ConfigError
 
 SERVER_NAME = "live_memory"
+AGENT_NAME = "gemini-cli"  # what /stats counts its questions under (sent as AGENT_HEADER)
 # Marks the server entry as install's, so uninstall never removes a hand-written one.
 SERVER_DESCRIPTION = "Live Memory: a persistent memory of the codebase (added by live-memory install gemini)"
 # Live Memory's soft deadline plus its queueing fit well inside this (Gemini CLI counts milliseconds).
@@ -94,10 +96,10 @@ def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
 
 
 def _server(mcp_url: str, token_env: str | None) -> dict[str, Any]:
-    server: dict[str, Any] = {"httpUrl": mcp_url}
+    server: dict[str, Any] = {"httpUrl": mcp_url, "headers": {AGENT_HEADER: AGENT_NAME}}
     if token_env:
         # Gemini CLI expands ${VAR} in settings.json from its environment: the file holds the name only.
-        server["headers"] = {"Authorization": f"Bearer ${{{token_env}}}"}
+        server["headers"]["Authorization"] = f"Bearer ${{{token_env}}}"
     server["timeout"] = TOOL_TIMEOUT_MS
     # Why trust: the tool only asks questions (it reads nothing outside the memory and changes nothing), and
     # an untrusted MCP tool needs a confirmation that a non-interactive `gemini -p` cannot give.

@@ -24,11 +24,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from live_memory.constants import DEFAULT_SECRET_GLOBS
+from live_memory.constants import AGENT_HEADER, DEFAULT_SECRET_GLOBS
 from live_memory.errors import ClientError
 from live_memory.safe_files import atomic_write
 
 SERVER_KEY = "live_memory"
+AGENT_NAME = "opencode"  # what /stats counts its questions under (sent as AGENT_HEADER)
 # OpenCode names an MCP tool <server>_<tool>.
 TOOL_NAME = f"{SERVER_KEY}_ask_live_memory"
 CONFIG_NAMES = ("opencode.json", "opencode.jsonc")
@@ -85,11 +86,12 @@ def mcp_entry(url: str, token_env: str | None) -> dict[str, Any]:
         "type": "remote",
         "url": base if base.endswith("/mcp") else base + "/mcp",
         "timeout": MCP_TIMEOUT_MS,
+        "headers": {AGENT_HEADER: AGENT_NAME},
     }
     if token_env:
         if not _ENV_NAME.fullmatch(token_env):
             raise ClientError(f"the token must be named by an environment variable, got {token_env!r}")
-        entry["headers"] = {"Authorization": f"Bearer {{env:{token_env}}}"}
+        entry["headers"]["Authorization"] = f"Bearer {{env:{token_env}}}"
     return entry
 
 
