@@ -191,3 +191,16 @@ def assert_the_memory_knew_what_was_taught(memory_requests: list[RecordedRequest
     asked = [r for r in memory_requests if BILLING_QUESTION in json.dumps(r.body)]
     assert asked, "the memory never got the question"
     assert BILLING_FACT in json.dumps(asked[0].body)
+
+
+def assert_asked_once_with_the_repository(session: Session) -> None:
+    """The agent called ask_live_memory once, with the session's question and the repository as cwd, and the
+    memory answered the call."""
+    (call,) = session.tool_calls()
+    assert call.status == 200
+    assert call.json()["params"]["arguments"] == question(session.repo)
+
+
+def assert_counted_under(session: Session, agent: str) -> None:
+    """/stats counts the session's one question, under the agent's name."""
+    assert session.stats["questions_answered"] == 1 and session.stats["agents"] == {agent: 1}

@@ -9,10 +9,8 @@ one run that they share (tests/agents/session.py).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -21,19 +19,12 @@ import pytest
 
 from live_memory.cli.agents import codex
 from live_memory.errors import ConfigError
-from tests.agents.session import (
-    MEMORY_ANSWER,
-    PROMPT,
-    Outcome,
-    assert_read_and_edit_teed,
-    assert_the_memory_knew_what_was_taught,
-    question,
-    record_session,
-)
+from tests.agents import session as shared
 from tests.fakes.agent_clis import require_cli, run_json_lines
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.wire import all_text
-from tests.plugin.conftest import HOOKS, REPO_ROOT, Service
+from tests.plugin.conftest import REPO_ROOT, Service
+from tests.plugin.test_secret_floor import load_hook
 
 CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "codex" / "node_modules" / ".bin" / "codex"
 TOOL = "mcp__live_memory__ask_live_memory"  # Codex's namespace for the server + the tool's own name
@@ -109,13 +100,6 @@ def test_a_new_url_replaces_our_block_in_place(tmp_path: Path) -> None:
     assert text.count(codex.BEGIN) == 1
 
 
-def test_uninstall_of_a_config_install_created_removes_the_file(tmp_path: Path) -> None:
-    install(tmp_path)
-    codex.uninstall(tmp_path, instructions_dir=None)
-    assert not (tmp_path / "config.toml").exists()
-    assert "nothing of Live Memory's" in codex.uninstall(tmp_path, instructions_dir=None)[0]
-
-
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
@@ -151,42 +135,7 @@ def test_uninstall_refuses_when_user_keys_follow_our_block_without_a_header(tmp_
 # ------------------------------------------------------------------------------------------- AGENTS.md
 
 
-def test_the_agents_note_is_added_only_on_request_and_removed_byte_for_byte(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    agents = repo / "AGENTS.md"
-    agents.write_text("# Rules\n\nRun make check.\n", encoding="utf-8")
-    install(tmp_path / "home")
-    assert agents.read_text(encoding="utf-8") == "# Rules\n\nRun make check.\n"
-    codex.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=repo)
-    text = agents.read_text(encoding="utf-8")
-    assert text.startswith("# Rules\n\nRun make check.\n") and "`ask_live_memory`" in text
-    codex.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=repo)
-    assert agents.read_text(encoding="utf-8") == text
-    codex.uninstall(tmp_path / "home", instructions_dir=repo)
-    assert agents.read_text(encoding="utf-8") == "# Rules\n\nRun make check.\n"
-
-
-def test_an_agents_file_install_created_is_removed_again(tmp_path: Path) -> None:
-    codex.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=tmp_path)
-    assert (tmp_path / "AGENTS.md").is_file()
-    codex.uninstall(tmp_path / "home", instructions_dir=tmp_path)
-    assert not (tmp_path / "AGENTS.md").exists()
-
-
 # ----------------------------------------------------------------------------------------- the hook's parsing
-
-
-def load_hook() -> Any:
-    spec = importlib.util.spec_from_file_location("codex_notify_under_test", HOOKS / "codex_notify.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(HOOKS))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(HOOKS))
-    return module
 
 
 def test_the_hook_reads_every_file_an_apply_patch_touches() -> None:
@@ -194,7 +143,7 @@ def test_the_hook_reads_every_file_an_apply_patch_touches() -> None:
         "*** Begin Patch\n*** Add File: new.py\n+x = 1\n*** Update File: a.py\n*** Move to: b.py\n@@\n-1\n+2\n"
         "*** Delete File: old.py\n*** Update File: c.py\n@@\n-3\n+4\n*** End Patch\n"
     )
-    assert load_hook().patch_events(patch) == [
+    assert load_hook("codex_notify").patch_events(patch) == [
         ("write", "new.py"),
         ("unlink", "a.py"),
         ("write", "b.py"),
@@ -204,7 +153,7 @@ def test_the_hook_reads_every_file_an_apply_patch_touches() -> None:
 
 
 def test_the_hook_takes_reads_from_plain_commands_and_guesses_nothing_the_shell_would_expand(tmp_path: Path) -> None:
-    hook = load_hook()
+    hook = load_hook("codex_notify")
     (tmp_path / "src").mkdir()
     for name in ("src/a.py", "src/b.py", "README.md"):
         (tmp_path / name).write_text("x\n", encoding="utf-8")
@@ -328,19 +277,19 @@ def steps(repo: Path) -> list[Reply]:
     return [
         Reply.tool_call("exec_command", {"cmd": "sed -n '1,80p' src/app.py"}),
         Reply.tool_call("apply_patch", {"input": PATCH}),
-        Reply.tool_call(TOOL, question(repo)),
+        Reply.tool_call(TOOL, shared.question(repo)),
     ]
 
 
 @pytest.fixture(scope="module")
-def codex_session(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+def codex_session(tmp_path_factory: pytest.TempPathFactory) -> shared.Outcome:
     """One `codex exec` session (tests/agents/session.py) that the tests below share."""
     codex_path = codex_cli()
 
     def run(repo: Path, home: Path, model: FakeLLM, service: Service) -> list[dict[str, Any]]:
-        return run_codex(codex_path, model, service, repo, home / "codex-user", PROMPT, instructions=True)
+        return run_codex(codex_path, model, service, repo, home / "codex-user", shared.PROMPT, instructions=True)
 
-    return record_session(tmp_path_factory.mktemp("codex"), steps, step_of, run)
+    return shared.record_session(tmp_path_factory.mktemp("codex"), steps, step_of, run)
 
 
 def namespace_tools(body: dict[str, Any], namespace: str) -> list[str]:
@@ -354,34 +303,34 @@ def namespace_tools(body: dict[str, Any], namespace: str) -> list[str]:
 
 @pytest.mark.agent_cli
 def test_codex_lists_the_tool_reads_the_agents_note_and_asks_with_the_repository_as_cwd(
-    codex_session: Outcome,
+    codex_session: shared.Outcome,
 ) -> None:
     session = codex_session.result()
     first = session.turns[0].body
     assert namespace_tools(first, "mcp__live_memory") == ["ask_live_memory"]
     assert codex.AGENTS_NOTE.splitlines()[2] in all_text(first["input"])  # Codex put AGENTS.md in front of it
-    (call,) = session.tool_calls()
-    assert call.status == 200
-    assert call.json()["params"]["arguments"] == question(session.repo)
+    shared.assert_asked_once_with_the_repository(session)
 
 
 @pytest.mark.agent_cli
-def test_the_memory_answer_reaches_codex_next_model_request(codex_session: Outcome) -> None:
+def test_the_memory_answer_reaches_codex_next_model_request(codex_session: shared.Outcome) -> None:
     session = codex_session.result()
     assert [len(function_outputs(r.body)) for r in session.turns] == [0, 1, 2, 3]  # one request a turn
     result = function_outputs(session.turns[3].body)[2]  # the question's, in the request after it
-    assert MEMORY_ANSWER in result
+    assert shared.MEMORY_ANSWER in result
     assert "[live-memory] model=claude-haiku-4-5" in result
     done = [e["item"] for e in session.events if e.get("type") == "item.completed"]
     assert any(i.get("type") == "mcp_tool_call" and i.get("status") == "completed" for i in done)
-    assert session.stats["questions_answered"] == 1 and session.stats["agents"] == {codex.AGENT_NAME: 1}
+    shared.assert_counted_under(session, codex.AGENT_NAME)
 
 
 @pytest.mark.agent_cli
-def test_a_shell_read_and_an_apply_patch_edit_reach_the_memory_through_the_hook(codex_session: Outcome) -> None:
-    assert_read_and_edit_teed(codex_session.result())
+def test_a_shell_read_and_an_apply_patch_edit_reach_the_memory_through_the_hook(codex_session: shared.Outcome) -> None:
+    shared.assert_read_and_edit_teed(codex_session.result())
 
 
 @pytest.mark.agent_cli
-def test_what_another_agent_taught_through_notify_is_known_to_a_question_from_codex(codex_session: Outcome) -> None:
-    assert_the_memory_knew_what_was_taught(codex_session.result().memory_requests)
+def test_what_another_agent_taught_through_notify_is_known_to_a_question_from_codex(
+    codex_session: shared.Outcome,
+) -> None:
+    shared.assert_the_memory_knew_what_was_taught(codex_session.result().memory_requests)

@@ -9,10 +9,8 @@ tests assert on one run that they share (tests/agents/session.py).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +18,12 @@ import pytest
 
 from live_memory.cli.agents import gemini
 from live_memory.errors import ConfigError
-from tests.agents.session import (
-    MEMORY_ANSWER,
-    PROMPT,
-    Outcome,
-    assert_read_and_edit_teed,
-    assert_the_memory_knew_what_was_taught,
-    question,
-    record_session,
-)
+from tests.agents import session as shared
 from tests.fakes.agent_clis import require_cli, run_json_lines
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.wire import all_text
-from tests.plugin.conftest import HOOKS, REPO_ROOT, Service
+from tests.plugin.conftest import REPO_ROOT, Service
+from tests.plugin.test_secret_floor import load_hook
 
 CLI_CANDIDATE = REPO_ROOT / ".tools" / "agents" / "gemini" / "node_modules" / ".bin" / "gemini"
 TOOL = "mcp_live_memory_ask_live_memory"  # Gemini CLI's name for an MCP tool: mcp_<server>_<tool>
@@ -113,13 +104,6 @@ def test_a_new_url_replaces_our_entries_in_place(tmp_path: Path) -> None:
     assert [g["matcher"] for g in written["hooks"]["AfterTool"]] == ["write_file", gemini.HOOK_MATCHER, "replace"]
 
 
-def test_uninstall_of_settings_install_created_removes_the_file(tmp_path: Path) -> None:
-    install(tmp_path)
-    gemini.uninstall(tmp_path, instructions_dir=None)
-    assert not (tmp_path / "settings.json").exists()
-    assert "nothing of Live Memory's" in gemini.uninstall(tmp_path, instructions_dir=None)[0]
-
-
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
@@ -147,37 +131,11 @@ def test_uninstall_leaves_a_hand_written_live_memory_server_alone(tmp_path: Path
     assert settings(tmp_path) == mine
 
 
-def test_the_gemini_note_is_added_only_on_request_and_removed_byte_for_byte(tmp_path: Path) -> None:
-    notes = tmp_path / "GEMINI.md"
-    notes.write_text("# Rules\n\nRun make check.\n", encoding="utf-8")
-    install(tmp_path / "home")
-    assert notes.read_text(encoding="utf-8") == "# Rules\n\nRun make check.\n"
-    gemini.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=tmp_path)
-    text = notes.read_text(encoding="utf-8")
-    assert text.startswith("# Rules\n\nRun make check.\n") and "`ask_live_memory`" in text
-    gemini.install(tmp_path / "home", "http://127.0.0.1:7711", None, instructions_dir=tmp_path)
-    assert notes.read_text(encoding="utf-8") == text
-    gemini.uninstall(tmp_path / "home", instructions_dir=tmp_path)
-    assert notes.read_text(encoding="utf-8") == "# Rules\n\nRun make check.\n"
-
-
 # ----------------------------------------------------------------------------------------- the hook's parsing
 
 
-def load_hook() -> Any:
-    spec = importlib.util.spec_from_file_location("gemini_notify_under_test", HOOKS / "gemini_notify.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(HOOKS))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(HOOKS))
-    return module
-
-
 def test_the_hook_takes_each_file_tool_by_its_path_and_skips_failed_calls(tmp_path: Path) -> None:
-    hook, root = load_hook(), str(tmp_path)
+    hook, root = load_hook("gemini_notify"), str(tmp_path)
 
     def touched(tool: str, args: dict[str, Any], response: dict[str, Any] | None = None) -> Any:
         payload = {"tool_name": tool, "tool_input": args, "tool_response": response or {"llmContent": "ok"}}
@@ -191,7 +149,7 @@ def test_the_hook_takes_each_file_tool_by_its_path_and_skips_failed_calls(tmp_pa
 
 
 def test_the_hook_reads_only_the_files_read_many_files_names_outright(tmp_path: Path) -> None:
-    hook = load_hook()
+    hook = load_hook("gemini_notify")
     (tmp_path / "docs").mkdir()
     for name in ("a.md", "docs/b.md"):
         (tmp_path / name).write_text("x\n", encoding="utf-8")
@@ -259,19 +217,19 @@ def steps(repo: Path) -> list[Reply]:
     return [
         Reply.tool_call("read_file", {"file_path": "src/app.py"}),
         Reply.tool_call("replace", edit),
-        Reply.tool_call(TOOL, question(repo)),
+        Reply.tool_call(TOOL, shared.question(repo)),
     ]
 
 
 @pytest.fixture(scope="module")
-def gemini_session(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+def gemini_session(tmp_path_factory: pytest.TempPathFactory) -> shared.Outcome:
     """One `gemini -p` session (tests/agents/session.py) that the tests below share."""
     gemini_path = require_cli(CLI_CANDIDATE, "gemini", "scripts/install-agent-clis.sh gemini")
 
     def run(repo: Path, home: Path, model: FakeLLM, service: Service) -> list[dict[str, Any]]:
-        return run_gemini(gemini_path, model, service, repo, home / "gemini-user", PROMPT)
+        return run_gemini(gemini_path, model, service, repo, home / "gemini-user", shared.PROMPT)
 
-    return record_session(tmp_path_factory.mktemp("gemini"), steps, step_of, run)
+    return shared.record_session(tmp_path_factory.mktemp("gemini"), steps, step_of, run)
 
 
 def declared_tools(body: dict[str, Any]) -> list[str]:
@@ -280,36 +238,34 @@ def declared_tools(body: dict[str, Any]) -> list[str]:
 
 @pytest.mark.agent_cli
 def test_gemini_lists_the_tool_reads_the_gemini_note_and_asks_with_the_repository_as_cwd(
-    gemini_session: Outcome,
+    gemini_session: shared.Outcome,
 ) -> None:
     session = gemini_session.result()
     first = session.turns[0].body
     assert TOOL in declared_tools(first)
     assert gemini.NOTE.text.splitlines()[2] in all_text(first["contents"])  # GEMINI.md is in front of it
-    (call,) = session.tool_calls()
-    assert call.status == 200
-    assert call.json()["params"]["arguments"] == question(session.repo)
+    shared.assert_asked_once_with_the_repository(session)
 
 
 @pytest.mark.agent_cli
-def test_the_memory_answer_reaches_gemini_next_model_request(gemini_session: Outcome) -> None:
+def test_the_memory_answer_reaches_gemini_next_model_request(gemini_session: shared.Outcome) -> None:
     session = gemini_session.result()
     assert [len(function_responses(r.body)) for r in session.turns] == [0, 1, 2, 3]  # one request a turn
     result = function_responses(session.turns[3].body)[2]  # the question's, in the request after it
     assert result["name"] == TOOL
-    assert MEMORY_ANSWER in json.dumps(result["response"])
+    assert shared.MEMORY_ANSWER in json.dumps(result["response"])
     assert "[live-memory] model=claude-haiku-4-5" in json.dumps(result["response"])
     assert any(e.get("type") == "tool_result" and e.get("status") == "success" for e in session.events)
-    assert session.stats["questions_answered"] == 1 and session.stats["agents"] == {gemini.AGENT_NAME: 1}
+    shared.assert_counted_under(session, gemini.AGENT_NAME)
 
 
 @pytest.mark.agent_cli
-def test_a_read_file_and_a_replace_edit_reach_the_memory_through_the_hook(gemini_session: Outcome) -> None:
-    assert_read_and_edit_teed(gemini_session.result())
+def test_a_read_file_and_a_replace_edit_reach_the_memory_through_the_hook(gemini_session: shared.Outcome) -> None:
+    shared.assert_read_and_edit_teed(gemini_session.result())
 
 
 @pytest.mark.agent_cli
 def test_what_another_agent_taught_through_notify_is_known_to_a_question_from_gemini(
-    gemini_session: Outcome,
+    gemini_session: shared.Outcome,
 ) -> None:
-    assert_the_memory_knew_what_was_taught(gemini_session.result().memory_requests)
+    shared.assert_the_memory_knew_what_was_taught(gemini_session.result().memory_requests)

@@ -25,6 +25,8 @@ from tests.agents.session import (
     ORIGINAL,
     PROMPT,
     Outcome,
+    assert_asked_once_with_the_repository,
+    assert_counted_under,
     assert_read_and_edit_teed,
     assert_the_memory_knew_what_was_taught,
     question,
@@ -347,13 +349,12 @@ def test_opencode_lists_the_tool_calls_it_with_the_repository_and_the_answer_rea
     assert opencode.TOOL_NAME in tool_names(first)  # (a) listed to the model
     system = "\n".join(str(m.get("content")) for m in first.body["messages"] if m.get("role") == "system")
     assert opencode.BEGIN_MARK in system and f"Call `{opencode.TOOL_NAME}`" in system  # AGENTS.md reached it
-    (call,) = [c.json()["params"] for c in session.tool_calls()]
-    assert call["name"] == "ask_live_memory" and call["arguments"]["cwd"] == str(session.repo)  # (a) with the repo
+    assert_asked_once_with_the_repository(session)  # (a) called with the repository
     assert [len(tool_messages(r)) for r in session.turns] == [0, 1, 2, 3]  # one request a turn
     answer = tool_messages(session.turns[3])[2]  # (b) the memory's answer is in the next model request
     assert MEMORY_ANSWER in answer
     assert "[live-memory] model=" in answer
-    assert session.stats["agents"] == {opencode.AGENT_NAME: 1}  # /stats says who asked
+    assert_counted_under(session, opencode.AGENT_NAME)  # /stats says who asked
 
 
 @pytest.mark.agent_cli
