@@ -47,6 +47,8 @@ ONE_WORKER_MODULES = {
     # Each worker has its own PostgreSQL cluster (tests/fakes/postgres.py, from one initdb template per machine):
     # the store's own tests share one, started once.
     "tests/test_team_store.py": "postgres",
+    # One recorded Claude Code session, which every test of the module reads.
+    "tests/plugin/test_claude_code_e2e.py": "claude-e2e",
     "tests/test_workspace.py": "hypothesis",
 }
 
@@ -54,16 +56,20 @@ _SEALED_PREFIXES = ("LIVE_MEMORY_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "DEEPSEE
 _LOOPBACK = ("127.", "::1", "localhost")
 
 
-@pytest.fixture(autouse=True)
-def sealed_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def seal_environment(monkeypatch: pytest.MonkeyPatch, home: Path) -> Path:
+    """No provider or Claude variable from outside; HOME and the data dir under `home`."""
     for name in list(os.environ):
         if name.startswith(_SEALED_PREFIXES):
             monkeypatch.delenv(name, raising=False)
-    home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("LIVE_MEMORY_DATA_DIR", str(home / "live-memory-data"))
     return home
+
+
+@pytest.fixture(autouse=True)
+def sealed_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return seal_environment(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
 def _share_the_default_tls_context() -> None:
@@ -158,6 +164,11 @@ def _is_loopback(address: object) -> bool:
 
 @pytest.fixture(autouse=True)
 def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    refuse_the_network(monkeypatch)
+    yield
+
+
+def refuse_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Refuse any connection to a non-loopback address: tests never touch the network."""
     real_connect = socket.socket.connect
     real_connect_ex = socket.socket.connect_ex
@@ -174,7 +185,6 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
-    yield
 
 
 @pytest.fixture(autouse=True)
