@@ -24,6 +24,9 @@ from tests.fakes.postgres import PostgresCluster, unavailable_reason
 # compiles the package again. (Caches go to __pycache__ beside the sources, ignored by git.)
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# matplotlib (the benchmark report's charts) caches its list of the installed fonts, half a second to build, under
+# HOME, which is new for every test: it is kept with the benchmarks' other caches instead (ignored by git).
+os.environ.setdefault("MPLCONFIGDIR", str(Path(__file__).resolve().parents[1] / "bench" / ".cache" / "matplotlib"))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
