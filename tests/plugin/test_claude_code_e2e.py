@@ -34,6 +34,7 @@ from tests.plugin.conftest import (
     recorded_service,
     run_cli,
 )
+from tests.plugin.test_manifest import hook_groups
 
 pytestmark = pytest.mark.slow
 CLI_TIMEOUT_S = 120.0
@@ -220,3 +221,11 @@ def test_an_edit_reaches_the_memory_before_the_next_model_request_and_survives_t
     assert session.source.read_text(encoding="utf-8").endswith("return 43\n")  # Claude Code really edited it
     assert session.teed_before_next_turn == [True]
     assert session.teed_when_the_run_ended  # and nothing was cancelled when the run ended
+
+
+def test_tool_matchers_name_tools_the_claude_cli_has(session: Session) -> None:
+    """The plugin's PostToolUse matchers against the real CLI's own tool list (its `system/init` event), so a
+    renamed tool fails here."""
+    tools = set(next(e for e in session.events if e.get("subtype") == "init")["tools"])
+    matched = {name for g in hook_groups("PostToolUse") for name in g["matcher"].split("|")}
+    assert matched <= tools, f"matchers name tools the CLI does not have: {sorted(matched - tools)}"
