@@ -24,6 +24,9 @@ from tests.fakes.postgres import PostgresCluster, unavailable_reason
 # compiles the package again. (Caches go to __pycache__ beside the sources, ignored by git.)
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# matplotlib (the benchmark report's charts) caches its list of the installed fonts, half a second to build, under
+# HOME, which is new for every test: it is kept with the benchmarks' other caches instead (ignored by git).
+os.environ.setdefault("MPLCONFIGDIR", str(Path(__file__).resolve().parents[1] / "bench" / ".cache" / "matplotlib"))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -51,6 +54,8 @@ ONE_WORKER_MODULES = {
     # Each worker has its own PostgreSQL cluster (tests/fakes/postgres.py, from one initdb template per machine):
     # the store's own tests share one, started once.
     "tests/test_team_store.py": "postgres",
+    # One recorded Claude Code session, which every test of the module reads.
+    "tests/plugin/test_claude_code_e2e.py": "claude-e2e",
     "tests/test_workspace.py": "hypothesis",
 }
 
@@ -58,21 +63,20 @@ _SEALED_PREFIXES = ("LIVE_MEMORY_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "DEEPSEE
 _LOOPBACK = ("127.", "::1", "localhost")
 
 
-def seal_environment(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
-    """No provider or Claude variable; HOME, XDG_DATA_HOME and the data dir under `home`."""
+def seal_environment(monkeypatch: pytest.MonkeyPatch, home: Path) -> Path:
+    """No provider or Claude variable from outside; HOME and the data dir under `home`."""
     for name in list(os.environ):
         if name.startswith(_SEALED_PREFIXES):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("LIVE_MEMORY_DATA_DIR", str(home / "live-memory-data"))
+    return home
 
 
 @pytest.fixture(autouse=True)
 def sealed_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path_factory.mktemp("home")
-    seal_environment(monkeypatch, home)
-    return home
+    return seal_environment(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
 def _share_the_default_tls_context() -> None:

@@ -137,13 +137,14 @@ def test_the_document_says_not_run_yet_without_results() -> None:
 
 def test_two_developers_share_what_the_first_learned_through_a_real_store(team_db: TeamDatabase) -> None:
     """End to end, small: the first developer's facts reach the store, the second's ledger holds some."""
-    data = team_bill.run(  # a short session whose history folds early: facts to share after a dozen tasks
+    data = team_bill.run(  # a short session whose history folds early: facts to share after a few tasks
         load=workload("medium", "natural", (6,)),
         developers=2,
         modes=("trusting",),
         store=team_db.url,
         jobs=1,
         options={"history_max_tokens": "1500"},
+        store_poll_s=0.05,  # the store is local: its count settles in milliseconds
     )
     first, second = data["developers"]
     assert first["by_mode"]["trusting"]["store_facts_first_learned"] > 0

@@ -66,8 +66,11 @@ async def test_output_is_capped_and_the_child_killed(tmp_path: Path) -> None:
 async def test_timeout_kills_a_silent_child(tmp_path: Path) -> None:
     fifo = tmp_path / "ready"
     os.mkfifo(fifo)
-    script = f"import os, time\nopen({str(fifo)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)"
-    task = asyncio.create_task(run_bounded([sys.executable, "-c", script], cwd=tmp_path, timeout_s=1.0, max_bytes=1000))
+    # A shell child: it writes its pid within milliseconds of starting (an interpreter would take a good part of
+    # the timeout, which then has to be longer), then `sleep` replaces it under the same pid.
+    script = 'echo $$ > "$1"; exec sleep 60'
+    argv = ["sh", "-c", script, "sh", str(fifo)]
+    task = asyncio.create_task(run_bounded(argv, cwd=tmp_path, timeout_s=0.3, max_bytes=1000))
     (pid,) = await _read_pids(fifo)
     result = await task
     assert result.timed_out and result.returncode is None

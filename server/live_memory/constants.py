@@ -15,8 +15,8 @@ MCP_PATH = "/mcp"
 SERVER_NAME = "live-memory"
 # Header a plugin's .mcp.json sets to the session's project dir; the default `cwd` when omitted.
 PROJECT_HEADER = "x-live-memory-project"
-# Header an agent's MCP entry sets to the agent's name (the installers and the plugin write it): clients of a
-# stateless MCP server send their own name only in `initialize`, never with a tool call.
+# Header an agent's MCP entry sets to the agent's name (the installers write it): some clients of a stateless
+# MCP server send their own name only in `initialize`, never with a tool call.
 AGENT_HEADER = "X-Live-Memory-Agent"
 # How long `serve` waits for an existing server's /health before deciding the port is foreign.
 HEALTH_PROBE_TIMEOUT_S = 2.0

@@ -105,7 +105,7 @@ def test_serve_is_a_singleton_and_sigterm_mid_question_returns_a_best_effort_ans
             **openai_env(fake),
             LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD="0",
             LIVE_MEMORY_DEFAULT_TIMEOUT_S="120",
-            LIVE_MEMORY_SHUTDOWN_GRACE_S="0.5",  # the question's cut deadline: no test waits on the default
+            LIVE_MEMORY_SHUTDOWN_GRACE_S="0.1",  # the question's cut deadline: no test waits on the default
         )
         server = ServeProcess(env)
         try:

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,10 +127,9 @@ class Service:
         return self.recorder.find("/notify")
 
 
-@pytest.fixture
-def service(tmp_path: Path, sealed_environment: Path) -> Iterator[Service]:
+@contextmanager
+def recorded_service(data_dir: Path) -> Iterator[Service]:
     """The real Live Memory app on a loopback port, its provider a FakeLLM, every request recorded."""
-    data_dir = Path(os.environ["LIVE_MEMORY_DATA_DIR"])
     with FakeLLM() as provider:
         recorder = Recorder(create_app(settings_for(provider.base_url, data_dir)))
         with LiveServer(recorder) as server:  # type: ignore[arg-type]
@@ -137,9 +137,19 @@ def service(tmp_path: Path, sealed_environment: Path) -> Iterator[Service]:
 
 
 @pytest.fixture
+def service(tmp_path: Path, sealed_environment: Path) -> Iterator[Service]:
+    with recorded_service(Path(os.environ["LIVE_MEMORY_DATA_DIR"])) as running:
+        yield running
+
+
+@pytest.fixture
 def repo(sealed_environment: Path) -> Path:
+    return make_repo(sealed_environment)
+
+
+def make_repo(home: Path) -> Path:
     """A small git repository under HOME (the server's default allowed root): sources and a .gitignore."""
-    root = sealed_environment / "src" / "repo"
+    root = home / "src" / "repo"
     (root / "src").mkdir(parents=True)
     (root / "src" / "app.py").write_text("def answer() -> int:\n    return 42\n", encoding="utf-8")
     (root / "README.md").write_text("# demo\n", encoding="utf-8")

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from tests.cli.test_main import openai_env
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.ports import free_port
 from tests.plugin.conftest import REPO_ROOT, TOOL_NAME, cli_env
@@ -27,7 +28,7 @@ from tests.plugin.test_claude_code_e2e import is_agent_turn, tool_results
 
 pytestmark = pytest.mark.slow
 WAIT_S = 60.0
-GRACE_S = "0.5"  # the cut deadline of a question running at the stop: no test waits on the default
+GRACE_S = "0.1"  # the cut deadline of a question running at the stop: no test waits on the default
 
 
 @dataclass
@@ -65,9 +66,7 @@ def start_server(tmp_path: Path, home: Path, memory: FakeLLM) -> tuple[subproces
         HOME=str(home),
         LIVE_MEMORY_PORT=str(port),
         LIVE_MEMORY_DATA_DIR=str(tmp_path / "data"),
-        LIVE_MEMORY_PROVIDER="anthropic",
-        LIVE_MEMORY_BASE_URL=memory.base_url,
-        LIVE_MEMORY_API_KEY="test",
+        **openai_env(memory),  # the question's first provider call loads that SDK, the quicker one to load
         LIVE_MEMORY_OAUTH="false",
         LIVE_MEMORY_ALLOWED_ROOTS=str(home),
         LIVE_MEMORY_FORCE_EXPLORE_WHEN_COLD="0",
