@@ -8,6 +8,7 @@ import gc
 import os
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,9 +156,33 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return os.cpu_count() or 1
 
 
+def _clear_earlier_runs_meanwhile(config: pytest.Config) -> None:
+    """pytest removes the temporary dirs of runs past its retention count when a run ends, after the last test:
+    some 20,000 files of this suite's, seconds of waiting. This removes the same dirs while the tests run, with
+    pytest's own cleanup (which respects the lock of a run still using its dir); at the end it finds nothing
+    left to do. (Private API, as in _share_the_default_tls_context: a pytest that moves it fails here.)"""
+    from _pytest.pathlib import LOCK_TIMEOUT, cleanup_numbered_dir
+
+    factory = config._tmp_path_factory  # type: ignore[attr-defined]
+    if factory._given_basetemp is not None:  # --basetemp: one dir, which pytest empties at the start
+        return
+    current = factory.getbasetemp()
+    keep = int(config.getini("tmp_path_retention_count"))
+    dead_before = current.stat().st_mtime - LOCK_TIMEOUT
+    cleanup = threading.Thread(
+        target=cleanup_numbered_dir, args=(current.parent, "pytest-", keep, dead_before), daemon=True
+    )
+    cleanup.start()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist"):  # the hook exists only with pytest-xdist installed
         config.pluginmanager.register(_Scheduling(), "live-memory-scheduling")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the controller (or a run without workers), not a worker
+        _clear_earlier_runs_meanwhile(session.config)
 
 
 def _is_loopback(address: object) -> bool:
