@@ -156,11 +156,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return os.cpu_count() or 1
 
 
+_CLEARING: list[threading.Thread] = []
+
+
 def _clear_earlier_runs_meanwhile(config: pytest.Config) -> None:
     """pytest removes the temporary dirs of runs past its retention count when a run ends, after the last test:
     some 20,000 files of this suite's, seconds of waiting. This removes the same dirs while the tests run, with
-    pytest's own cleanup (which respects the lock of a run still using its dir); at the end it finds nothing
-    left to do. (Private API, as in _share_the_default_tls_context: a pytest that moves it fails here.)"""
+    pytest's own cleanup (which respects the lock of a run still using its dir); at the end it waits for that,
+    then finds nothing left to do. (Private API, as in _share_the_default_tls_context: a pytest that moves it fails here.)"""
     from _pytest.pathlib import LOCK_TIMEOUT, cleanup_numbered_dir
 
     factory = config._tmp_path_factory  # type: ignore[attr-defined]
@@ -173,6 +176,7 @@ def _clear_earlier_runs_meanwhile(config: pytest.Config) -> None:
         target=cleanup_numbered_dir, args=(current.parent, "pytest-", keep, dead_before), daemon=True
     )
     cleanup.start()
+    _CLEARING.append(cleanup)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -183,6 +187,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     if not hasattr(session.config, "workerinput"):  # the controller (or a run without workers), not a worker
         _clear_earlier_runs_meanwhile(session.config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for cleanup in _CLEARING:  # a short run ends before the cleanup does: it leaves no half-removed dir behind
+        cleanup.join()
 
 
 def _is_loopback(address: object) -> bool:
