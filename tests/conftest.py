@@ -163,7 +163,8 @@ def _clear_earlier_runs_meanwhile(config: pytest.Config) -> None:
     """pytest removes the temporary dirs of runs past its retention count when a run ends, after the last test:
     some 20,000 files of this suite's, seconds of waiting. This removes the same dirs while the tests run, with
     pytest's own cleanup (which respects the lock of a run still using its dir); at the end it waits for that,
-    then finds nothing left to do. (Private API, as in _share_the_default_tls_context: a pytest that moves it fails here.)"""
+    then finds nothing left to do. (Private API, as in _share_the_default_tls_context: a pytest that moves it
+    fails here.)"""
     from _pytest.pathlib import LOCK_TIMEOUT, cleanup_numbered_dir
 
     factory = config._tmp_path_factory  # type: ignore[attr-defined]
