@@ -199,6 +199,9 @@ def run_gemini(
         "GEMINI_API_KEY": "test",
         "GOOGLE_GEMINI_BASE_URL": model.base_url,
         "GEMINI_CLI_TRUST_WORKSPACE": "true",  # a headless run cannot answer the folder-trust prompt
+        # Gemini CLI restarts itself in a second Node process for a larger heap (half a second of start-up);
+        # the variable it sets for that child skips the restart.
+        "GEMINI_CLI_NO_RELAUNCH": "true",
         "LANG": "C.UTF-8",
     }
     # Why auto_edit: in `-p` mode Gemini CLI offers write_file and replace only when edits need no approval.
