@@ -108,8 +108,8 @@ async def test_a_workspace_with_more_directories_than_the_cap_is_not_watched_and
     tmp_path: Path,
 ) -> None:
     root = tmp_path / "big"
-    _deep_tree(root, 3000)
-    watching = WorkspaceWatcher(debounce_ms=50, max_directories=2000)
+    _deep_tree(root, 300)
+    watching = WorkspaceWatcher(debounce_ms=50, max_directories=200)
     try:
         watching.watch(root, lambda rel: True, Seen().sink)
         await until(lambda: watching.status(root) == WATCHING_TOO_MANY, timeout_s=10)
@@ -120,13 +120,13 @@ async def test_a_workspace_with_more_directories_than_the_cap_is_not_watched_and
 
 async def test_a_deep_tree_under_the_cap_is_watched_to_its_leaves(tmp_path: Path, watcher: WorkspaceWatcher) -> None:
     root = tmp_path / "deep"
-    _deep_tree(root, 3000)
+    _deep_tree(root, 1000)
     seen = Seen()
     watcher.watch(root, lambda rel: True, seen.sink)
     await until(lambda: watcher.status(root) == WATCHING_ON, timeout_s=20)
-    assert watcher.directories(root) == 1 + 30 + 3000
-    await asyncio.to_thread((root / "d29" / "e99" / "leaf.txt").write_text, "x")
-    await seen.wait_for("d29/e99/leaf.txt")
+    assert watcher.directories(root) == 1 + 10 + 1000
+    await asyncio.to_thread((root / "d9" / "e99" / "leaf.txt").write_text, "x")
+    await seen.wait_for("d9/e99/leaf.txt")
 
 
 async def test_a_watcher_that_fails_is_restarted(tmp_path: Path, watcher: WorkspaceWatcher) -> None:
