@@ -138,12 +138,12 @@ def test_the_document_says_not_run_yet_without_results() -> None:
 def test_two_developers_share_what_the_first_learned_through_a_real_store(team_db: TeamDatabase) -> None:
     """End to end, small: the first developer's facts reach the store, the second's ledger holds some."""
     data = team_bill.run(  # a short session whose history folds early: facts to share after a few tasks
-        load=workload("medium", "natural", (6,)),
+        load=workload("medium", "natural", (4,)),
         developers=2,
         modes=("trusting",),
         store=team_db.url,
         jobs=1,
-        options={"history_max_tokens": "1500"},
+        options={"history_max_tokens": "1000"},
         store_poll_s=0.05,  # the store is local: its count settles in milliseconds
     )
     first, second = data["developers"]
