@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,61 +20,84 @@ from live_memory.cli.agents import opencode
 from live_memory.constants import PASSIVE_MAX_FILE_BYTES
 from tests.plugin.conftest import Service
 
-# Runs the installed plugin's hook once under Node (OpenCode runs it under Bun; the plugin uses only what both
-# provide), with the tool call given as JSON; prints how long the hook took.
+# Runs installed plugins' hooks under Node (OpenCode runs them under Bun; the plugin uses only what both provide),
+# one tool call per line of stdin: {"plugin", "directory", "call", "env"}; answers each with a line saying how
+# long the hook took. One Node process serves the module: its first `fetch` loads for a tenth of a second.
 DRIVER = """
+import { createInterface } from "node:readline"
 import { pathToFileURL } from "node:url"
-const [plugin, directory, input] = process.argv.slice(2)
-const { LiveMemoryFeed } = await import(pathToFileURL(plugin).href)
-const hooks = await LiveMemoryFeed({ directory })
-const started = Date.now()
-await hooks["tool.execute.after"](JSON.parse(input), { title: "", output: "", metadata: {} })
-console.log(JSON.stringify({ ms: Date.now() - started }))
+const base = { ...process.env }
+for await (const line of createInterface({ input: process.stdin })) {
+  const { plugin, directory, call, env } = JSON.parse(line)
+  for (const name of Object.keys(process.env)) if (!(name in base)) delete process.env[name]
+  Object.assign(process.env, base, env)
+  const { LiveMemoryFeed } = await import(pathToFileURL(plugin).href)
+  const hooks = await LiveMemoryFeed({ directory })
+  const started = Date.now()
+  await hooks["tool.execute.after"](call, { title: "", output: "", metadata: {} })
+  console.log(JSON.stringify({ ms: Date.now() - started }))
+}
 """
+ANSWER_TIMEOUT_S = 30.0
 
 
-@pytest.fixture
-def node() -> str:
+@dataclass
+class Node:
+    """The driver's Node process."""
+
+    process: subprocess.Popen[str]
+
+    def run(self, request: dict[str, Any]) -> int:
+        """One hook call; returns the hook's milliseconds."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], ANSWER_TIMEOUT_S)
+        line = self.process.stdout.readline() if ready else ""
+        if not line:
+            self.process.kill()
+            _, stderr = self.process.communicate()
+            pytest.fail(f"the plugin's driver gave no answer within {ANSWER_TIMEOUT_S} s: {stderr[-3000:]}")
+        ms: int = json.loads(line)["ms"]
+        return ms
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     path = shutil.which("node")
     if path is None:
         pytest.skip("Node.js not installed; the plugin's own checks are skipped")
-    return path
+    driver = tmp_path_factory.mktemp("driver") / "driver.mjs"
+    driver.write_text(DRIVER, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LIVE_MEMORY_")}
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen([path, str(driver)], env=env, text=True, **pipes) as process:  # type: ignore[call-overload]
+        yield Node(process)
+        process.stdin.close()
+        process.wait(timeout=ANSWER_TIMEOUT_S)
 
 
 @dataclass
 class Feed:
     """The installed plugin, run one tool call at a time."""
 
-    node: str
+    node: Node
     plugin: Path
-    driver: Path
     repo: Path
 
     def after(self, tool: str, args: dict[str, Any], **env: str) -> int:
-        """Run the plugin's tool.execute.after for one call; returns the hook's milliseconds."""
+        """Run the plugin's tool.execute.after for one call (`env` set for it); returns the hook's milliseconds."""
         call = {"tool": tool, "sessionID": "ses_test", "callID": "call_1", "args": args}
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("LIVE_MEMORY_")} | env
-        done = subprocess.run(
-            [self.node, str(self.driver), str(self.plugin), str(self.repo), json.dumps(call)],
-            env=full_env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        assert done.returncode == 0, done.stderr
-        ms: int = json.loads(done.stdout)["ms"]
-        return ms
+        return self.node.run({"plugin": str(self.plugin), "directory": str(self.repo), "call": call, "env": env})
 
 
 @pytest.fixture
-def feed(node: str, service: Service, repo: Path, tmp_path: Path) -> Feed:
+def feed(node: Node, service: Service, repo: Path, tmp_path: Path) -> Feed:
     service.load(repo)
     opencode.install(tmp_path / "cfg", service.url, "MY_TOKEN", instructions_dir=None, plugin=True)
     plugin = tmp_path / "feed.mjs"  # .mjs: Node loads it as the ES module OpenCode sees
     plugin.write_bytes((tmp_path / "cfg" / "plugins" / "live-memory.js").read_bytes())
-    driver = tmp_path / "driver.mjs"
-    driver.write_text(DRIVER, encoding="utf-8")
-    return Feed(node, plugin, driver, repo)
+    return Feed(node, plugin, repo)
 
 
 def teed(service: Service) -> list[dict[str, Any]]:
