@@ -83,6 +83,14 @@ class ServerCommand:
     src: Path = DEFAULT_SERVER_SRC
     extra_env: tuple[tuple[str, str], ...] = ()
 
+    @classmethod
+    def given(cls, python: str, server_src: str) -> ServerCommand:
+        """The command a benchmark's --server-python and --server-src name; exits when there is no package."""
+        src = Path(server_src).resolve()
+        if not (src / "live_memory").is_dir():
+            raise SystemExit(f"--server-src {src} holds no live_memory package")
+        return cls(python, src)
+
     def describe(self) -> str:
         """The command without this machine's paths (the checkout's own `server/` is named so)."""
         src = self.src.resolve()

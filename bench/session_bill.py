@@ -1017,9 +1017,7 @@ def parse_workload(name: str) -> Workload:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     warn_if_busy()
-    src = Path(args.server_src).resolve()
-    if not (src / "live_memory").is_dir():
-        raise SystemExit(f"--server-src {src} holds no live_memory package")
+    command = ServerCommand.given(args.server_python, args.server_src)
     options = dict(o.split("=", 1) for o in args.option)
     loads = [parse_workload(w) for w in args.workloads.split(",") if w] or None
     data = run(
@@ -1027,7 +1025,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         repos=[r for r in args.repos.split(",") if r] or None,
         workloads=loads,
         modes=tuple(m for m in args.modes.split(",") if m),
-        command=ServerCommand(args.server_python, src),
+        command=command,
         options=options,
         jobs=args.jobs,
         seed=args.seed,

@@ -467,9 +467,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     warn_if_busy()
-    src = Path(args.server_src).resolve()
-    if not (src / "live_memory").is_dir():
-        raise SystemExit(f"--server-src {src} holds no live_memory package")
+    command = ServerCommand.given(args.server_python, args.server_src)
     data = run(
         quick=args.quick,
         repo=args.repo,
@@ -477,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         developers=args.developers,
         modes=[m for m in args.modes.split(",") if m],
         store=args.store,
-        command=ServerCommand(args.server_python, src),
+        command=command,
         options=dict(o.split("=", 1) for o in args.option),
         jobs=args.jobs,
         seed=args.seed,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench import report, team_bill
+from bench import report, session_bill, team_bill
 from bench.bill_workload import load_repo, workload
 
 from live_memory.repo_identity import normalize_remote, repository_identity
@@ -56,6 +56,12 @@ def test_arguments_a_run_cannot_measure_are_refused(argv: list[str], capsys: pyt
     with pytest.raises(SystemExit):
         team_bill.parse_args(argv)
     assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bench", [team_bill, session_bill], ids=["team_bill", "session_bill"])
+def test_a_server_src_without_the_package_stops_the_run_before_it_starts(bench: Any, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"holds no live_memory package"):
+        bench.main(["--server-src", str(tmp_path)])
 
 
 def test_each_developer_gets_both_models_figures_and_ratios_to_developer_one() -> None:
