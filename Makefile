@@ -51,6 +51,8 @@ test: check
 		echo "NOTICE: Gemini CLI not found: its end-to-end tests (tests/agents) are skipped (make agent-clis)"
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		echo "NOTICE: PostgreSQL server not found: team store tests are skipped (Debian: apt-get install postgresql)"
+	@# Byte-compiled once here (under a second), not by each of the suite's workers and server processes at once.
+	$(BIN)/python -m compileall -q server hooks bench tests >/dev/null
 	$(BIN)/python -m pytest -q
 
 bench: $(DEV_STAMP)
