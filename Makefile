@@ -52,7 +52,7 @@ test: check
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		echo "NOTICE: PostgreSQL server not found: team store tests are skipped (Debian: apt-get install postgresql)"
 	@# Byte-compiled once here (under a second), not by each of the suite's workers and server processes at once.
-	$(BIN)/python -m compileall -q server hooks bench tests >/dev/null
+	$(BIN)/python -m compileall -q -x '/\.cache/' server hooks bench tests >/dev/null
 	$(BIN)/python -m pytest -q
 
 bench: $(DEV_STAMP)

@@ -504,6 +504,7 @@ def memory_workload(
                 await agent.run_task(task, explorer.tee)
                 marks.append((first, len(fake.requests)))
             final_stats.update((await http.get("/stats", params={"cwd": str(repo_dir)})).json())
+            final_stats["team"] = (await http.get("/stats")).json()["server"]["team"]
         return agent, explorer
 
     agent, explorer = asyncio.run(play())
@@ -555,6 +556,8 @@ def memory_workload(
             "server_compactions": workspace.get("compactions"),
             "server_reported_cost_usd": workspace.get("cost_usd"),
             "server_final_fill": (workspace.get("fill") or {}).get("ratio"),
+            # Questions answered from a teammate's answer, with no model call (team_share_answers).
+            "team_answers_reused": final_stats["team"].get("answers_reused", 0),
             "plugin_head_tokens": {"tools": count_tokens(head["tools"]), "context": count_tokens(head["context"])},
         },
         frozenset(agent.delegated),

@@ -12,7 +12,10 @@ provider cache. What a developer's server pulls joins its ledger at its first fr
 load waits briefly for the pull) and after each compaction.
 
 Each memory model (strict, trusting; see bench/bill_memory.py) is its own team, under its own repository
-identity, so one model's facts never reach the other's developers.
+identity, so one model's facts never reach the other's developers. The run is made twice, as two more teams per
+model: with the defaults (only facts travel), and with `team_share_answers` on (answers travel too, and a
+later developer's server gives a teammate's answer to the same question about the same bytes without a model
+call).
 
 Figures per developer and memory model: the memory's spend per question at Haiku prices (its own requests:
 answers and ledger upkeep), requests per question, that spend over developer 1's, and what its ledger held at
@@ -34,7 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bench._common import map_jobs, print_table, warn_if_busy, write_results
 from bench.bill_cache import VirtualClock
@@ -60,6 +63,8 @@ STORE_POLL_S = 0.25  # between looks at the store while waiting (a test passes a
 STORE_TIMEOUT_S = 10.0
 PULL_ALL = 100_000
 FIRST_TASKS = 20  # the start of a session, compared on its own
+# The two ways a team shares: facts only (the default), and facts plus answers (team_share_answers on).
+VARIANTS: dict[str, dict[str, str]] = {"facts": {}, "answers": {"team_share_answers": "true"}}
 
 LIMITS = (
     "The memory models are scripted (bench/bill_memory.py): a ledger fact saves what their rules let it save. "
@@ -72,6 +77,9 @@ LIMITS = (
     "ledger dropped before the end is not counted.",
     "Only a fact grounded on files whose bytes the server saw (read, held, outlined by a symbol lookup, or "
     "reported by the hooks) can be shared; a fact with no grounds holds nowhere in particular and stays local.",
+    "With team_share_answers on, every later developer asks developer 1's questions word for word about the same "
+    "bytes, so each one is answered from the store: the upper bound of what sharing answers saves. A real team "
+    "repeats a question less often (an agent fleet running the same tasks, more often).",
 )
 
 
@@ -114,10 +122,10 @@ async def _store_facts(url: str, repo_id: str) -> list[Any]:
         await store.aclose()
 
 
-async def _store_count(url: str, repo_id: str | None = None) -> int:
+async def _store_count(url: str, repo_id: str | None = None, *, table: Literal["facts", "answers"] = "facts") -> int:
     store = await TeamStore.connect(url, pool_max=1, timeout_s=STORE_TIMEOUT_S)
     try:
-        return await store.counts(repo_id)
+        return await store.counts(repo_id, table=table)
     finally:
         await store.aclose()
 
@@ -133,17 +141,17 @@ def queued(data_dir: Path) -> int:
 def wait_for_store(
     data_dir: Path, url: str, repo_id: str, timeout_s: float = STORE_WAIT_S, poll_s: float = STORE_POLL_S
 ) -> dict[str, Any]:
-    """Wait until the server's queue is empty and the store's count for `repo_id` held still between two
-    looks `poll_s` apart (bounded); returns what was seen."""
+    """Wait until the server's queue is empty and the store's count of facts and answers for `repo_id` held
+    still between two looks `poll_s` apart (bounded); returns what was seen."""
     started = time.monotonic()
     last = -1
     while True:
-        count = asyncio.run(_store_count(url, repo_id))
+        count = asyncio.run(_store_count(url, repo_id)) + asyncio.run(_store_count(url, repo_id, table="answers"))
         waiting = queued(data_dir)
         if not waiting and count == last:
-            return {"drained": True, "store_facts": count, "waited_s": round(time.monotonic() - started, 2)}
+            return {"drained": True, "store_rows": count, "waited_s": round(time.monotonic() - started, 2)}
         if time.monotonic() - started > timeout_s:
-            return {"drained": False, "store_facts": count, "queued": waiting, "waited_s": round(timeout_s, 2)}
+            return {"drained": False, "store_rows": count, "queued": waiting, "waited_s": round(timeout_s, 2)}
         last = count
         time.sleep(poll_s)  # polling another process's background push, bounded above
 
@@ -234,7 +242,8 @@ def run_team(job: TeamJob) -> dict[str, Any]:
     for figures, facts in zip(developers, held, strict=True):
         figures.update(ledger_figures(facts, stored))
         figures["store_facts_first_learned"] = sum(1 for row in rows if row.user == f"developer-{figures['index']}")
-    return {"developers": developers, "store": {"facts": len(rows)}}
+    answers = asyncio.run(_store_count(job.url, repo_id, table="answers"))
+    return {"developers": developers, "store": {"facts": len(rows), "answers": answers}}
 
 
 def developer_figures(index: int, arm: Mapping[str, Any], handed: Mapping[str, Any]) -> dict[str, Any]:
@@ -254,6 +263,7 @@ def developer_figures(index: int, arm: Mapping[str, Any], handed: Mapping[str, A
         "reads": memory["reads"],
         "summarizer_requests": arm.get("summarizer_requests"),
         "server_compactions": arm.get("server_compactions"),
+        "answers_reused": arm.get("team_answers_reused"),
         "ask_errors": arm.get("ask_errors"),
         "failed_provider_requests": arm.get("failed_provider_requests"),
         "store": dict(handed),
@@ -287,6 +297,7 @@ def shape(teams: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     pushes = sum(d["ledger_facts_in_store"] for t in teams.values() for d in t["developers"])
     store = {
         "facts": sum(t["store"]["facts"] for t in teams.values()),
+        "answers": sum(t["store"].get("answers", 0) for t in teams.values()),
         # The reason a fact stays local: no grounds (none of its files' bytes seen) or the sharing policy.
         "facts_learned_ungrounded": sum(
             d["ledger_facts_learned"] - d["ledger_facts_grounded"] for t in teams.values() for d in t["developers"]
@@ -301,6 +312,17 @@ def shape(teams: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         "counted.",
     }
     return {"developers": developers, "store": store, "goals": goals(developers)}
+
+
+def shape_variants(teams: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, Any]:
+    """The default variant's figures at the top (facts only), the others under "with_shared_answers"."""
+    by_variant: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for (variant, mode), team in teams.items():
+        by_variant.setdefault(variant, {})[mode] = team
+    shaped: dict[str, Any] = shape(by_variant["facts"]) if "facts" in by_variant else {}
+    if "answers" in by_variant:
+        shaped["with_shared_answers"] = shape(by_variant["answers"])
+    return shaped
 
 
 def goals(developers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -346,6 +368,7 @@ def run(
     load: Workload | None = None,
     developers: int = DEVELOPERS,
     modes: Sequence[str] = MODES,
+    variants: Sequence[str] = tuple(VARIANTS),
     store: str = "",
     command: ServerCommand | None = None,
     options: Mapping[str, str] | None = None,
@@ -358,6 +381,7 @@ def run(
     load_repo(repo)  # fail early (and download once) before the workers start
     started = time.perf_counter()
     run_id = secrets.token_hex(4)  # a team per model and run: a given store may hold earlier runs' facts
+    teams = [(variant, mode) for variant in variants for mode in modes]
     with team_store(store) as url:
         todo = [
             TeamJob(
@@ -366,13 +390,13 @@ def run(
                 mode,
                 developers,
                 url,
-                f"{mode}-{run_id}",
+                f"{variant}-{mode}-{run_id}",
                 command,
-                tuple(sorted((options or {}).items())),
+                tuple(sorted({**(options or {}), **VARIANTS[variant]}.items())),
                 seed,
                 store_poll_s,
             )
-            for mode in modes
+            for variant, mode in teams
         ]
         done = map_jobs(run_team, todo, jobs)
     repo_data = load_repo(repo)
@@ -388,18 +412,27 @@ def run(
             "tasks": len(build_tasks(repo_data, load, seed)),
             "developers": developers,
             "modes": list(modes),
+            "variants": {variant: VARIANTS[variant] for variant in variants},
             "store": "given (--store)" if store else "a throwaway PostgreSQL cluster (tests/fakes/postgres.py)",
             "remote": team_remote(repo, "<model>-<run>"),
             "server": command.describe(),
             "server_options": {**SERVER_OPTIONS, **(options or {}), "team_store": "the store above"},
         },
-        **shape(dict(zip(modes, done, strict=True))),
+        **shape_variants(dict(zip(teams, done, strict=True))),
         "seconds": round(time.perf_counter() - started, 1),
     }
 
 
 # -- printing and the command ------------------------------------------------------------------------------
 def print_figures(data: Mapping[str, Any]) -> None:
+    if "developers" in data:
+        print_variant(data, f"Team bill: {data['config']['repo']} / {data['config']['workload']}, facts shared")
+    if "with_shared_answers" in data:
+        title = f"Team bill: {data['config']['repo']} / {data['config']['workload']}, facts and answers shared"
+        print_variant(data["with_shared_answers"], title)
+
+
+def print_variant(data: Mapping[str, Any], title: str) -> None:
     rows = []
     for d in data["developers"]:
         for mode in d["memory_usd_per_question"]:
@@ -428,10 +461,11 @@ def print_figures(data: Mapping[str, Any]) -> None:
             "new in store",
         ],
         rows,
-        title=f"Team bill: {data['config']['repo']} / {data['config']['workload']}",
+        title=title,
     )
     store = data["store"]
-    print(f"  store: {store['facts']} facts, {store['pulls']} pulled into ledgers, {store['pushes']} pushed")
+    print(f"  store: {store['facts']} facts, {store['answers']} answers, {store['pulls']} facts pulled into "
+          f"ledgers, {store['pushes']} pushed")  # fmt: skip
     for mode, goal in data["goals"].items():
         print(f"  goal {mode}: developers 2..N <= {goal['bound']}x of developer 1: worst {goal['worst_ratio']}x, "
               f"{'met' if goal['met'] else 'not met'}")  # fmt: skip
@@ -447,6 +481,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repo", default=REPO, help="live-memory or django")
     parser.add_argument("--workload", default="", help="a session-bill workload name, e.g. medium-natural-60")
     parser.add_argument("--modes", default=",".join(MODES), help="memory models: strict,trusting")
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help="what the team shares: facts (only), answers (facts and answers)"
+    )
     parser.add_argument("--server-python", default=ServerCommand().python, help="interpreter that runs the server")
     parser.add_argument("--server-src", default=str(ServerCommand().src), help="the server checkout's server/")
     parser.add_argument("--option", action="append", default=[], help="extra server option key=value")
@@ -459,6 +496,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     unknown = [m for m in args.modes.split(",") if m and m not in MODES]
     if unknown:
         parser.error(f"unknown memory model(s) {', '.join(unknown)}: use {', '.join(MODES)}")
+    unknown = [v for v in args.variants.split(",") if v and v not in VARIANTS]
+    if unknown or not args.variants.strip(","):
+        parser.error(f"unknown or no variant(s) {', '.join(unknown)}: use {', '.join(VARIANTS)}")
     if any("=" not in o for o in args.option):
         parser.error("--option takes key=value")
     return args
@@ -474,6 +514,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         load=parse_workload(args.workload) if args.workload else None,
         developers=args.developers,
         modes=[m for m in args.modes.split(",") if m],
+        variants=[v for v in args.variants.split(",") if v],
         store=args.store,
         command=command,
         options=dict(o.split("=", 1) for o in args.option),

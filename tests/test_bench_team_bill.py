@@ -27,17 +27,18 @@ def developer(index: int, usd: float, first: float, *, from_team: int = 0, learn
         "ledger_facts_grounded": 2,
         "ledger_facts_in_store": 1,
         "ledger_facts_kept_back": 1,
+        "answers_reused": index - 1,
     }
 
 
 TEAMS: dict[str, Any] = {
     "strict": {
         "developers": [developer(1, 0.010, 0.2), developer(2, 0.008, 0.1, from_team=3), developer(3, 0.009, 0.1)],
-        "store": {"facts": 5},
+        "store": {"facts": 5, "answers": 2},
     },
     "trusting": {
         "developers": [developer(1, 0.010, 0.2), developer(2, 0.005, 0.1, from_team=2), developer(3, 0.007, 0.1)],
-        "store": {"facts": 4},
+        "store": {"facts": 4, "answers": 1},
     },
 }
 
@@ -50,7 +51,8 @@ def test_arguments_default_to_three_developers_a_throwaway_store_and_both_models
 
 
 @pytest.mark.parametrize(
-    "argv", [["--developers", "1"], ["--modes", "strict,careless"], ["--option", "no-equals-sign"]]
+    "argv",
+    [["--developers", "1"], ["--modes", "strict,careless"], ["--option", "no-equals-sign"], ["--variants", "gossip"]],
 )
 def test_arguments_a_run_cannot_measure_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
@@ -77,9 +79,19 @@ def test_each_developer_gets_both_models_figures_and_ratios_to_developer_one() -
 
 def test_the_store_counts_add_up_over_both_teams() -> None:
     store = team_bill.shape(TEAMS)["store"]
-    assert (store["facts"], store["pulls"], store["pushes"]) == (9, 5, 6)
+    assert (store["facts"], store["answers"], store["pulls"], store["pushes"]) == (9, 3, 5, 6)
     assert (store["facts_learned_ungrounded"], store["facts_kept_back"]) == (12, 6)
-    assert store["by_mode"] == {"strict": {"facts": 5}, "trusting": {"facts": 4}}
+    assert store["by_mode"] == {"strict": {"facts": 5, "answers": 2}, "trusting": {"facts": 4, "answers": 1}}
+
+
+def test_facts_only_figures_stay_on_top_and_those_with_answers_shared_go_beside_them() -> None:
+    cheaper = {mode: {**team, "developers": team["developers"][:1]} for mode, team in TEAMS.items()}
+    shaped = team_bill.shape_variants(
+        {("facts", mode): team for mode, team in TEAMS.items()}
+        | {("answers", mode): team for mode, team in cheaper.items()}
+    )
+    assert shaped["developers"] == team_bill.shape(TEAMS)["developers"]
+    assert len(shaped["with_shared_answers"]["developers"]) == 1
 
 
 def test_a_goal_is_judged_on_the_worst_later_developer() -> None:
@@ -130,9 +142,13 @@ def test_the_docs_table_has_a_row_per_developer_and_the_goals() -> None:
         "limits": ["Scripted models."],
     }
     text = "\n".join(report.render_team_bill(data, {}))
-    assert "| developer 2 | $0.008000 | 0.80x | 1.300 | 0.50x | 3 | $0.005000 | 0.50x | 1.300 | 0.50x | 2 |" in text
+    row = "| developer 2 | $0.008000 | 0.80x | 1.300 | 0.50x | 3 | 1 | $0.005000 | 0.50x | 1.300 | 0.50x | 2 | 1 |"
+    assert row in text
     assert "- trusting: developers 2..N at most 0.60x of developer 1's memory $/question: worst 0.70x, not met." in text
-    assert "Store: 9 facts; 5 pulled" in text
+    assert "Store: 9 facts and 3 answers; 5 facts pulled" in text
+    assert "answers shared" not in text  # measured only when the run shared answers
+    shared = "\n".join(report.render_team_bill(data | {"with_shared_answers": team_bill.shape(TEAMS)}, {}))
+    assert shared.count("| developer 2 |") == 2 and "Facts and answers shared (`team_share_answers` on):" in shared
     assert "- Scripted models." in text
     assert "Team bill" in report.render_document({"team_bill": data})
 
@@ -142,17 +158,25 @@ def test_the_document_says_not_run_yet_without_results() -> None:
 
 
 def test_two_developers_share_what_the_first_learned_through_a_real_store(team_db: TeamDatabase) -> None:
-    """End to end, small: the first developer's facts reach the store, the second's ledger holds some."""
+    """End to end, small, with answers shared: the first developer's facts and answers reach the store; the
+    second's ledger holds some of the facts, and its server gives the first one's answers to the same questions
+    without a model call."""
     data = team_bill.run(  # a short session whose history folds early: facts to share after a few tasks
         load=workload("medium", "natural", (4,)),
         developers=2,
         modes=("trusting",),
+        variants=("answers",),
         store=team_db.url,
         jobs=1,
         options={"history_max_tokens": "1000"},
         store_poll_s=0.05,  # the store is local: its count settles in milliseconds
     )
-    first, second = data["developers"]
+    first, second = data["with_shared_answers"]["developers"]
+    shared = data["with_shared_answers"]["store"]["answers"]  # the answers grounded on files the server knew
+    assert shared > 0 and first["by_mode"]["trusting"]["answers_reused"] == 0
+    assert second["by_mode"]["trusting"]["answers_reused"] == shared  # each given again, without a model call
+    assert second["memory_usd_per_question"]["trusting"] < first["memory_usd_per_question"]["trusting"]
+    data = data["with_shared_answers"] | {"config": data["config"]}
     assert first["by_mode"]["trusting"]["store_facts_first_learned"] > 0
     assert first["by_mode"]["trusting"]["store"]["drained"]
     assert second["by_mode"]["trusting"]["ledger_facts_from_team"] > 0

@@ -4,6 +4,7 @@ no answer and no fact (the queue on disk waits, and drains when the store is bac
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -14,9 +15,10 @@ import httpx2
 import pytest
 
 from live_memory.cli.doctor import run_doctor
+from live_memory.http.stats import team_stats
 from live_memory.ledger import LedgerFact
 from live_memory.messages import ChatRequest, ChatResponse, ToolResultPart
-from live_memory.records import FileEvent, ToolCall, Usage
+from live_memory.records import FileEvent, TeamAnswer, ToolCall, Usage
 from live_memory.repo_identity import normalize_remote, repository_identity
 from live_memory.team_queue import DiskQueue
 from live_memory.team_store import TeamStore
@@ -207,6 +209,7 @@ def test_only_facts_learned_here_on_plain_files_and_without_credentials_leave() 
     assert not policy.may_share(LedgerFact("a general remark"))  # no grounds: it holds nowhere in particular
     assert not policy.may_share(LedgerFact("the key is in .env", {".env": "b" * 64}))
     assert not policy.may_share(LedgerFact("see secrets/prod.json for the key", digest))
+    assert not policy.may_share(LedgerFact("app.py reads its key from .env.", digest))
     assert not policy.may_share(LedgerFact("app.py uses sk-abcdefghijklmnopqrstuvwx", digest))
     assert not policy.may_share(LedgerFact("app.py sets TOKEN = 'q8ZfK2mP9xLr4TnW7vB3cY6hJ1sD5gAe'", digest))
     long_name = "test_a_store_that_never_answers_holds_no_answer_and_its_queue_drains"
@@ -283,9 +286,13 @@ def test_the_store_shows_in_health_stats_metrics_and_the_status_page_and_never_f
         team = client.get("/stats").json()["server"]["team"]
         assert "live" in team["store"] and team_db.url.split(":")[2].split("@")[0] not in str(team)  # no password
         assert {"facts_pulled", "facts_pushed", "facts_queued", "latency_ms", "schema_version"} <= team.keys()
+        assert (team["answers_pulled"], team["answers_pushed"], team["answers_reused"]) == (0, 0, 0)
         health = client.get("/health").json()
         assert health["team_store"] == "up"
-        assert "live_memory_team_store_up 1.0" in client.get("/metrics").text
+        metrics = client.get("/metrics").text
+        assert (
+            "live_memory_team_store_up 1.0" in metrics and 'live_memory_team_answers_total{way="reused"} 0.0' in metrics
+        )
         assert "Team store" in client.get("/").text
         team_db.cluster.stop_now()
         try:
@@ -324,3 +331,103 @@ async def test_a_store_that_never_answers_holds_no_answer(tmp_path: Path, team_d
             assert team is not None
             assert team.figures.state == "connecting" and team.figures.pushed == 0  # it never answered
             await until(lambda: team.queued >= 1)
+
+
+# --- answers, shared only when the user allows it (team_share_answers) ------------------------------------
+QUESTION = "Where is VERSION defined?"
+
+
+async def answers_in_store(url: str) -> list[TeamAnswer]:
+    store = await TeamStore.connect(url, pool_max=1, timeout_s=5.0)
+    try:
+        await store.migrate()
+        return await store.pull_answers("example.com/team/app", limit=100)
+    finally:
+        await store.aclose()
+
+
+async def push_answer(url: str, question: str, sources: dict[str, str]) -> None:
+    """An answer another server gave, as the store holds it."""
+    store = await TeamStore.connect(url, pool_max=1, timeout_s=5.0)
+    try:
+        await store.migrate()
+        await store.push_answers(
+            [TeamAnswer("example.com/team/app", question, "elsewhere", sources, "m9", "x", 1.0, 1.0)]
+        )
+    finally:
+        await store.aclose()
+
+
+async def first_pull(engine: Engine, root: Path) -> None:
+    """The workspace is open and its first pull from the team is done (a first question waits for it only
+    briefly, beside the tree scan)."""
+    opened = await engine.service.open(str(root))
+    await opened.state.team_pulled.wait()
+
+
+async def test_a_teammates_answer_on_the_same_bytes_answers_the_same_question_without_a_model_call(
+    tmp_path: Path, team_db: TeamDatabase
+) -> None:
+    first_home, second_home = tmp_path / "first", tmp_path / "second"
+    first_root = off_loop(checkout, first_home)
+    second_root = off_loop(checkout, second_home, app="VERSION = 0  # not pulled yet\n")
+    async with running(team_engine(first_home, learner(), team_db.url, team_share_answers="1")) as first:
+        given = await first.answerer.ask(str(first_root), QUESTION)
+        sync = first.service.team
+        assert sync is not None
+        await until(lambda: sync.figures.answers_pushed == 1 and sync.queued == 0)
+    [stored] = await answers_in_store(team_db.url)
+    assert (stored.question, stored.answer) == (QUESTION, given.answer)
+    assert set(stored.sources) == {"app.py"}  # what the answer rests on: the file its model read
+    # A row naming a file outside the checkout holds nowhere, whatever its bytes.
+    outside = second_home / "src" / "outside.txt"
+    off_loop(outside.write_text, "out\n")
+    await push_answer(team_db.url, "what is outside?", {"../outside.txt": hashlib.sha256(b"out\n").hexdigest()})
+
+    second_model = ScriptedProvider(*[text_response("my own answer")] * 3)
+    async with running(team_engine(second_home, second_model, team_db.url, team_share_answers="1")) as second:
+        await first_pull(second, second_root)
+        # Other bytes here: the teammate's answer does not hold, until this checkout reaches its bytes.
+        assert (await second.answerer.ask(str(second_root), QUESTION)).answer == "my own answer"
+        off_loop((second_root / "app.py").write_text, APP)
+        reused = await second.answerer.ask(str(second_root), "  where is version   DEFINED? ")
+        assert len(second_model.requests) == 1  # no model call this time: the team paid for it once
+        assert reused.answer.startswith(given.answer) and "A teammate's answer" in reused.answer
+        assert "app.py" in reused.answer.splitlines()[-1] and (reused.cost_usd, reused.model) == (0.0, "team-answer")
+        assert (await second.answerer.ask(str(second_root), "what is outside?")).answer == "my own answer"
+        shown = team_stats(second.service)  # as /stats, /metrics and the status page show it
+        assert (shown["answers_pulled"], shown["answers_pushed"], shown["answers_reused"]) == (1, 0, 1)
+        # The file changes here: the teammate's answer about its old bytes is not given again.
+        off_loop((second_root / "app.py").write_text, "VERSION = 3\n")
+        assert (await second.answerer.ask(str(second_root), QUESTION)).answer == "my own answer"
+        assert len(second_model.requests) == 3
+
+
+async def test_without_team_share_answers_no_question_or_answer_leaves_the_machine(
+    tmp_path: Path, team_db: TeamDatabase
+) -> None:
+    first_home, second_home = tmp_path / "first", tmp_path / "second"
+    first_root, second_root = off_loop(checkout, first_home), off_loop(checkout, second_home)
+    async with running(team_engine(first_home, learner(), team_db.url)) as first:
+        await learn(first, first_root)  # four answers, and a fold whose facts are pushed after them
+        team = first.service.team
+        assert team is not None
+        await until(lambda: team.figures.pushed >= 1 and team.queued == 0)
+        assert team.figures.answers_pushed == 0
+    assert FACT in await facts_in_store(team_db.url) and await answers_in_store(team_db.url) == []
+    second_model = ScriptedProvider(text_response("my own answer"))
+    async with running(team_engine(second_home, second_model, team_db.url, team_share_answers="1")) as second:
+        await first_pull(second, second_root)
+        assert (await second.answerer.ask(str(second_root), "question 0 about app.py")).answer == "my own answer"
+
+
+def test_only_grounded_answers_without_secrets_or_credentials_leave_and_only_when_shared() -> None:
+    policy = TeamPolicy("postgresql://x", 1.0, 1, (), (".env",), "dev", "m1", share_answers=True)
+    digest = {"app.py": "a" * 64}
+    assert policy.may_share_answer("where is VERSION?", "app.py:1", digest)
+    assert not policy.may_share_answer("where is VERSION?", "app.py:1", {})  # holds nowhere in particular
+    assert not policy.may_share_answer("what is in .env?", "nothing", digest)
+    assert not policy.may_share_answer("the key?", "sk-abcdefghijklmnopqrstuvwx", digest)
+    assert not policy.may_share_answer("where?", "here", {".env": "b" * 64})
+    off = TeamPolicy("postgresql://x", 1.0, 1, (), (".env",), "dev", "m1")
+    assert not off.may_share_answer("where is VERSION?", "app.py:1", digest)

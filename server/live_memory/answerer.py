@@ -27,14 +27,17 @@ from live_memory.errors import BusyError, InputError, NoCredentialError, Provide
 from live_memory.hot_set import hot_set_of
 from live_memory.loading import tree_policy
 from live_memory.logging_setup import log_question
-from live_memory.records import QuestionResult
+from live_memory.records import QuestionResult, TeamAnswer, Usage
 from live_memory.runtime import Runtime, missing_credential_message
 from live_memory.service import OpenWorkspace, WorkspaceService
 from live_memory.spend import cache_read_share, cache_write_share, caps_of
 from live_memory.summarizer import Conversation, Summarizer
 from live_memory.telemetry import INTERRUPTED, RecentQuestion, error_kind
+from live_memory.workspace import WorkspaceState
 
 logger = logging.getLogger(__name__)
+
+TEAM_ANSWER_MODEL = "team-answer"  # the trailer's model for an answer given again from a teammate's
 
 
 def clamp_answer_tokens(requested: int, settings: Settings) -> int:
@@ -93,8 +96,10 @@ class Answerer:
             raise BusyError("Live Memory is shutting down; retry in a few seconds", C.BUSY_RETRY_AFTER_S)
         started = self.clock()
         out = LoopOutcome(answer="", model=runtime.provider.info.model, on_status=on_status)
-        workspace = await self.service.open(cwd, caps=caps_of(runtime))
+        workspace = await self.service.open(cwd, caps=caps_of(runtime), question=question)
         state = workspace.state
+        if workspace.team_answer is not None:
+            return self._from_team(state, workspace.team_answer, question, started, agent)
         timeout_s = settings.default_timeout_s
         out.report("waiting for earlier questions on this workspace")
         wait_s = timeout_s * C.ADMISSION_WAIT_SHARE
@@ -142,6 +147,34 @@ class Answerer:
             context_total_tokens=state.window.budget_tokens,
             timed_out=out.timed_out,
             error=out.partial,
+        )
+
+    def _from_team(
+        self, state: WorkspaceState, shared: TeamAnswer, question: str, started: float, agent: str
+    ) -> QuestionResult:
+        """A teammate's answer to the same question on the same bytes: given as it was, with whose it is, at no
+        model cost (it does not join this memory's conversation)."""
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(shared.confirmed_at))
+        files = ", ".join(sorted(shared.sources))
+        answer = (
+            f"{shared.answer.rstrip()}\n\n(A teammate's answer, {shared.user}@{shared.machine}, {when}: the same "
+            f"question, asked of the same bytes of {files}.)"
+        )
+        latency = self.clock() - started
+        state.stats.questions += 1
+        self.telemetry.question(
+            state.id, RecentQuestion(self.wall_clock(), latency, 0, 0.0, "answered", question, agent)
+        )
+        return QuestionResult(
+            answer=answer,
+            model=TEAM_ANSWER_MODEL,
+            latency_s=latency,
+            usage=Usage(),
+            tool_calls=0,
+            files_read=0,
+            cost_usd=0.0,
+            context_used_tokens=state.window.prompt_tokens(),
+            context_total_tokens=state.window.budget_tokens,
         )
 
     @property
@@ -220,7 +253,7 @@ class Answerer:
             C.CALIBRATION_MIN_RATIO,
             C.CALIBRATION_MAX_RATIO,
         )
-        settled = await self.service.settle(state, fork_id, window, runtime, out)
+        settled = await self.service.settle(state, fork_id, window, runtime, out, question)
         if settled.unsaved is not None:  # the answer stands; the caller learns it is not durable yet, and why
             out.answer = f"{out.answer}\n\n(answer given, not yet saved: {settled.unsaved}; see the server log)"
         return settled.cost_usd

@@ -233,6 +233,11 @@ TEAM_QUEUE_MAX_FACTS = 20_000
 TEAM_PUSH_BATCH = 500
 TEAM_RETRY_S = 5.0
 TEAM_RETRY_MAX_S = 300.0
+# Questions and answers stay on this machine unless the user shares them (team_share_answers): then an answer
+# grounded on files travels with its question, and a teammate's server with the same bytes answers the same
+# question from it, without a model call. A question is the same when it matches after case and whitespace
+# are folded.
+TEAM_SHARE_ANSWERS = False
 
 # --- operations --------------------------------------------------------------------------------
 KEEP_WARM = False

@@ -308,6 +308,13 @@ class Options:
         "Who this server's facts are credited to in the team store; empty: the server user's login name.",
         restart=True,
     )
+    team_share_answers: bool = option(
+        C.TEAM_SHARE_ANSWERS,
+        "Also share questions and the answers given, with the files each rests on: a teammate's server whose "
+        "files have the same bytes answers the same question from it, without a model call. Off: no question "
+        "or answer text leaves this machine.",
+        restart=True,
+    )
     async_tools: bool = option(
         C.ASYNC_TOOLS,
         "Also offer ask_live_memory_submit / ask_live_memory_result (submit now, collect later).",

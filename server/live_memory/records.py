@@ -111,6 +111,31 @@ class TeamFact:
 
 
 @dataclass(frozen=True)
+class TeamAnswer:
+    """A question and the answer a teammate's server gave, as the team store keeps them (only with
+    `team_share_answers` on): the repository, the files the answer rests on with their SHA-256 then, who asked,
+    and when it was first given and last given again. `key` is the question with case and whitespace folded."""
+
+    repo: str
+    question: str
+    answer: str
+    sources: Mapping[str, str]  # path -> sha256 hex
+    machine: str
+    user: str
+    learned_at: float
+    confirmed_at: float
+
+    @property
+    def key(self) -> str:
+        return question_key(self.question)
+
+
+def question_key(question: str) -> str:
+    """What makes two questions the same one: their words, case folded."""
+    return " ".join(question.casefold().split())
+
+
+@dataclass(frozen=True)
 class FileEvent:
     """One file event from a hook tee, the OS watcher or a test: `path` absolute or workspace-relative."""
 

@@ -33,12 +33,14 @@ from live_memory.context_window import ContextWindow
 from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError, SnapshotNotSaved, WorkspaceLoadError
 from live_memory.ingest import Ingestor, IngestPolicy
+from live_memory.ledger import attribute
 from live_memory.loading import load_workspace, restore_workspace
 from live_memory.messages import ChatProvider
 from live_memory.options import changed_options
-from live_memory.records import FileEvent, IngestResult
+from live_memory.records import FileEvent, IngestResult, TeamAnswer, question_key
 from live_memory.repo_identity import repository_identity
 from live_memory.runtime import Runtime
+from live_memory.safe_files import disk_hashes
 from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import Caps, SpendTracker
 from live_memory.store import SnapshotStore
@@ -101,6 +103,7 @@ class OpenWorkspace:
     root: Path
     tools: ToolRunner
     may_distill: bool = True  # background summaries allowed (off near a spend cap, or with `background` off)
+    team_answer: TeamAnswer | None = None  # a teammate's answer to the question, its files unchanged here
 
 
 class WorkspaceService:
@@ -190,9 +193,10 @@ class WorkspaceService:
         state.last_used = self.clock()
         return state
 
-    async def open(self, cwd: str, *, caps: Caps | None = None) -> OpenWorkspace:
+    async def open(self, cwd: str, *, caps: Caps | None = None, question: str = "") -> OpenWorkspace:
         """The loaded workspace for `cwd` (created, restored and frozen on first use) and its tools.
-        `caps`: a question's spend caps, checked before anything loads (BudgetExceededError)."""
+        `caps`: a question's spend caps, checked before anything loads (BudgetExceededError). `question`: the
+        question about to be asked, looked up among the team's answers (`team_share_answers`)."""
         location = await self.locate(cwd)
         if caps is not None:
             self.spend.check_question(workspace_id(location.key), caps)
@@ -213,15 +217,29 @@ class WorkspaceService:
             self._states.pop(location.key, None)  # the next question retries from scratch
             raise WorkspaceLoadError(f"the workspace {state.root} could not be loaded: {exc}") from None
         may_distill = settings.background and (caps is None or self.spend.background_allowed(state.id, caps))
-        return OpenWorkspace(state, location.root, tools, may_distill)
+        shared = await self._team_answer(state, question) if question else None
+        return OpenWorkspace(state, location.root, tools, may_distill, shared)
 
     async def settle(
-        self, state: WorkspaceState, fork_id: int, window: ContextWindow, runtime: Runtime, out: LoopOutcome
+        self,
+        state: WorkspaceState,
+        fork_id: int,
+        window: ContextWindow,
+        runtime: Runtime,
+        out: LoopOutcome,
+        question: str,
     ) -> Settled:
         """After an answer: commit its fork, count what it and its compactions cost, and journal the state
         (it survives a kill from now on; the snapshot and the day's spend are written behind, a moment
-        later, once for every answer meanwhile)."""
+        later, once for every answer meanwhile). A complete answer is queued for the team when answers are
+        shared."""
         state.commit(fork_id, window)
+        complete = out.answer and not out.partial and not out.timed_out
+        if complete and self.team is not None and self.team.policy.share_answers:
+            grounds = window.grounds()
+            read = {path: grounds[path] for path in out.files_read if path in grounds}
+            sources = read | attribute(out.answer, grounds)
+            self._in_background(functools.partial(self._share_answer, question, out.answer, sources), state)
         if out.compactions and self.team is not None:  # share what the summaries wrote; ask the team again
             known = {f.grounds for f in state.window.ledger.facts}
             state.team_merged += sum(report.team_merged for report in out.compactions)
@@ -308,10 +326,37 @@ class WorkspaceService:
             pulled = await self.team.pull(state.repo, state.tree_root, self.settings.passive_max_file_bytes)
             known = {f.grounds for f in state.team_inbox}
             state.team_inbox += [f for f in pulled if f.grounds not in known]
+            answers: dict[str, list[TeamAnswer]] = {}
+            for answer in await self.team.pull_answers(state.repo):  # newest first
+                answers.setdefault(answer.key, []).append(answer)
+            state.team_answers = answers
         except Exception:  # a background pull must never take the service down; answers go on without it
             logger.exception("pulling the team's facts for %s failed", state.root)
         finally:
             state.team_pulled.set()
+
+    async def _team_answer(self, state: WorkspaceState, question: str) -> TeamAnswer | None:
+        """The newest teammate's answer to this very question (case and whitespace folded) whose every file
+        has the same bytes here now, checked against the disk, off the event loop; None without one."""
+        candidates = state.team_answers.get(question_key(question), []) if state.team_answers else []
+        if not candidates or self.team is None:
+            return None
+        paths = {path for answer in candidates for path in answer.sources}
+        current = await asyncio.to_thread(disk_hashes, state.tree_root, paths)
+        for answer in candidates:
+            if all(current.get(path) == digest for path, digest in answer.sources.items()):
+                self.team.figures.answers_reused += 1
+                return answer
+        return None  # answers about other bytes: the model answers afresh
+
+    async def _share_answer(self, question: str, answer: str, sources: dict[str, str], state: WorkspaceState) -> None:
+        assert self.team is not None
+        try:
+            if state.repo is None:
+                state.repo = await repository_identity(state.tree_root)
+            await self.team.share_answer(state.repo, question, answer, sources)
+        except Exception:
+            logger.exception("queueing an answer about %s for the team store failed", state.root)
 
     async def _share_team(self, state: WorkspaceState) -> None:
         """Queue the facts learned here that the team store has not been given (durably, then pushed by the

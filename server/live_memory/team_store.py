@@ -2,7 +2,8 @@
 
 This module owns the conversation with the store and nothing else: a bounded connection pool, the versioned
 schema (migrations in data/team_schema/, applied under an advisory lock so that servers starting together
-take turns), and five calls (push, pull, ping, schema_version, counts). It knows nothing of workspaces,
+take turns), and its calls: push and pull for facts (and for answers, shared only when the user allows it),
+ping, schema_version and counts. It knows nothing of workspaces,
 ledgers or queues; the engine decides what to push and which pulled facts still hold.
 
 It must never let the store hold up its caller: every call is bounded by the timeout it was built with, even
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import unquote
 
 import psycopg
@@ -41,7 +42,7 @@ from live_memory.constants import (
     TEAM_STORE_PUSH_BATCH,
 )
 from live_memory.errors import TeamStoreError
-from live_memory.records import TeamFact
+from live_memory.records import TeamAnswer, TeamFact
 
 T = TypeVar("T")
 Connection = psycopg.AsyncConnection[TupleRow]
@@ -271,6 +272,38 @@ class TeamStore:
 
         return await self._bounded("pulling facts", run)
 
+    async def push_answers(self, answers: Sequence[TeamAnswer]) -> int:
+        """Upsert answers; return the rows written. The same repo + question + sources is one row, which keeps
+        the latest answer given and moves confirmed_at forward."""
+        latest: dict[tuple[str, str, frozenset[tuple[str, str]]], TeamAnswer] = {}
+        for answer in sorted(answers, key=lambda a: a.confirmed_at):
+            latest[(answer.repo, answer.key, frozenset(answer.sources.items()))] = answer
+        merged = list(latest.values())
+        if not merged:
+            return 0
+
+        async def run() -> int:
+            written = 0
+            async with self._pool.connection() as connection, connection.transaction():
+                for start in range(0, len(merged), TEAM_STORE_PUSH_BATCH):
+                    batch = merged[start : start + TEAM_STORE_PUSH_BATCH]
+                    cursor = await connection.execute(_UPSERT_ANSWERS, _answer_columns(batch))
+                    written += max(cursor.rowcount, 0)
+            return written
+
+        return await self._bounded("pushing answers", run)
+
+    async def pull_answers(self, repo: str, *, limit: int) -> list[TeamAnswer]:
+        """The repo's answers, newest confirmation first (whether their files still hold is for the caller)."""
+
+        async def run() -> list[TeamAnswer]:
+            async with self._pool.connection() as connection:
+                cursor = await connection.execute(_PULL_ANSWERS, [repo, limit])
+                rows = await cursor.fetchall()
+            return [_answer(row) for row in rows]
+
+        return await self._bounded("pulling answers", run)
+
     async def ping(self) -> float:
         """Seconds for one round trip to the store, once connected."""
         return await self._bounded("pinging", self._round_trip)
@@ -284,15 +317,15 @@ class TeamStore:
 
         return await self._bounded("reading the schema version", run)
 
-    async def counts(self, repo: str | None = None) -> int:
-        """Facts stored: for one repository, or in all."""
+    async def counts(self, repo: str | None = None, *, table: Literal["facts", "answers"] = "facts") -> int:
+        """Facts (or answers) stored: for one repository, or in all."""
 
         async def run() -> int:
             async with self._pool.connection() as connection:
                 if repo is None:
-                    cursor = await connection.execute(f"SELECT count(*) FROM {SCHEMA}.facts")
+                    cursor = await connection.execute(f"SELECT count(*) FROM {SCHEMA}.{table}")
                 else:
-                    cursor = await connection.execute(f"SELECT count(*) FROM {SCHEMA}.facts WHERE repo = %s", [repo])
+                    cursor = await connection.execute(f"SELECT count(*) FROM {SCHEMA}.{table} WHERE repo = %s", [repo])
                 row = await cursor.fetchone()
             return int(row[0]) if row else 0
 
@@ -416,6 +449,34 @@ def _fact(row: TupleRow) -> TeamFact:
     )
 
 
+def _answer_columns(answers: Sequence[TeamAnswer]) -> list[list[Any]]:
+    return [
+        [answer.repo for answer in answers],
+        [answer.question for answer in answers],
+        [answer.key for answer in answers],
+        [answer.answer for answer in answers],
+        [json.dumps(dict(answer.sources), sort_keys=True) for answer in answers],
+        [answer.machine for answer in answers],
+        [answer.user for answer in answers],
+        [answer.learned_at for answer in answers],
+        [answer.confirmed_at for answer in answers],
+    ]
+
+
+def _answer(row: TupleRow) -> TeamAnswer:
+    repo, question, answer, sources, machine, user, learned_at, confirmed_at = row
+    return TeamAnswer(
+        repo=repo,
+        question=question,
+        answer=answer,
+        sources={str(path): str(digest) for path, digest in sources.items()},
+        machine=machine,
+        user=user,
+        learned_at=float(learned_at),
+        confirmed_at=float(confirmed_at),
+    )
+
+
 # The row key hashes what the server stores (the text as UTF-8, the sources as jsonb's canonical text), so
 # it does not depend on how a client spells its JSON. An update happens only when it changes something.
 _UPSERT = f"""
@@ -441,3 +502,28 @@ _PULL = (
     f" FROM {SCHEMA}.facts WHERE repo = %s{{since}} ORDER BY confirmed_at DESC, id DESC LIMIT %s"
 )
 _SINCE = " AND confirmed_at > to_timestamp(%s)"
+
+# An answer given again on the same bytes replaces the row's answer (the newest wording), unless it is older.
+_UPSERT_ANSWERS = f"""
+INSERT INTO {SCHEMA}.answers AS a
+    (repo, question, answer, sources, question_sha256, sources_sha256, machine, user_name, learned_at, confirmed_at)
+SELECT r, q, t, s::jsonb, sha256(convert_to(k, 'UTF8')), sha256(convert_to(s::jsonb::text, 'UTF8')),
+       m, u, to_timestamp(l), to_timestamp(c)
+FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::float8[],
+            %s::float8[])
+    AS x(r, q, k, t, s, m, u, l, c)
+ON CONFLICT (repo, question_sha256, sources_sha256) DO UPDATE SET
+    answer = excluded.answer,
+    question = excluded.question,
+    machine = excluded.machine,
+    user_name = excluded.user_name,
+    confirmed_at = excluded.confirmed_at,
+    learned_at = least(a.learned_at, excluded.learned_at)
+WHERE excluded.confirmed_at > a.confirmed_at
+"""
+
+_PULL_ANSWERS = (
+    "SELECT repo, question, answer, sources, machine, user_name,"
+    " extract(epoch FROM learned_at)::float8, extract(epoch FROM confirmed_at)::float8"
+    f" FROM {SCHEMA}.answers WHERE repo = %s ORDER BY confirmed_at DESC, id DESC LIMIT %s"
+)

@@ -13,6 +13,9 @@ have those bytes, and only there.
 - **Trust**: only facts from an allowed repository leave (`team_repositories`), never one resting on a secret
   file, naming one, or carrying text that looks like a credential; the store's URL is masked wherever it is
   shown. What the ledger dropped (`- n`) is never taken back for the same bytes.
+- **Answers** (only with `team_share_answers` on): a complete answer grounded on files travels with its
+  question, through the same queue and the same trust rules; pulled beside the facts, those whose files have
+  the same bytes here answer the same question again without a model call (`WorkspaceService.team_answer`).
 """
 
 from __future__ import annotations
@@ -24,17 +27,17 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal, TypeVar
 
 from live_memory import constants as C
 from live_memory.config import Settings
 from live_memory.errors import TeamStoreError
 from live_memory.jail import secret_matcher
 from live_memory.ledger import LedgerFact
-from live_memory.records import TeamFact
+from live_memory.records import TeamAnswer, TeamFact
 from live_memory.safe_files import atomic_write, ensure_private_dir, read_for_revalidation
 from live_memory.team_queue import DiskQueue
 from live_memory.team_store import TeamStore, mask_url
@@ -42,6 +45,8 @@ from live_memory.team_store import TeamStore, mask_url
 logger = logging.getLogger(__name__)
 
 StoreState = Literal["off", "connecting", "up", "down"]
+T = TypeVar("T")
+Grounded = TypeVar("Grounded", TeamFact, TeamAnswer)
 MACHINE_ID_FILE = "machine-id"
 
 # Text that looks like a credential never leaves the machine: common key prefixes, private keys, and long runs
@@ -76,6 +81,7 @@ class TeamPolicy:
     user: str
     machine: str
     pull_limit: int = C.TEAM_STORE_PULL_LIMIT
+    share_answers: bool = C.TEAM_SHARE_ANSWERS
 
     def allows(self, repo: str | None) -> bool:
         return repo is not None and (not self.repositories or repo in self.repositories)
@@ -83,13 +89,26 @@ class TeamPolicy:
     def may_share(self, fact: LedgerFact) -> bool:
         """Only a fact learned here, grounded on files, none of them secret, naming no secret and carrying
         nothing that looks like a credential."""
-        if fact.team or fact.stale or not fact.sources:
+        if fact.team or fact.stale:
+            return False
+        return self._plain(fact.sources, (fact.text,))
+
+    def may_share_answer(self, question: str, answer: str, sources: Mapping[str, str]) -> bool:
+        """Only with answers shared, and by the facts' rule: grounded on files, nothing secret, no credential."""
+        return self.share_answers and self._plain(sources, (question, answer))
+
+    def _plain(self, sources: Mapping[str, str], texts: Sequence[str]) -> bool:
+        if not sources:
             return False
         secrets = secret_matcher(self.secret_globs)
-        if any(secrets.matches(path) for path in fact.sources):
+        if any(secrets.matches(path) for path in sources):
             return False
-        words = re.findall(r"[\w./-]+", fact.text)
-        return not any(secrets.matches(word.strip("./")) for word in words) and not looks_like_credential(fact.text)
+        for text in texts:
+            # A word as written (".env"), without a sentence's full stop, or without a leading "./".
+            words = {form for word in re.findall(r"[\w./-]+", text) for form in (word.rstrip("."), word.strip("./"))}
+            if any(secrets.matches(word) for word in words if word) or looks_like_credential(text):
+                return False
+        return True
 
 
 @dataclass
@@ -102,6 +121,9 @@ class TeamFigures:
     pushed: int = 0
     last_error: str = ""
     queue_dropped: int = 0
+    answers_pulled: int = 0  # teammates' answers that held here when pulled
+    answers_pushed: int = 0
+    answers_reused: int = 0  # questions answered from a teammate's answer, without a model call
 
     def to_json(self, queued: int, pulled: int, url: str) -> dict[str, Any]:
         return {
@@ -113,6 +135,9 @@ class TeamFigures:
             "facts_pushed": self.pushed,
             "facts_queued": queued,
             "facts_dropped_from_queue": self.queue_dropped,
+            "answers_pulled": self.answers_pulled,
+            "answers_pushed": self.answers_pushed,
+            "answers_reused": self.answers_reused,
             "last_error": self.last_error,
         }
 
@@ -174,10 +199,16 @@ class TeamSync:
     async def _drain(self, store: TeamStore) -> None:
         while batch := await asyncio.to_thread(self.queue.head, C.TEAM_PUSH_BATCH):
             started = time.monotonic()
-            await store.push([_team_fact(item) for item in batch])
+            facts = [_team_fact(item) for item in batch if item.get("kind", "fact") == "fact"]
+            answers = [_team_answer(item) for item in batch if item.get("kind") == "answer"]
+            if facts:
+                await store.push(facts)
+            if answers:
+                await store.push_answers(answers)
             self.figures.latency_s = time.monotonic() - started
             await asyncio.to_thread(self.queue.remove_head, len(batch))
-            self.figures.pushed += len(batch)
+            self.figures.pushed += len(facts)
+            self.figures.answers_pushed += len(answers)
 
     def _down(self, exc: TeamStoreError) -> None:
         if self.figures.state != "down":
@@ -200,42 +231,91 @@ class TeamSync:
         assert repo is not None
         now = self.clock()
         items = [_item(repo, fact, self.policy, now) for fact in facts if self.policy.may_share(fact)]
+        await self._enqueue(items)
+        return len(items)
+
+    async def share_answer(self, repo: str | None, question: str, answer: str, sources: Mapping[str, str]) -> bool:
+        """Queue an answer with its question and grounds, when answers are shared and it may leave."""
+        if not self.policy.allows(repo) or not self.policy.may_share_answer(question, answer, sources):
+            return False
+        assert repo is not None
+        now = self.clock()
+        policy = self.policy
+        item = {"kind": "answer", "repo": repo, "question": question, "answer": answer, "sources": dict(sources)}
+        await self._enqueue([item | {"machine": policy.machine, "user": policy.user, "learned_at": now}])
+        return True
+
+    async def _enqueue(self, items: Sequence[Mapping[str, Any]]) -> None:
         if items:
             await asyncio.to_thread(self.queue.append, items)
             self.figures.queue_dropped = self.queue.dropped
             self._queued.set()
-        return len(items)
 
     # --- pulling -------------------------------------------------------------------------------
     async def pull(self, repo: str | None, root: Path, max_file_bytes: int) -> list[LedgerFact]:
         """The repository's facts whose every file has the same bytes in the checkout at `root`, newest
         confirmation first; none when the store is down or slow (within its timeout) or the repository is
         not allowed."""
-        if not self.policy.allows(repo):
+        store = await self._store_for(repo)
+        if store is None:
             return []
-        assert repo is not None
-        if not self._up.is_set():  # just started: give the connection its timeout to come up
+        rows = await self._call(store.pull(repo or "", limit=self.policy.pull_limit))
+        holding = await self._holding(rows or [], root, max_file_bytes)
+        return [LedgerFact(row.text, dict(row.sources), team=f"{row.user}@{row.machine}") for row in holding]
+
+    async def pull_answers(self, repo: str | None) -> list[TeamAnswer]:
+        """The teammates' answers for this repository, newest first; none unless answers are shared, or when
+        the store is down or slow. Whether an answer's files hold is checked when its question is asked: an
+        answer about bytes this checkout has not reached yet may hold later."""
+        if not self.policy.share_answers:
+            return []
+        store = await self._store_for(repo)
+        if store is None:
+            return []
+        rows = await self._call(store.pull_answers(repo or "", limit=self.policy.pull_limit))
+        answers = self._elsewhere(rows or [])
+        self.figures.answers_pulled += len(answers)
+        return answers
+
+    async def _store_for(self, repo: str | None) -> TeamStore | None:
+        """The store, when this repository is shared and the store is up (a server just started gives the
+        connection its timeout to come up)."""
+        if not self.policy.allows(repo):
+            return None
+        if not self._up.is_set():
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.policy.timeout_s):
                     await self._up.wait()
-        store = self._store
-        if store is None:
-            return []
+        return self._store
+
+    async def _call(self, call: Coroutine[Any, Any, T]) -> T | None:
+        """A store call timed for the figures; None when it failed (the store is then marked down)."""
         try:
             started = time.monotonic()
-            rows = await store.pull(repo, limit=self.policy.pull_limit)
+            result = await call
             self.figures.latency_s = time.monotonic() - started
+            return result
         except TeamStoreError as exc:
             self._down(exc)
-            return []
+            return None
+
+    async def _holding(self, rows: Sequence[TeamFact], root: Path, max_file_bytes: int) -> list[TeamFact]:
+        """The rows learned elsewhere whose every file has the same bytes in the checkout at `root`."""
+        rows = self._elsewhere(rows)
         paths = {path for row in rows for path in row.sources}
         found = await asyncio.to_thread(read_for_revalidation, root, paths, (), max_file_bytes)
         current = {path: disk.sha256 for path, disk in found.items()}
+        return [row for row in rows if all(current.get(path) == digest for path, digest in row.sources.items())]
+
+    def _elsewhere(self, rows: Sequence[Grounded]) -> list[Grounded]:
+        """The rows another server contributed, resting only on paths inside a checkout (what the store says
+        is not trusted to point a revalidation's reads anywhere else)."""
+        policy = self.policy
         return [
-            LedgerFact(row.text, dict(row.sources), team=f"{row.user}@{row.machine}")
+            row
             for row in rows
-            if all(current.get(path) == digest for path, digest in row.sources.items())
-            and not (row.machine == self.policy.machine and row.user == self.policy.user)
+            if all(_inside(path) for path in row.sources)
+            and not (row.machine == policy.machine and row.user == policy.user)
         ]
 
     @property
@@ -267,6 +347,25 @@ def _team_fact(item: Mapping[str, Any]) -> TeamFact:
     )
 
 
+def _inside(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return bool(parts) and not path.startswith("/") and ".." not in parts and "\\" not in path
+
+
+def _team_answer(item: Mapping[str, Any]) -> TeamAnswer:
+    learned = float(item["learned_at"])
+    return TeamAnswer(
+        repo=str(item["repo"]),
+        question=str(item["question"]),
+        answer=str(item["answer"]),
+        sources={str(k): str(v) for k, v in dict(item["sources"]).items()},
+        machine=str(item["machine"]),
+        user=str(item["user"]),
+        learned_at=learned,
+        confirmed_at=learned,
+    )
+
+
 def team_sync_for(settings: Settings) -> TeamSync:
     """The team store's sync for `settings` (whose `team_store` is set): its queue in the data dir, and who
     this server's facts are credited to (a random id of this machine, kept in the data dir, and a user)."""
@@ -279,6 +378,7 @@ def team_sync_for(settings: Settings) -> TeamSync:
         secret_globs=settings.secret_globs,
         user=settings.team_user or _login_name(settings),
         machine=machine_id(data_dir),
+        share_answers=settings.team_share_answers,
     )
     return TeamSync(policy, DiskQueue(data_dir, C.TEAM_QUEUE_MAX_FACTS))
 

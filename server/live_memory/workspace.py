@@ -24,7 +24,7 @@ from live_memory.errors import InputError
 from live_memory.history import EXCHANGE_KINDS, Turn
 from live_memory.ledger import LedgerFact
 from live_memory.options import RepoRootMode
-from live_memory.records import Usage
+from live_memory.records import TeamAnswer, Usage
 
 WindowChange = Callable[[ContextWindow], Any]
 
@@ -171,9 +171,11 @@ class WorkspaceState:
         self.tees: dict[str, tuple[float, str]] = {}  # path -> (when, sha256) of the last tee: echo checks
         # The team store (team_sync.py): the repository's identity, the team's facts pulled for this checkout
         # and not yet in the ledger (they join it at the next freeze), whether the first pull is done, and
-        # how many team facts the ledger took.
+        # how many team facts the ledger took; with answers shared, the teammates' answers by question
+        # (folded), newest first (whether their files hold is checked when the question is asked).
         self.repo: str | None = None
         self.team_inbox: list[LedgerFact] = []
+        self.team_answers: dict[str, list[TeamAnswer]] = {}
         self.team_pulled = asyncio.Event()
         self.team_merged = 0
         self._journal: list[tuple[int, WindowChange]] = []

@@ -75,8 +75,14 @@ def collect_families(service: WorkspaceService, started_at: float) -> list[Metri
         facts = CounterMetricFamily("live_memory_team_facts", "Facts exchanged with the team store.", labels=["way"])
         facts.add_metric(["pulled"], team["facts_pulled"])
         facts.add_metric(["pushed"], team["facts_pushed"])
+        answers = CounterMetricFamily(
+            "live_memory_team_answers", "Answers exchanged with the team store (team_share_answers).", labels=["way"]
+        )
+        for way in ("pulled", "pushed", "reused"):
+            answers.add_metric([way], team[f"answers_{way}"])
         families += [
             facts,
+            answers,
             _gauge("live_memory_team_facts_queued", "Facts waiting on disk for the team store.", team["facts_queued"]),
         ]
         if team["latency_ms"] is not None:

@@ -109,9 +109,11 @@ def _team_line(team: dict[str, Any]) -> str:
         return ""
     latency = f" · {team['latency_ms']:.0f} ms" if team["latency_ms"] is not None else ""
     error = f' · <span class="muted">{html.escape(team["last_error"])}</span>' if team["last_error"] else ""
+    shared = (team["answers_pulled"], team["answers_pushed"], team["answers_reused"])
+    answers = " · answers pulled {}, pushed {}, reused {}".format(*shared) if any(shared) else ""
     return (
         f"<p>Team store {html.escape(team['store'])}: {html.escape(team['state'])}{latency} · facts pulled "
-        f"{team['facts_pulled']}, pushed {team['facts_pushed']}, queued {team['facts_queued']}{error}</p>\n"
+        f"{team['facts_pulled']}, pushed {team['facts_pushed']}, queued {team['facts_queued']}{answers}{error}</p>\n"
     )
 
 
