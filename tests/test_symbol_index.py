@@ -57,6 +57,18 @@ def test_headings_are_found_by_title_or_by_their_path_of_titles() -> None:
     assert index.lookup("Cards > Rendering") == index.lookup("Rendering")
 
 
+def test_a_name_no_code_defines_finds_the_sections_whose_heading_has_it_as_a_word() -> None:
+    index = _index()
+    index.add(build_card("docs/setup.md", "# Setup\n\n## Rendering options\n\nFlags.\n\n## Other\n"))
+    found = [(h.path, h.qualified, h.start, h.end) for h in index.lookup("options")]
+    assert found == [("docs/setup.md", "Setup > Rendering options", 3, 5)]  # the section, to the next heading
+    assert [h.path for h in index.lookup("rendering")] == ["docs/cards.md"]  # a title's own match comes first
+    assert [h.kind for h in index.lookup("Card")] == ["class"]  # code that defines the name wins over prose
+    assert index.lookup("set") == []  # a short word names nothing
+    index.remove("docs/setup.md")
+    assert index.lookup("options") == []
+
+
 def test_uses_lists_the_files_referencing_a_name_but_not_a_file_that_only_defines_it() -> None:
     index = _index()
     assert index.uses("load") == ["views.py"]

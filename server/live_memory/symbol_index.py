@@ -8,12 +8,14 @@
 
 A definition answers to its bare name, its qualified name and every dotted tail of it ("render",
 "FileCard.render", "cards.FileCard.render" alike); an exact match is preferred, else one that differs
-only in case. Lookups are dictionary reads. Not thread-safe: change and read it from one thread (the
-event loop), or guard it.
+only in case, else the Markdown sections whose heading has the name as a word ("Configuration" finds
+"## Configuration reference": where a name no code defines is written about). Lookups are dictionary
+reads. Not thread-safe: change and read it from one thread (the event loop), or guard it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +47,17 @@ def _keys(definition: Definition) -> set[str]:
     return keys
 
 
+# The words a heading is found by: identifier-like, long enough not to be a common short word.
+_HEADING_WORD = re.compile(r"[A-Za-z_][\w$]{3,}")
+
+
+def _heading_words(definition: Definition) -> set[str]:
+    """The casefolded words of a heading's own title (a section is found by what it is titled)."""
+    if definition.kind != "heading":
+        return set()
+    return {word.casefold() for word in _HEADING_WORD.findall(definition.name)}
+
+
 def _bare(name: str) -> str:
     """The identifier a reference to `name` is spelled with: "render" for "FileCard.render"."""
     return name.rsplit(".", 1)[-1] if "." in name and " " not in name else name
@@ -56,6 +69,7 @@ class SymbolIndex:
         self._defined: dict[str, list[SymbolHit]] = {}
         self._folded: dict[str, set[str]] = {}  # casefolded key -> the keys spelled that way
         self._used: dict[str, set[str]] = {}  # identifier -> paths referencing it
+        self._titled: dict[str, list[SymbolHit]] = {}  # casefolded heading word -> the sections it titles
         for card in cards:
             self.add(card)
 
@@ -88,6 +102,8 @@ class SymbolIndex:
             for key in _keys(definition):
                 self._defined.setdefault(key, []).append(hit)
                 self._folded.setdefault(key.casefold(), set()).add(key)
+            for word in _heading_words(definition):
+                self._titled.setdefault(word, []).append(hit)
         for name in card.references:
             self._used.setdefault(name, set()).add(card.path)
 
@@ -108,6 +124,12 @@ class SymbolIndex:
                     spellings.discard(key)
                     if not spellings:
                         del self._folded[key.casefold()]
+            for word in _heading_words(definition):
+                sections = [h for h in self._titled.get(word, ()) if h.path != path]
+                if sections:
+                    self._titled[word] = sections
+                else:
+                    self._titled.pop(word, None)
         for name in card.references:
             users = self._used.get(name)
             if users is not None:
@@ -117,14 +139,15 @@ class SymbolIndex:
 
     def lookup(self, name: str) -> list[SymbolHit]:
         """Where `name` (bare, qualified or a qualified tail) is defined, sorted by path and line; when
-        nothing matches exactly, the definitions whose name differs only in case."""
+        nothing matches exactly, the definitions whose name differs only in case; when none does either,
+        the Markdown sections whose heading has the name as a word."""
         name = name.strip()
         hits = self._defined.get(name)
         if hits is None:
             found: dict[SymbolHit, None] = {}
             for key in sorted(self._folded.get(name.casefold(), ())):
                 found.update(dict.fromkeys(self._defined.get(key, ())))
-            hits = list(found)
+            hits = list(found) or self._titled.get(name.casefold(), [])
         return sorted(set(hits), key=lambda h: (h.path, h.start, h.qualified))
 
     def uses(self, name: str) -> list[str]:

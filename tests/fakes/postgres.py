@@ -155,7 +155,11 @@ class PostgresCluster:
     def create_database(self) -> str:
         name = "t_" + secrets.token_hex(6)
         with self._admin() as admin:
-            admin.execute(f"CREATE DATABASE {name} OWNER {ROLE}".encode())
+            # FILE_COPY (PostgreSQL 15+): twice as fast as the default WAL_LOG for a small database on a
+            # cluster without fsync.
+            row = admin.execute(b"SHOW server_version_num").fetchone()
+            strategy = " STRATEGY FILE_COPY" if row and int(str(row[0])) >= 150000 else ""
+            admin.execute(f"CREATE DATABASE {name} OWNER {ROLE}{strategy}".encode())
         return name
 
     def admin_execute(self, database: str, statement: str) -> list[tuple[object, ...]]:

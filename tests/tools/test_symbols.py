@@ -86,6 +86,15 @@ async def test_the_scan_finds_qualified_names_module_constants_and_headings(tool
     assert "docs/guide.md:1-3  Guide (heading)  # Guide" in heading
 
 
+async def test_a_word_of_a_heading_finds_its_section_and_its_lines_come_with_the_code_option(tmp_path: Path) -> None:
+    guide = "# Guide\n\n## Deployment checklist\n\nRun the health check.\n\n## Later\n"
+    root = _workspace(tmp_path / "ws", {"docs/ops.md": guide, "main.py": "print('hello')\n"})
+    box = await Toolbox.create(root)
+    text = await _text(box, name="Deployment", kind="definition", code=True)
+    assert "docs/ops.md:3-5  Guide > Deployment checklist (heading)" in text
+    assert "5\tRun the health check." in text  # the section itself: no Read needed
+
+
 async def test_the_scan_never_follows_links_out_of_the_workspace(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
