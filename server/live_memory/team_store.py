@@ -25,7 +25,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal, TypeVar
@@ -242,20 +242,7 @@ class TeamStore:
     async def push(self, facts: Sequence[TeamFact]) -> int:
         """Upsert facts; return the rows written. The same repo + text + sources is one row: it keeps its first
         learned_at (and who learned it) while confirmed_at moves forward. Rows unchanged are not rewritten."""
-        merged = _merge_duplicates(facts)
-        if not merged:
-            return 0
-
-        async def run() -> int:
-            written = 0
-            async with self._pool.connection() as connection, connection.transaction():
-                for start in range(0, len(merged), TEAM_STORE_PUSH_BATCH):
-                    batch = merged[start : start + TEAM_STORE_PUSH_BATCH]
-                    cursor = await connection.execute(_UPSERT, _columns(batch))
-                    written += max(cursor.rowcount, 0)
-            return written
-
-        return await self._bounded("pushing facts", run)
+        return await self._upsert("pushing facts", _UPSERT, _merge_duplicates(facts), _FACT_COLUMNS)
 
     async def pull(self, repo: str, *, since: float | None = None, limit: int) -> list[TeamFact]:
         """The repo's facts, newest confirmation first; only those confirmed after `since` when given.
@@ -278,20 +265,7 @@ class TeamStore:
         latest: dict[tuple[str, str, frozenset[tuple[str, str]]], TeamAnswer] = {}
         for answer in sorted(answers, key=lambda a: a.confirmed_at):
             latest[(answer.repo, answer.key, frozenset(answer.sources.items()))] = answer
-        merged = list(latest.values())
-        if not merged:
-            return 0
-
-        async def run() -> int:
-            written = 0
-            async with self._pool.connection() as connection, connection.transaction():
-                for start in range(0, len(merged), TEAM_STORE_PUSH_BATCH):
-                    batch = merged[start : start + TEAM_STORE_PUSH_BATCH]
-                    cursor = await connection.execute(_UPSERT_ANSWERS, _answer_columns(batch))
-                    written += max(cursor.rowcount, 0)
-            return written
-
-        return await self._bounded("pushing answers", run)
+        return await self._upsert("pushing answers", _UPSERT_ANSWERS, list(latest.values()), _ANSWER_COLUMNS)
 
     async def pull_answers(self, repo: str, *, limit: int) -> list[TeamAnswer]:
         """The repo's answers, newest confirmation first (whether their files still hold is for the caller)."""
@@ -339,6 +313,24 @@ class TeamStore:
         if abandoned:
             await asyncio.wait(abandoned, timeout=TEAM_STORE_CLOSE_S)
         await self._pool.close(timeout=TEAM_STORE_CLOSE_S)
+
+    async def _upsert(
+        self, what: str, statement: str, rows: Sequence[TeamFact | TeamAnswer], fields: Sequence[str]
+    ) -> int:
+        """`statement` over `rows` (their `fields` as columns) in batches, in one transaction; the rows written."""
+        if not rows:
+            return 0
+
+        async def run() -> int:
+            written = 0
+            async with self._pool.connection() as connection, connection.transaction():
+                for start in range(0, len(rows), TEAM_STORE_PUSH_BATCH):
+                    batch = _columns(rows[start : start + TEAM_STORE_PUSH_BATCH], fields)
+                    cursor = await connection.execute(statement, batch)
+                    written += max(cursor.rowcount, 0)
+            return written
+
+        return await self._bounded(what, run)
 
     async def _round_trip(self) -> float:
         async with self._pool.connection() as connection:
@@ -424,16 +416,17 @@ def _merge_duplicates(facts: Sequence[TeamFact]) -> list[TeamFact]:
     return list(merged.values())
 
 
-def _columns(facts: Sequence[TeamFact]) -> list[list[Any]]:
-    return [
-        [fact.repo for fact in facts],
-        [fact.text for fact in facts],
-        [json.dumps(dict(fact.sources), sort_keys=True) for fact in facts],
-        [fact.machine for fact in facts],
-        [fact.user for fact in facts],
-        [fact.learned_at for fact in facts],
-        [fact.confirmed_at for fact in facts],
-    ]
+# The columns an upsert sends, in its statement's order (one array per column; sources as canonical JSON).
+_FACT_COLUMNS = ("repo", "text", "sources", "machine", "user", "learned_at", "confirmed_at")
+_ANSWER_COLUMNS = ("repo", "question", "key", "answer", "sources", "machine", "user", "learned_at", "confirmed_at")
+
+
+def _columns(rows: Sequence[TeamFact | TeamAnswer], fields: Sequence[str]) -> list[list[Any]]:
+    return [[_column_value(getattr(row, field)) for row in rows] for field in fields]
+
+
+def _column_value(value: Any) -> Any:
+    return json.dumps(dict(value), sort_keys=True) if isinstance(value, Mapping) else value
 
 
 def _fact(row: TupleRow) -> TeamFact:
@@ -447,20 +440,6 @@ def _fact(row: TupleRow) -> TeamFact:
         learned_at=float(learned_at),
         confirmed_at=float(confirmed_at),
     )
-
-
-def _answer_columns(answers: Sequence[TeamAnswer]) -> list[list[Any]]:
-    return [
-        [answer.repo for answer in answers],
-        [answer.question for answer in answers],
-        [answer.key for answer in answers],
-        [answer.answer for answer in answers],
-        [json.dumps(dict(answer.sources), sort_keys=True) for answer in answers],
-        [answer.machine for answer in answers],
-        [answer.user for answer in answers],
-        [answer.learned_at for answer in answers],
-        [answer.confirmed_at for answer in answers],
-    ]
 
 
 def _answer(row: TupleRow) -> TeamAnswer:
