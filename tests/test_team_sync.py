@@ -48,6 +48,12 @@ def checkout(home: Path, app: str = APP) -> Path:
     return root
 
 
+def two_checkouts(tmp_path: Path, second_app: str = APP) -> tuple[Path, Path, Path, Path]:
+    """Two developers' homes and their clones: (first home, its checkout, second home, its checkout)."""
+    first_home, second_home = tmp_path / "first", tmp_path / "second"
+    return first_home, off_loop(checkout, first_home), second_home, off_loop(checkout, second_home, app=second_app)
+
+
 def learner(fact: str = FACT) -> ScriptedProvider:
     """A model that reads app.py for each question, then answers at length; asked for the ledger's changes
     (a summary: no tools offered), it adds `fact`. A fold that continues the conversation gets a Read, and is
@@ -98,8 +104,7 @@ async def facts_in_store(url: str) -> list[str]:
 async def test_what_one_server_learned_the_next_server_on_the_same_bytes_starts_from(
     tmp_path: Path, team_db: TeamDatabase
 ) -> None:
-    first_home, second_home = tmp_path / "first", tmp_path / "second"
-    first_root, second_root = off_loop(checkout, first_home), off_loop(checkout, second_home)
+    first_home, first_root, second_home, second_root = two_checkouts(tmp_path)
     async with running(team_engine(first_home, learner(), team_db.url)) as first:
         await learn(first, first_root)
         team = first.service.team
@@ -127,9 +132,7 @@ async def test_what_one_server_learned_the_next_server_on_the_same_bytes_starts_
 async def test_a_checkout_whose_file_changed_never_presents_the_teams_fact_about_the_old_bytes(
     tmp_path: Path, team_db: TeamDatabase
 ) -> None:
-    first_home, second_home = tmp_path / "first", tmp_path / "second"
-    first_root = off_loop(checkout, first_home)
-    second_root = off_loop(checkout, second_home, app="VERSION = 2  # moved on\n")
+    first_home, first_root, second_home, second_root = two_checkouts(tmp_path, "VERSION = 2  # moved on\n")
     async with running(team_engine(first_home, learner(), team_db.url)) as first:
         await learn(first, first_root)
         team = first.service.team
@@ -368,9 +371,7 @@ async def first_pull(engine: Engine, root: Path) -> None:
 async def test_a_teammates_answer_on_the_same_bytes_answers_the_same_question_without_a_model_call(
     tmp_path: Path, team_db: TeamDatabase
 ) -> None:
-    first_home, second_home = tmp_path / "first", tmp_path / "second"
-    first_root = off_loop(checkout, first_home)
-    second_root = off_loop(checkout, second_home, app="VERSION = 0  # not pulled yet\n")
+    first_home, first_root, second_home, second_root = two_checkouts(tmp_path, "VERSION = 0  # not pulled yet\n")
     async with running(team_engine(first_home, learner(), team_db.url, team_share_answers="1")) as first:
         given = await first.answerer.ask(str(first_root), QUESTION)
         sync = first.service.team
@@ -406,8 +407,7 @@ async def test_a_teammates_answer_on_the_same_bytes_answers_the_same_question_wi
 async def test_without_team_share_answers_no_question_or_answer_leaves_the_machine(
     tmp_path: Path, team_db: TeamDatabase
 ) -> None:
-    first_home, second_home = tmp_path / "first", tmp_path / "second"
-    first_root, second_root = off_loop(checkout, first_home), off_loop(checkout, second_home)
+    first_home, first_root, second_home, second_root = two_checkouts(tmp_path)
     async with running(team_engine(first_home, learner(), team_db.url)) as first:
         await learn(first, first_root)  # four answers, and a fold whose facts are pushed after them
         team = first.service.team

@@ -45,6 +45,7 @@ from live_memory.errors import TeamStoreError
 from live_memory.records import TeamAnswer, TeamFact
 
 T = TypeVar("T")
+R = TypeVar("R", TeamFact, TeamAnswer)
 Connection = psycopg.AsyncConnection[TupleRow]
 
 SCHEMA = "live_memory"  # every table lives in this schema: the database may be shared with other programs
@@ -255,7 +256,7 @@ class TeamStore:
                 else:
                     cursor = await connection.execute(_PULL.format(since=_SINCE), [repo, since, limit])
                 rows = await cursor.fetchall()
-            return [_fact(row) for row in rows]
+            return [_from_row(TeamFact, row) for row in rows]
 
         return await self._bounded("pulling facts", run)
 
@@ -274,7 +275,7 @@ class TeamStore:
             async with self._pool.connection() as connection:
                 cursor = await connection.execute(_PULL_ANSWERS, [repo, limit])
                 rows = await cursor.fetchall()
-            return [_answer(row) for row in rows]
+            return [_from_row(TeamAnswer, row) for row in rows]
 
         return await self._bounded("pulling answers", run)
 
@@ -429,31 +430,13 @@ def _column_value(value: Any) -> Any:
     return json.dumps(dict(value), sort_keys=True) if isinstance(value, Mapping) else value
 
 
-def _fact(row: TupleRow) -> TeamFact:
-    repo, text, sources, machine, user, learned_at, confirmed_at = row
-    return TeamFact(
-        repo=repo,
-        text=text,
-        sources={str(path): str(digest) for path, digest in sources.items()},
-        machine=machine,
-        user=user,
-        learned_at=float(learned_at),
-        confirmed_at=float(confirmed_at),
-    )
-
-
-def _answer(row: TupleRow) -> TeamAnswer:
-    repo, question, answer, sources, machine, user, learned_at, confirmed_at = row
-    return TeamAnswer(
-        repo=repo,
-        question=question,
-        answer=answer,
-        sources={str(path): str(digest) for path, digest in sources.items()},
-        machine=machine,
-        user=user,
-        learned_at=float(learned_at),
-        confirmed_at=float(confirmed_at),
-    )
+def _from_row(kind: type[R], row: TupleRow) -> R:
+    """A pulled row as a record: its own leading columns, then the grounds, who, and when (the shared tail)."""
+    *leading, sources, machine, user, learned_at, confirmed_at = row
+    values: dict[str, Any] = dict(zip([field.name for field in dataclasses.fields(kind)], leading, strict=False))
+    values["sources"] = {str(path): str(digest) for path, digest in sources.items()}
+    values |= {"machine": machine, "user": user, "learned_at": float(learned_at), "confirmed_at": float(confirmed_at)}
+    return kind(**values)
 
 
 # The row key hashes what the server stores (the text as UTF-8, the sources as jsonb's canonical text), so
