@@ -14,8 +14,9 @@ have those bytes, and only there.
   file, naming one, or carrying text that looks like a credential; the store's URL is masked wherever it is
   shown. What the ledger dropped (`- n`) is never taken back for the same bytes.
 - **Answers** (only with `team_share_answers` on): a complete answer grounded on files travels with its
-  question, through the same queue and the same trust rules; pulled beside the facts, those whose files have
-  the same bytes here answer the same question again without a model call (`WorkspaceService.team_answer`).
+  question, through the same queue and the same trust rules; pulled beside the facts, one whose files have
+  the same bytes here when the same question is asked answers it again without a model call
+  (`WorkspaceService.open`, given the question).
 """
 
 from __future__ import annotations
@@ -121,11 +122,11 @@ class TeamFigures:
     pushed: int = 0
     last_error: str = ""
     queue_dropped: int = 0
-    answers_pulled: int = 0  # teammates' answers that held here when pulled
     answers_pushed: int = 0
     answers_reused: int = 0  # questions answered from a teammate's answer, without a model call
 
-    def to_json(self, queued: int, pulled: int, url: str) -> dict[str, Any]:
+    def to_json(self, queued: int, pulled: int, url: str, answers: int = 0) -> dict[str, Any]:
+        """`pulled`: team facts the ledgers took; `answers`: teammates' answers the workspaces hold."""
         return {
             "state": self.state,
             "store": mask_url(url),
@@ -135,7 +136,7 @@ class TeamFigures:
             "facts_pushed": self.pushed,
             "facts_queued": queued,
             "facts_dropped_from_queue": self.queue_dropped,
-            "answers_pulled": self.answers_pulled,
+            "answers_pulled": answers,
             "answers_pushed": self.answers_pushed,
             "answers_reused": self.answers_reused,
             "last_error": self.last_error,
@@ -273,9 +274,7 @@ class TeamSync:
         if store is None:
             return []
         rows = await self._call(store.pull_answers(repo or "", limit=self.policy.pull_limit))
-        answers = self._elsewhere(rows or [])
-        self.figures.answers_pulled += len(answers)
-        return answers
+        return self._elsewhere(rows or [])
 
     async def _store_for(self, repo: str | None) -> TeamStore | None:
         """The store, when this repository is shared and the store is up (a server just started gives the
