@@ -213,8 +213,11 @@ def _rewrite_test_modules_backwards(config: pytest.Config) -> None:
         pyc = cache / (source.name[:-3] + PYC_TAIL)
         if _read_pyc(source, pyc) is not None:
             continue
-        cache.mkdir(exist_ok=True)
-        source_hash, code = _rewrite_test(source, config)
+        try:
+            cache.mkdir(exist_ok=True)
+            source_hash, code = _rewrite_test(source, config)
+        except (OSError, SyntaxError, ValueError):
+            continue  # pytest meets it again when it collects the module, and reports it there as it should
         _write_pyc(state, code, source_hash, pyc)
 
 
