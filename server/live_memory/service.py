@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the team store's driver loads only when `team_store` is set
     from live_memory.team_sync import TeamSync
 
 from live_memory import constants as C
+from live_memory import team_work
 from live_memory.admission import AdmissionLimits
 from live_memory.agent_loop import LoopOutcome, ToolRunner
 from live_memory.compaction import CompactionReport
@@ -33,14 +34,11 @@ from live_memory.context_window import ContextWindow
 from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError, SnapshotNotSaved, WorkspaceLoadError
 from live_memory.ingest import Ingestor, IngestPolicy
-from live_memory.ledger import attribute
 from live_memory.loading import load_workspace, restore_workspace
 from live_memory.messages import ChatProvider
 from live_memory.options import changed_options
-from live_memory.records import FileEvent, IngestResult, TeamAnswer, question_key
-from live_memory.repo_identity import repository_identity
+from live_memory.records import FileEvent, IngestResult, TeamAnswer
 from live_memory.runtime import Runtime
-from live_memory.safe_files import disk_hashes
 from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import Caps, SpendTracker
 from live_memory.store import SnapshotStore
@@ -188,7 +186,7 @@ class WorkspaceService:
         state = self._states.get(location.key)
         if state is None:
             state = self._states[location.key] = new_state(location, self.policy)
-            self._in_background(self._pull_team, state)
+            self._pull_team(state)
             await self._enforce_capacity(keep=state)
         state.last_used = self.clock()
         return state
@@ -206,7 +204,7 @@ class WorkspaceService:
             if not state.loaded:
                 team_wait_s = C.TEAM_LOAD_WAIT_S if self.team is not None else 0.0
                 await load_workspace(state, self.store, settings, team_wait_s=team_wait_s)
-                self._in_background(self._share_team, state)  # what it learned before the store was on
+                self._share_team(state)  # what it learned before the store was on
                 if settings.watch:
                     self._watch(state)
             tools = await self._toolbox(location.root, settings)
@@ -217,7 +215,8 @@ class WorkspaceService:
             self._states.pop(location.key, None)  # the next question retries from scratch
             raise WorkspaceLoadError(f"the workspace {state.root} could not be loaded: {exc}") from None
         may_distill = settings.background and (caps is None or self.spend.background_allowed(state.id, caps))
-        shared = await self._team_answer(state, question) if question else None
+        team = self.team
+        shared = await team_work.teammates_answer(team, state, question) if team is not None and question else None
         return OpenWorkspace(state, location.root, tools, may_distill, shared)
 
     async def settle(
@@ -234,18 +233,17 @@ class WorkspaceService:
         later, once for every answer meanwhile). A complete answer is queued for the team when answers are
         shared."""
         state.commit(fork_id, window)
+        team = self.team
         complete = out.answer and not out.partial and not out.timed_out
-        if complete and self.team is not None and self.team.policy.share_answers:
-            grounds = window.grounds()
-            read = {path: grounds[path] for path in out.files_read if path in grounds}
-            sources = read | attribute(out.answer, grounds)
-            self._in_background(functools.partial(self._share_answer, question, out.answer, sources), state)
-        if out.compactions and self.team is not None:  # share what the summaries wrote; ask the team again
+        if complete and team is not None and team.policy.share_answers:
+            sources = team_work.answer_grounds(window, out.answer, out.files_read)
+            self._in_background(functools.partial(team_work.share_answer, team, question, out.answer, sources), state)
+        if out.compactions and team is not None:  # share what the summaries wrote; ask the team again
             known = {f.grounds for f in state.window.ledger.facts}
             state.team_merged += sum(report.team_merged for report in out.compactions)
             state.team_inbox = [f for f in state.team_inbox if f.grounds not in known]
-            self._in_background(self._share_team, state)
-            self._in_background(self._pull_team, state)
+            self._share_team(state)
+            self._pull_team(state)
         spent = self._count_compactions(state, runtime, out.compactions)
         cost = self.spend.count(state, runtime, out.model, out.usage, background=False)
         stats = state.stats
@@ -306,7 +304,7 @@ class WorkspaceService:
             tools = self._toolboxes[key] = await asyncio.to_thread(self.tool_factory, root, settings)
         return tools
 
-    # --- the team store --------------------------------------------------------------------------
+    # --- the team store (team_work.py) ---------------------------------------------------------
     def _in_background(
         self, work: Callable[[WorkspaceState], Coroutine[Any, Any, None]], state: WorkspaceState
     ) -> None:
@@ -317,59 +315,17 @@ class WorkspaceService:
             return
         self._tasks.start_soon(work, state)
 
-    async def _pull_team(self, state: WorkspaceState) -> None:
-        """The team's facts for this checkout, into the workspace's inbox (the ledger takes them at a freeze)."""
-        assert self.team is not None
-        try:
-            if state.repo is None:
-                state.repo = await repository_identity(state.tree_root)
-            pulled = await self.team.pull(state.repo, state.tree_root, self.settings.passive_max_file_bytes)
-            known = {f.grounds for f in state.team_inbox}
-            state.team_inbox += [f for f in pulled if f.grounds not in known]
-            answers: dict[str, list[TeamAnswer]] = {}
-            for answer in await self.team.pull_answers(state.repo):  # newest first
-                answers.setdefault(answer.key, []).append(answer)
-            state.team_answers = answers
-        except Exception:  # a background pull must never take the service down; answers go on without it
-            logger.exception("pulling the team's facts for %s failed", state.root)
-        finally:
+    def _pull_team(self, state: WorkspaceState) -> None:
+        if self.team is None:
             state.team_pulled.set()
+            return
+        self._in_background(
+            functools.partial(team_work.pull_into, self.team, self.settings.passive_max_file_bytes), state
+        )
 
-    async def _team_answer(self, state: WorkspaceState, question: str) -> TeamAnswer | None:
-        """The newest teammate's answer to this very question (case and whitespace folded) whose every file
-        has the same bytes here now, checked against the disk, off the event loop; None without one."""
-        candidates = state.team_answers.get(question_key(question), []) if state.team_answers else []
-        if not candidates or self.team is None:
-            return None
-        paths = {path for answer in candidates for path in answer.sources}
-        current = await asyncio.to_thread(disk_hashes, state.tree_root, paths)
-        for answer in candidates:
-            if all(current.get(path) == digest for path, digest in answer.sources.items()):
-                self.team.figures.answers_reused += 1
-                return answer
-        return None  # answers about other bytes: the model answers afresh
-
-    async def _share_answer(self, question: str, answer: str, sources: dict[str, str], state: WorkspaceState) -> None:
-        assert self.team is not None
-        try:
-            if state.repo is None:
-                state.repo = await repository_identity(state.tree_root)
-            await self.team.share_answer(state.repo, question, answer, sources)
-        except Exception:
-            logger.exception("queueing an answer about %s for the team store failed", state.root)
-
-    async def _share_team(self, state: WorkspaceState) -> None:
-        """Queue the facts learned here that the team store has not been given (durably, then pushed by the
-        team's background task)."""
-        assert self.team is not None
-        try:
-            if state.repo is None:
-                state.repo = await repository_identity(state.tree_root)
-            facts = state.window.ledger.unshared()
-            await self.team.share(state.repo, facts)
-            state.apply(lambda window: window.ledger.mark_shared(facts))
-        except Exception:
-            logger.exception("queueing %s's facts for the team store failed", state.root)
+    def _share_team(self, state: WorkspaceState) -> None:
+        if self.team is not None:
+            self._in_background(functools.partial(team_work.share_facts, self.team), state)
 
     # --- file events ---------------------------------------------------------------------------
     def _watch(self, state: WorkspaceState) -> None:
