@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import getpass
 import logging
 import re
@@ -200,8 +201,8 @@ class TeamSync:
     async def _drain(self, store: TeamStore) -> None:
         while batch := await asyncio.to_thread(self.queue.head, C.TEAM_PUSH_BATCH):
             started = time.monotonic()
-            facts = [_team_fact(item) for item in batch if item.get("kind", "fact") == "fact"]
-            answers = [_team_answer(item) for item in batch if item.get("kind") == "answer"]
+            facts = [_queued(TeamFact, item) for item in batch if item.get("kind", "fact") == "fact"]
+            answers = [_queued(TeamAnswer, item) for item in batch if item.get("kind") == "answer"]
             if facts:
                 await store.push(facts)
             if answers:
@@ -231,7 +232,8 @@ class TeamSync:
             return 0
         assert repo is not None
         now = self.clock()
-        items = [_item(repo, fact, self.policy, now) for fact in facts if self.policy.may_share(fact)]
+        shared = [fact for fact in facts if self.policy.may_share(fact)]
+        items = [_item(self.policy, now, repo=repo, text=f.text, sources=dict(f.sources)) for f in shared]
         await self._enqueue(items)
         return len(items)
 
@@ -240,10 +242,8 @@ class TeamSync:
         if not self.policy.allows(repo) or not self.policy.may_share_answer(question, answer, sources):
             return False
         assert repo is not None
-        now = self.clock()
-        policy = self.policy
-        item = {"kind": "answer", "repo": repo, "question": question, "answer": answer, "sources": dict(sources)}
-        await self._enqueue([item | {"machine": policy.machine, "user": policy.user, "learned_at": now}])
+        fields = {"repo": repo, "question": question, "answer": answer, "sources": dict(sources)}
+        await self._enqueue([_item(self.policy, self.clock(), kind="answer", **fields)])
         return True
 
     async def _enqueue(self, items: Sequence[Mapping[str, Any]]) -> None:
@@ -322,47 +322,25 @@ class TeamSync:
         return len(self.queue)
 
 
-def _item(repo: str, fact: LedgerFact, policy: TeamPolicy, now: float) -> dict[str, Any]:
-    return {
-        "repo": repo,
-        "text": fact.text,
-        "sources": dict(fact.sources),
-        "machine": policy.machine,
-        "user": policy.user,
-        "learned_at": now,
-    }
+def _item(policy: TeamPolicy, now: float, **fields: Any) -> dict[str, Any]:
+    """A queue line: what is shared, who learned it, and when."""
+    return {**fields, "machine": policy.machine, "user": policy.user, "learned_at": now}
 
 
-def _team_fact(item: Mapping[str, Any]) -> TeamFact:
+def _queued(kind: type[Grounded], item: Mapping[str, Any]) -> Grounded:
+    """A queue line as the record the store takes: first learned, and so far confirmed, when it was queued."""
     learned = float(item["learned_at"])
-    return TeamFact(
-        repo=str(item["repo"]),
-        text=str(item["text"]),
-        sources={str(k): str(v) for k, v in dict(item["sources"]).items()},
-        machine=str(item["machine"]),
-        user=str(item["user"]),
-        learned_at=learned,
-        confirmed_at=learned,
-    )
+    values: dict[str, Any] = {f.name: str(item[f.name]) for f in dataclasses.fields(kind) if f.name not in _STAMPED}
+    values |= {"sources": {str(k): str(v) for k, v in dict(item["sources"]).items()}}
+    return kind(**values | {"learned_at": learned, "confirmed_at": learned})
+
+
+_STAMPED = frozenset({"sources", "learned_at", "confirmed_at"})
 
 
 def _inside(path: str) -> bool:
     parts = PurePosixPath(path).parts
     return bool(parts) and not path.startswith("/") and ".." not in parts and "\\" not in path
-
-
-def _team_answer(item: Mapping[str, Any]) -> TeamAnswer:
-    learned = float(item["learned_at"])
-    return TeamAnswer(
-        repo=str(item["repo"]),
-        question=str(item["question"]),
-        answer=str(item["answer"]),
-        sources={str(k): str(v) for k, v in dict(item["sources"]).items()},
-        machine=str(item["machine"]),
-        user=str(item["user"]),
-        learned_at=learned,
-        confirmed_at=learned,
-    )
 
 
 def team_sync_for(settings: Settings) -> TeamSync:
