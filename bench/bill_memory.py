@@ -342,7 +342,7 @@ class MemoryModel:
     def definition_lines(self, path: str, name: str) -> tuple[int, int] | None:
         """The lines that define `name` in the file as it is now (the bench's own outline of the file)."""
         current = self.current(path)
-        return definition_range(current, name) if current is not None else None
+        return definition_range(path, current, name) if current is not None else None
 
     def search(self, task: Task, names: Sequence[str], offered: set[str]) -> Reply:
         if SYMBOL_TOOL in offered:

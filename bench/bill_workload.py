@@ -255,11 +255,12 @@ def _size_pool(repo: Repo, sizes: str) -> list[str]:
     return sorted(ranked[:cut] if sizes == "small" else ranked[-cut:])
 
 
-def definition_range(text: str, symbol: str) -> tuple[int, int]:
-    """1-based (first, last) lines of the definition of `symbol`: a function or class, the section of the
-    first Markdown heading naming it, or else its first mention +-10 lines."""
+def definition_range(path: str, text: str, symbol: str) -> tuple[int, int]:
+    """1-based (first, last) lines of the definition of `symbol` in the file `path` holding `text`: a function
+    or class, in a Markdown file the section of the first heading naming it, or else its first mention +-10
+    lines. (Only a Markdown file has headings: in code, `# name: ...` is a comment, such as an edit leaves.)"""
     lines = text.splitlines()
-    section = _heading_section(lines, symbol)
+    section = _heading_section(lines, symbol) if path.endswith(".md") else None
     if section is not None:
         return section
     for m in _DEF.finditer(text):
@@ -370,7 +371,7 @@ def _filler(rng: random.Random, words: Sequence[str], target: int) -> str:
 def _answer(rng: random.Random, repo: Repo, files: Sequence[str], symbols: Sequence[str]) -> str:
     """~180-450 tokens naming every file with a line range (the memory's answer, the subagent's report)."""
     target = rng.randint(*ANSWER_CHARS) + ANSWER_CHARS_PER_FILE * len(files)
-    ranges = [(p, s, *definition_range(repo.files[p], s)) for p, s in zip(files, symbols, strict=True)]
+    ranges = [(p, s, *definition_range(p, repo.files[p], s)) for p, s in zip(files, symbols, strict=True)]
     lines = ["Short answer: " + "; ".join(f"`{s}` is in {p}:{a}-{b}" for p, s, a, b in ranges) + "."]
     size = len(lines[0])
     while size < target:
@@ -386,7 +387,7 @@ def _answer(rng: random.Random, repo: Repo, files: Sequence[str], symbols: Seque
 def _locate_answer(repo: Repo, path: str, symbol: str) -> str:
     """A locate question's answer: the file, the line range and the definition's first line."""
     text = repo.files[path]
-    a, b = definition_range(text, symbol)
+    a, b = definition_range(path, text, symbol)
     first = text.splitlines()[a - 1].strip() if text.splitlines() else ""
     return f"`{symbol}` is defined in {path}:{a}-{b}: `{first[:100]}`."
 
@@ -402,7 +403,7 @@ class EditOp:
 
 def _edit_op(text: str, path: str, symbol: str, index: int) -> EditOp:
     lines = text.splitlines(keepends=True)
-    start, _ = definition_range(text, symbol)
+    start, _ = definition_range(path, text, symbol)
     line = lines[start - 1] if lines else "\n"
     if text.count(line) != 1 or not line.strip():
         line = next((candidate for candidate in lines if candidate.strip() and text.count(candidate) == 1), line)
@@ -445,8 +446,8 @@ def _current_ranges(task: Task, repo: Repo, state: dict[str, str]) -> str:
     edits of earlier tasks move them): an answer cites the code as it is."""
     answer = task.answer
     for path, symbol in zip(task.files, task.symbols, strict=True):
-        a, b = definition_range(repo.files[path], symbol)
-        c, d = definition_range(state[path], symbol)
+        a, b = definition_range(path, repo.files[path], symbol)
+        c, d = definition_range(path, state[path], symbol)
         if (a, b) != (c, d):
             answer = answer.replace(f"{path}:{a}-{b}", f"{path}:{c}-{d}")
     return answer

@@ -53,12 +53,20 @@ def test_answers_cite_the_lines_as_the_earlier_edits_left_them() -> None:
     moved = 0
     for task in tasks:
         for path, symbol in zip(task.files, task.symbols, strict=True):
-            first, last = definition_range(state[path], symbol)
+            first, last = definition_range(path, state[path], symbol)
             assert f"{path}:{first}-{last}" in task.answer
-            moved += definition_range(repo.files[path], symbol) != (first, last)
+            moved += definition_range(path, repo.files[path], symbol) != (first, last)
         if task.edit is not None:
             state[task.edit.path] = state[task.edit.path].replace(task.edit.old, task.edit.new, 1)
     assert moved > 0  # the edits did move some definitions this sequence asks about again
+
+
+def test_an_edited_definition_is_its_code_not_the_comment_the_edit_left_above_it() -> None:
+    edits = "# reset_queries: reviewed in task 3\n# reset_queries: reviewed in task 9\n"
+    code = f"x = 1\n\n\n{edits}def reset_queries():\n    pass\n"
+    assert definition_range("django/db/__init__.py", code, "reset_queries") == (6, 7)
+    doc = "# Guide\n\n## Reset queries\ntext\n\n## Other\nmore\n"
+    assert definition_range("docs/guide.md", doc, "queries") == (3, 4)
 
 
 def test_the_subagent_is_priced_on_haiku_and_inheriting_the_main_model() -> None:
