@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from live_memory import constants as C
 from live_memory import prompts
 from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
 from live_memory.constants import PROVIDER_MAX_RETRIES
@@ -482,6 +483,21 @@ async def test_a_name_without_a_definition_adds_nothing_to_the_hint(models_root:
     await loop.answer(ContextWindow(budget_tokens=100_000), "Is `nowhere_defined` near `load`?")
     definitions = hint_of(provider.requests[1]).split(prompts.DEFINITIONS_HEADING, 1)[1]
     assert LOAD in definitions and "nowhere_defined" not in definitions
+
+
+async def test_a_name_defined_in_many_files_comes_with_the_code_of_the_one_this_memory_read(tmp_path: Path) -> None:
+    for n in range(C.SYMBOL_CODE_MAX_DEFINITIONS + 2):
+        (tmp_path / f"v{n}.py").write_text(f"def wrapper(view):\n    return 'view {n}'\n")
+    window = ContextWindow(budget_tokens=100_000)
+    provider = ScriptedProvider(read("v3.py"), text_response("v3.py:1-2"), text_response("again"))
+    loop = await loop_for(tmp_path, provider)
+    await loop.answer(window, "What does `wrapper` do?")
+    first = hint_of(provider.requests[0])
+    assert "v0.py:1-2" in first and "```" not in first  # too many definitions to show code, none preferred
+    await loop.answer(window, "Is `wrapper` safe to change?")
+    again = hint_of(provider.requests[2]).split(prompts.DEFINITIONS_HEADING + "\n", 1)[1]
+    assert again.splitlines()[1].startswith("v3.py:1-2")  # the file it read comes first...
+    assert "2\t    return 'view 3'" in again and "'view 0'" not in again  # ...with its code, and no other's
 
 
 def answer_from_the_hint(request: ChatRequest) -> ChatResponse:

@@ -210,14 +210,15 @@ class QuestionLoop:
             self._timeout = None
 
     async def _look_up_names(self, window: ContextWindow, question: str, out: LoopOutcome) -> list[str]:
-        """find_symbol's answers for the names the question mentions (question_names.py), in parallel; the
-        files they come from are known from here on, as if read (what is learned from them rests on them)."""
+        """find_symbol's answers for the names the question mentions (question_names.py), in parallel, the
+        definitions in the files this memory used most recently first; the files they come from are known
+        from here on, as if read (what is learned from them rests on them)."""
         names = names_in(question, self.limits.question_names)
         if not names:
             return []
-        outcomes = await asyncio.gather(
-            *(self.tools.run(LOOKUP_TOOL, {"name": name, "kind": "definition", "code": True}) for name in names)
-        )
+        prefer = window.used_recently(C.SYMBOL_PREFER_MAX_PATHS)
+        lookup = {"kind": "definition", "code": True, "prefer": prefer}
+        outcomes = await asyncio.gather(*(self.tools.run(LOOKUP_TOOL, {"name": name, **lookup}) for name in names))
         for outcome in outcomes:
             self._note_lookup(window, outcome)
         found = (found_definitions(o.text, o.is_error) for o in outcomes)

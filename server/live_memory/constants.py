@@ -391,3 +391,7 @@ SYMBOL_NAME_MAX_CHARS = 200
 # many definitions, each at most this many lines (a longer one is shown by its range only).
 SYMBOL_CODE_MAX_DEFINITIONS = 2
 SYMBOL_CODE_MAX_LINES = 80
+# A name defined in more places than SYMBOL_CODE_MAX_DEFINITIONS still comes with the code of its definitions in
+# the files the memory used most recently (its reads and the agents' tees), at most this many files considered:
+# asked again about `_view_wrapper`, it is most likely the one it worked with (measured by bench/session_bill.py).
+SYMBOL_PREFER_MAX_PATHS = 64

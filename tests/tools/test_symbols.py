@@ -11,6 +11,7 @@ import pytest
 from live_memory.cards import build_card
 from live_memory.constants import (
     CARD_PARSE_MAX_BYTES,
+    SYMBOL_CODE_MAX_DEFINITIONS,
     SYMBOL_MAX_DEFINITIONS,
     SYMBOL_MAX_USE_FILES,
     SYMBOL_NAME_MAX_CHARS,
@@ -95,6 +96,21 @@ async def test_a_word_of_a_heading_finds_its_section_and_its_lines_come_with_the
     assert "5\tRun the health check." in text  # the section itself: no Read needed
 
 
+def _wrappers(count: int) -> dict[str, str]:
+    """`count` modules that each define their own `wrapper` (as Django's decorators do)."""
+    return {f"deco/d{n}.py": f"def wrapper(view):\n    return 'view {n}'\n" for n in range(count)}
+
+
+async def test_preferred_files_come_first_and_a_name_defined_everywhere_gets_their_code(tmp_path: Path) -> None:
+    box = await Toolbox.create(_workspace(tmp_path / "ws", _wrappers(SYMBOL_CODE_MAX_DEFINITIONS + 3)))
+    plain = await _text(box, name="wrapper", kind="definition", code=True)
+    assert "```" not in plain  # defined in more places than code is shown for, and no file is preferred
+    preferred = await _text(box, name="wrapper", kind="definition", code=True, prefer=["deco/d4.py", "gone.py"])
+    listed = [line.split(":")[0] for line in preferred.splitlines() if line.startswith("deco/")]
+    assert listed == ["deco/d4.py", "deco/d0.py", "deco/d1.py", "deco/d2.py", "deco/d3.py"]
+    assert "2\t    return 'view 4'" in preferred and "'view 0'" not in preferred  # only the preferred file's code
+
+
 async def test_the_scan_never_follows_links_out_of_the_workspace(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -169,6 +185,7 @@ async def test_every_answer_respects_the_byte_cap(tmp_path: Path) -> None:
         ({"name": "x", "kind": "all"}, "'kind' must be one of"),
         ({"name": "x" * (SYMBOL_NAME_MAX_CHARS + 1)}, "must be one line"),
         ({"name": "a\nb"}, "must be one line"),
+        ({"name": "x", "prefer": [3]}, "'prefer' must be a list of strings"),
     ],
 )
 async def test_bad_arguments_are_correctable_errors(

@@ -53,6 +53,16 @@ class Arguments:
             raise ArgumentError(f"{self.tool}: '{name}' must be a string, got {type(value).__name__}")
         return value
 
+    def strings(self, name: str) -> list[str]:
+        """A list of strings (one string counts as a list of one); absent: empty."""
+        value = self._present(name)
+        if value is None:
+            return []
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            raise ArgumentError(f"{self.tool}: '{name}' must be a list of strings, got {type(value).__name__}")
+        return items
+
     def integer(self, name: str, *, default: int, minimum: int, maximum: int | None = None) -> int:
         value = self._present(name)
         if value is None:

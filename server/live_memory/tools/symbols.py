@@ -8,6 +8,8 @@ with line ranges and "uses" means a reference in code, not a word in a comment. 
 a file too large to outline is shown as ripgrep reported it, after the same re-check Grep makes.
 With `code`, the lines of a name's few, short definitions come with the answer (numbered as Read shows
 them, under a `### path:start-end` heading), read through the jail now: the model need not Read them.
+`prefer` (paths; the memory passes the files it used most recently) puts the definitions in those files
+first, and gives a name defined in many places the code of its definitions there.
 
 Must never: show a path outside the workspace, under .git or withheld as secret (index entries
 included), read a file but through the jail, change the index, or block the event loop.
@@ -73,11 +75,15 @@ class _Found:
 async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
     try:
         args = Arguments(
-            "find_symbol", arguments, known=("name", "kind", "code"), aliases={"symbol": "name", "query": "name"}
+            "find_symbol",
+            arguments,
+            known=("name", "kind", "code", "prefer"),
+            aliases={"symbol": "name", "query": "name"},
         )
         raw = args.string("name", required=True, example="'FileCard' or 'FileCard.render'")
         kind = args.choice("kind", _KINDS, default="both")
         code = args.boolean("code", default=False)
+        prefer = args.strings("prefer")
     except ArgumentError as exc:
         return ToolOutcome(str(exc), is_error=True)
     assert raw is not None
@@ -91,12 +97,29 @@ async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> Too
     found = _from_index(ctx, name)
     if found is None:
         found = await _scan(ctx, name, kind)
-    shown = found.definitions[:SYMBOL_CODE_MAX_DEFINITIONS] if code and kind != "uses" else []
-    if shown and len(found.definitions) <= SYMBOL_CODE_MAX_DEFINITIONS:
+    found.definitions = _preferring(found.definitions, prefer)
+    shown = _with_code(found.definitions, set(prefer)) if code and kind != "uses" else []
+    if shown:
         found.code = await asyncio.to_thread(_definition_code, ctx, shown)
     text = _render(name, kind, found) + args.ignored_note()
     limited = bound_text(text, ctx.limits.max_output_bytes, "ask for a more specific name")
     return ToolOutcome(limited, files_read=found.grounds())
+
+
+def _preferring(definitions: list[SymbolHit], prefer: list[str]) -> list[SymbolHit]:
+    """The definitions in the preferred files first, in the order of `prefer`; the others as they were."""
+    rank: dict[str, int] = {}
+    for at, path in enumerate(prefer):
+        rank.setdefault(path, at)
+    return sorted(definitions, key=lambda hit: rank.get(hit.path, len(rank)))
+
+
+def _with_code(definitions: list[SymbolHit], prefer: set[str]) -> list[SymbolHit]:
+    """The definitions whose code comes with the answer: every one when they are few, else those in the
+    preferred files (a name defined in many places: the ones the memory worked with)."""
+    if len(definitions) <= SYMBOL_CODE_MAX_DEFINITIONS:
+        return definitions
+    return [hit for hit in definitions if hit.path in prefer][:SYMBOL_CODE_MAX_DEFINITIONS]
 
 
 def _shown(ctx: ToolContext, path: str) -> bool:
