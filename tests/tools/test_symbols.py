@@ -111,6 +111,16 @@ async def test_preferred_files_come_first_and_a_name_defined_everywhere_gets_the
     assert "2\t    return 'view 4'" in preferred and "'view 0'" not in preferred  # only the preferred file's code
 
 
+async def test_a_preferred_file_that_defines_the_name_twice_shows_both(tmp_path: Path) -> None:
+    decorator = "def {0}(view):\n    def wrapper():\n        return {1}\n"
+    twice = decorator.format("cache", 1) + "\n\n" + decorator.format("vary", 2)
+    files = {**_wrappers(SYMBOL_CODE_MAX_DEFINITIONS + 1), "deco/twice.py": twice}
+    box = await Toolbox.create(_workspace(tmp_path / "ws", files))
+    text = await _text(box, name="wrapper", kind="definition", code=True, prefer=["deco/twice.py", "deco/d0.py"])
+    assert "### deco/twice.py:2-3" in text and "### deco/twice.py:7-8" in text and "### deco/d0.py:1-2" in text
+    assert "'view 1'" not in text  # the files not preferred are listed by their lines only
+
+
 async def test_the_scan_never_follows_links_out_of_the_workspace(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -115,11 +115,13 @@ def _preferring(definitions: list[SymbolHit], prefer: list[str]) -> list[SymbolH
 
 
 def _with_code(definitions: list[SymbolHit], prefer: set[str]) -> list[SymbolHit]:
-    """The definitions whose code comes with the answer: every one when they are few, else those in the
-    preferred files (a name defined in many places: the ones the memory worked with)."""
+    """The definitions whose code comes with the answer: every one when they are few, else those in the first
+    few preferred files that define the name (defined in many places: the ones the memory worked with; a file
+    may define it twice, as a decorator's wrappers do)."""
     if len(definitions) <= SYMBOL_CODE_MAX_DEFINITIONS:
         return definitions
-    return [hit for hit in definitions if hit.path in prefer][:SYMBOL_CODE_MAX_DEFINITIONS]
+    files = list(dict.fromkeys(hit.path for hit in definitions if hit.path in prefer))[:SYMBOL_CODE_MAX_DEFINITIONS]
+    return [hit for hit in definitions if hit.path in files][: 2 * SYMBOL_CODE_MAX_DEFINITIONS]
 
 
 def _shown(ctx: ToolContext, path: str) -> bool:
