@@ -1312,10 +1312,7 @@ def _readme_learning(runs: Sequence[Mapping[str, Any]]) -> str:
     """Over a 60-task session: the memory's cost over the subagent's on the same tasks, last 20 over first 20;
     requests per question after the first 20; and the share of the strict model's Reads that re-read a file."""
     sixty = [r for r in runs if r.get("tasks") == 60 and len(list_at(r, "sessions")) == 1]
-    rereads = [
-        _ratio_of(dig(r, "arms", "B-strict", "memory", "rereads"), dig(r, "arms", "B-strict", "memory", "reads"))
-        for r in sixty
-    ]
+    rereads = [_reread_share(mapping_at(r, "arms", "B-strict", "memory")) for r in sixty]
     after = [dig(r, "arms", f"B-{mode}", "memory", "requests_per_question_after_20") for r in sixty for mode in MODES]
     return (
         f"Over the {len(sixty)} 60-task rows, the memory's cost over the subagent's on the same tasks is, in the last "
@@ -1323,6 +1320,14 @@ def _readme_learning(runs: Sequence[Mapping[str, Any]]) -> str:
         f"20; after the first 20 questions it sends {_span(after, unit='')} requests per question; of the strict "
         f"model's Reads, {_span(rereads, unit='%')} re-read a file read for an earlier question."
     )
+
+
+def _reread_share(memory: Mapping[str, Any]) -> float | None:
+    """The share of a model's Reads that re-read a file: none of none when it read nothing."""
+    rereads, reads = _number(memory.get("rereads")), _number(memory.get("reads"))
+    if rereads is None or reads is None:
+        return None
+    return rereads / reads if reads else 0.0
 
 
 def _ratio_of(part: Any, whole: Any) -> float | None:

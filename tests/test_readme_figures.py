@@ -187,6 +187,13 @@ def test_a_missing_figure_shows_a_dash_never_a_number() -> None:
     assert "| locate | – (–) | – (–) | – (–) | – | – | – |" in doc  # the kinds, listed before any result has them
 
 
+def test_a_model_that_read_nothing_re_read_nothing() -> None:
+    data = bill()
+    assert "of the strict model's Reads, 12% re-read a file" in _flat(report.render_readme_session_bill(data))
+    data["runs"]["r/high-small-60"]["arms"]["B-strict"]["memory"].update(reads=0, rereads=0)
+    assert "of the strict model's Reads, 0–12% re-read a file" in _flat(report.render_readme_session_bill(data))
+
+
 def test_a_result_file_without_runs_is_not_run_yet() -> None:
     text = report.render_readme_session_bill({})
     assert "Not run yet" in text and not any(c.isdigit() for c in text)
