@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import tarfile
+import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -123,9 +124,32 @@ def _tree_paths(root: Path) -> list[str]:
     )
 
 
+def _code_definitions(path: str, text: str) -> list[re.Match[str]]:
+    """The `def`/`class` lines of `text`, leaving out those inside a string that spans lines in a Python file
+    (a docstring's example is not a definition, and no outline of the file shows it)."""
+    found = list(_DEF.finditer(text))
+    if not path.endswith(".py") or not found:
+        return found
+    quoted = _lines_in_strings(text)
+    return [m for m in found if text.count("\n", 0, m.start()) + 1 not in quoted]
+
+
+@functools.lru_cache(maxsize=256)
+def _lines_in_strings(text: str) -> frozenset[int]:
+    """1-based lines of Python source past the first line of a string literal that spans lines."""
+    lines: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                lines.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        return frozenset()
+    return frozenset(lines)
+
+
 def symbols_in(path: str, text: str) -> list[str]:
     """Names an explorer could grep for: defined functions/classes (code) or heading words (docs)."""
-    names = [m.group(2) for m in _DEF.finditer(text)]
+    names = [m.group(2) for m in _code_definitions(path, text)]
     if not names and path.endswith(".md"):
         names = _HEADING_WORD.findall(text)
     return [n for n in dict.fromkeys(names) if not n.startswith("__")]
@@ -263,7 +287,7 @@ def definition_range(path: str, text: str, symbol: str) -> tuple[int, int]:
     section = _heading_section(lines, symbol) if path.endswith(".md") else None
     if section is not None:
         return section
-    for m in _DEF.finditer(text):
+    for m in _code_definitions(path, text):
         if m.group(2) == symbol:
             start = text.count("\n", 0, m.start()) + 1
             indent = len(m.group(1).expandtabs())

@@ -13,7 +13,7 @@ from bench import session_bill
 from bench.bill_agents import Files, grep_content
 from bench.bill_cache import VirtualClock
 from bench.bill_memory import MemoryModel, segments
-from bench.bill_workload import Task, build_tasks, definition_range, load_repo, workload
+from bench.bill_workload import Task, build_tasks, definition_range, load_repo, symbols_in, workload
 from bench.virtual_serve import FileClock
 
 from tests.fakes.llm_server import RecordedRequest
@@ -67,6 +67,15 @@ def test_an_edited_definition_is_its_code_not_the_comment_the_edit_left_above_it
     assert definition_range("django/db/__init__.py", code, "reset_queries") == (6, 7)
     doc = "# Guide\n\n## Reset queries\ntext\n\n## Other\nmore\n"
     assert definition_range("docs/guide.md", doc, "queries") == (3, 4)
+
+
+def test_a_definition_in_a_docstring_is_not_one_to_ask_about() -> None:
+    code = (
+        'def receiver(signal):\n    """Use it so::\n\n        def signal_receiver(sender):\n            ...\n    """\n'
+    )
+    assert symbols_in("dispatch.py", code) == ["receiver"]
+    assert definition_range("dispatch.py", code, "signal_receiver") == (1, 6)  # its mention, give or take
+    assert symbols_in("guide.txt", code) == ["receiver", "signal_receiver"]  # only Python's strings are known
 
 
 def test_the_subagent_is_priced_on_haiku_and_inheriting_the_main_model() -> None:
