@@ -48,6 +48,8 @@ from live_memory.tools.recheck import Recheck
 __all__ = ["run_find_symbol"]
 
 _KINDS = ("definition", "uses", "both")
+_ARGUMENTS = ("name", "kind", "code", "prefer")
+_ALIASES = {"symbol": "name", "query": "name"}
 _DOTTED = re.compile(rf"{IDENTIFIER_PATTERN}(?:\.{IDENTIFIER_PATTERN})*")
 _NOT_AFTER_NAME = r"(?:[^\w$]|$)"  # ripgrep has no look-ahead: the name ends at a non-word character
 
@@ -74,12 +76,7 @@ class _Found:
 
 async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
     try:
-        args = Arguments(
-            "find_symbol",
-            arguments,
-            known=("name", "kind", "code", "prefer"),
-            aliases={"symbol": "name", "query": "name"},
-        )
+        args = Arguments("find_symbol", arguments, known=_ARGUMENTS, aliases=_ALIASES)
         raw = args.string("name", required=True, example="'FileCard' or 'FileCard.render'")
         kind = args.choice("kind", _KINDS, default="both")
         code = args.boolean("code", default=False)
