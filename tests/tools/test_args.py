@@ -109,3 +109,11 @@ def test_a_choice_outside_the_allowed_values_lists_them() -> None:
     assert str(caught.value) == (
         "Grep: 'output_mode' must be one of 'files_with_matches', 'content', 'count', got 'lines'"
     )
+
+
+def test_a_list_of_strings_takes_one_string_as_a_list_of_one_and_names_a_stray_item() -> None:
+    assert args({"path": ["a.py", "b.py"]}).strings("path") == ["a.py", "b.py"]
+    assert args({"path": "a.py"}).strings("path") == ["a.py"]
+    assert args({}).strings("path") == [] == args({"path": []}).strings("path")
+    with pytest.raises(ArgumentError, match=r"^Grep: 'path' must be a list of strings, got int at position 1$"):
+        args({"path": ["a.py", 2]}).strings("path")

@@ -195,7 +195,8 @@ async def test_every_answer_respects_the_byte_cap(tmp_path: Path) -> None:
         ({"name": "x", "kind": "all"}, "'kind' must be one of"),
         ({"name": "x" * (SYMBOL_NAME_MAX_CHARS + 1)}, "must be one line"),
         ({"name": "a\nb"}, "must be one line"),
-        ({"name": "x", "prefer": [3]}, "'prefer' must be a list of strings"),
+        ({"name": "x", "prefer": ["a.py", 3]}, "'prefer' must be a list of strings, got int at position 1"),
+        ({"name": "x", "prefer": {"a.py": 1}}, "'prefer' must be a list of strings, got dict"),
     ],
 )
 async def test_bad_arguments_are_correctable_errors(

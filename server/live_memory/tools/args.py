@@ -59,8 +59,13 @@ class Arguments:
         if value is None:
             return []
         items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        if not isinstance(items, list):
             raise ArgumentError(f"{self.tool}: '{name}' must be a list of strings, got {type(value).__name__}")
+        for at, item in enumerate(items):
+            if not isinstance(item, str):
+                raise ArgumentError(
+                    f"{self.tool}: '{name}' must be a list of strings, got {type(item).__name__} at position {at}"
+                )
         return items
 
     def integer(self, name: str, *, default: int, minimum: int, maximum: int | None = None) -> int:
