@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from live_memory.config import load_settings
-from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses, hot_set_of
+from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses, hot_set_of, used_recently
 
 ANTHROPIC = HoldCosts(read_share=0.1, write_share=1.25, round_tokens=20_000)  # a 20k-token prompt per extra round
 POLICY = HotSetPolicy(budget_tokens=24_000, prior_questions=30.0, half_life=8.0, horizon=10.0)
@@ -138,3 +138,15 @@ def test_the_hot_set_is_configured_only_when_files_are_held_by_use(tmp_path: Pat
     hot = hot_set_of(load_settings(env=env, data_dir=tmp_path), 0.1, 1.25)
     assert hot is not None
     assert (hot.policy.budget_tokens, hot.read_share, hot.write_share, hot.max_file_bytes) == (5000, 0.1, 1.25, 65536)
+
+
+def test_the_files_used_last_come_first_then_the_most_used_and_no_more_than_asked() -> None:
+    uses = {
+        "old.py": FileUse(9, 0, 2),
+        "new.py": FileUse(1, 7, 7),
+        "busy.py": FileUse(4, 1, 7),
+        "mid.py": FileUse(2, 3, 5),
+    }
+    assert used_recently(uses, 10) == ["busy.py", "new.py", "mid.py", "old.py"]
+    assert used_recently(uses, 2) == ["busy.py", "new.py"]
+    assert used_recently({}, 5) == []

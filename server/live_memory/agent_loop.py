@@ -23,7 +23,7 @@ from live_memory.cited_lines import citations, cut
 from live_memory.compaction import CompactionReport
 from live_memory.context_window import ContextWindow
 from live_memory.errors import PromptTooLongError, ProviderError
-from live_memory.hot_set import HotSet
+from live_memory.hot_set import HotSet, used_recently
 from live_memory.messages import (
     ChatProvider,
     ChatRequest,
@@ -216,7 +216,7 @@ class QuestionLoop:
         names = names_in(question, self.limits.question_names)
         if not names:
             return []
-        prefer = window.used_recently(C.SYMBOL_PREFER_MAX_PATHS)
+        prefer = used_recently(window.file_uses, C.SYMBOL_PREFER_MAX_PATHS)
         lookup = {"kind": "definition", "code": True, "prefer": prefer}
         outcomes = await asyncio.gather(*(self.tools.run(LOOKUP_TOOL, {"name": name, **lookup}) for name in names))
         for outcome in outcomes:

@@ -263,12 +263,6 @@ class ContextWindow:
         """A read by the memory's model (`record_read`), or a read or edit an agent teed in (ingest)."""
         count_uses(self.file_uses, (path,), self.questions_asked())
 
-    def used_recently(self, limit: int) -> list[str]:
-        """The files the memory's model read or the agents read or edited, the most recently used first
-        (then the most used), at most `limit`."""
-        ranked = sorted(self.file_uses.items(), key=lambda item: (item[1].last, item[1].uses), reverse=True)
-        return [path for path, _ in ranked[:limit]]
-
     def held_tokens(self) -> int:
         files = sum(self.tokens(file_block(f)) for f in self.files.values() if f.content is not None)
         return files + sum(self.tokens(lines.block()) for lines in self.cited.values())

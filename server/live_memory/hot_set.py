@@ -113,6 +113,13 @@ def count_uses(uses: dict[str, FileUse], paths: Iterable[str], now: int) -> None
         uses[path] = uses.get(path, FileUse()).used(now)
 
 
+def used_recently(uses: Mapping[str, FileUse], limit: int) -> list[str]:
+    """The files used (read by the memory's model, read or edited by the agents), the most recently used
+    first, then the most used, at most `limit`."""
+    ranked = sorted(uses.items(), key=lambda item: (item[1].last, item[1].uses), reverse=True)
+    return [path for path, _ in ranked[:limit]]
+
+
 @dataclass(frozen=True)
 class HotSet:
     """The hot set as configured for one runtime: the rule, the answering model's prices, the file cap."""
