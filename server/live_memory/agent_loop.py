@@ -24,6 +24,7 @@ from live_memory.compaction import CompactionReport
 from live_memory.context_window import ContextWindow
 from live_memory.errors import PromptTooLongError, ProviderError
 from live_memory.hot_set import HotSet, used_recently
+from live_memory.kept_answer import kept_answer
 from live_memory.messages import (
     ChatProvider,
     ChatRequest,
@@ -92,6 +93,7 @@ class LoopLimits:
     long_cache: LongCache = "off"
     question_names: int = C.QUESTION_NAMES_MAX  # names in the question looked up first (question_names.py)
     hot_set: HotSet | None = None  # lines the answer cited worth holding are taken in after it (hot_set.py)
+    answer_chars: int = C.HISTORY_ANSWER_CHARS  # what the history keeps of an answer (kept_answer.py)
 
 
 @dataclass
@@ -192,8 +194,9 @@ class QuestionLoop:
             out.answer = (out.answer + "\n\n" if out.answer else "") + f"[Partial answer: {out.partial}.{explored}]"
         finally:
             self._timeout = None
+        kept = kept_answer(out.answer, self.limits.answer_chars)
         window.add_exchange(
-            out.question_message, question, out.answer, out.files_read, transcript=transcript[1:], sent_at=started
+            out.question_message, question, kept, out.files_read, transcript=transcript[1:], sent_at=started
         )
         if self.limits.hot_set is not None and out.answer:
             await self._hold_cited_lines(window, out.answer, self.limits.hot_set)

@@ -228,6 +228,7 @@ class Answerer:
                 retry_base_s=settings.provider_retry_base_s,
                 long_cache=settings.long_cache,
                 hot_set=compactor.policy.hot_set,
+                answer_chars=settings.history_answer_chars,
             ),
             workspace_root=workspace.root,
             cache_key=state.id,

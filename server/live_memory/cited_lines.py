@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from live_memory.constants import CITED_LINES_MAX_LINES
 
-_CITATION = re.compile(r"(?<![\w./-])([\w.-]+(?:/[\w.-]+)*\.[A-Za-z0-9]+):(\d+)(?:-(\d+))?\b")
+# `path:first-last` or `path:line`, the way answers cite code (the system prompt asks for it).
+CITATION = re.compile(r"(?<![\w./-])([\w.-]+(?:/[\w.-]+)*\.[A-Za-z0-9]+):(\d+)(?:-(\d+))?\b")
 SHA_SHOWN = 12  # hex digits of the file's SHA-256 shown beside held lines
 
 
@@ -50,7 +51,7 @@ def citations(answer: str, known: Iterable[str]) -> list[Citation]:
     longer than CITED_LINES_MAX_LINES is not a citation of lines but of a file, and is left out."""
     paths = set(known)
     found: dict[tuple[str, int, int], Citation] = {}
-    for match in _CITATION.finditer(answer):
+    for match in CITATION.finditer(answer):
         path, first = match.group(1).removeprefix("./"), int(match.group(2))
         last = int(match.group(3) or first)
         if path in paths and 1 <= first <= last and last - first < CITED_LINES_MAX_LINES:

@@ -222,6 +222,7 @@ def load_settings(env: Mapping[str, str] | None = None, data_dir: Path | None = 
         compaction_floor=read.number("compaction_floor"),
         history_max_tokens=read.integer("history_max_tokens"),
         history_floor=read.number("history_floor"),
+        history_answer_chars=read.integer("history_answer_chars"),
         distill_min_interval_s=read.number("distill_min_interval_s"),
         passive_ingestion=read.flag("passive_ingestion"),
         hold_files=read.choice("hold_files", HOLD_FILES_CHOICES),

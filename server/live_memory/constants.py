@@ -116,6 +116,10 @@ DIRECTORY_TREE_SHARE = 0.10
 # under the subagent's cost per question, with the least spend of 7k, 8.5k and 10k (10k left one at 1.01).
 HISTORY_MAX_TOKENS = 8_500
 HISTORY_FLOOR = 0.15
+# What the history keeps of each answer (kept_answer.py): its lead, to a paragraph break or this many
+# characters, and the citations of the rest; 0 keeps answers whole. The agent has the full answer; each kept
+# character is written to the cache once and read back by every later request until it folds.
+HISTORY_ANSWER_CHARS = 400
 # The tree is re-read with every request: above this it shows directories with file counts and the
 # model lists the rest with Glob/find_paths when it needs to (measured by bench/session_bill.py).
 DIRECTORY_TREE_TOKENS = 2_000

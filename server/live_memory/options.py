@@ -194,6 +194,13 @@ class Options:
         low=0.0,
         high=0.99,
     )
+    history_answer_chars: int = option(
+        C.HISTORY_ANSWER_CHARS,
+        "The history keeps an answer's lead (its first line, and the next ones to a blank line or this many "
+        "characters) and the path:line citations of the rest; the agent gets the whole answer. 0 keeps answers "
+        "whole.",
+        low=0,
+    )
     distill_min_interval_s: float = option(
         C.DISTILL_MIN_INTERVAL_S,
         "Cooldown between summarizer calls that distill observed files (else their bytes are shed).",

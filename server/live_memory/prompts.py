@@ -89,6 +89,12 @@ def question_hint(
     return "\n".join(lines)
 
 
+def answer_rest_note(cited: Sequence[str]) -> str:
+    """Closes an answer the history keeps only the lead of (kept_answer.py)."""
+    also = f" It also cited {', '.join(cited)}." if cited else ""
+    return f"[The rest of this answer went to the agent and is not kept here.{also}]"
+
+
 def question_block(question: str) -> str:
     return f"{QUESTION_HEADING}\n{question.strip()}"
 
