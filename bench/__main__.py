@@ -8,6 +8,7 @@ import sys
 BENCHMARKS = [
     "bench.overhead",
     "bench.tools_bench",
+    "bench.outline_bench",
     "bench.prefix_cache",
     "bench.snapshot_io",
     "bench.workspaces_bench",

@@ -14,7 +14,7 @@ from live_memory.config import Settings, load_settings
 from live_memory.ledger import LedgerFact
 from live_memory.loading import load_workspace, restore_workspace
 from live_memory.messages import Message, TextPart
-from live_memory.prompts import DIRECTORY_TREE_HEADING, PRELOADED_HEADING
+from live_memory.prompts import DIRECTORY_TREE_HEADING, OUTLINE_HEADING, PRELOADED_HEADING
 from live_memory.service import workspace_policy
 from live_memory.snapshot import snapshot_payload
 from live_memory.store import SnapshotStore
@@ -22,7 +22,7 @@ from live_memory.tools import TOOL_SCHEMAS
 from live_memory.workspace import Location, WorkspaceState, WorkspaceStats, new_state
 from tests.fakes.engine import engine_for
 from tests.fakes.off_loop import off_loop
-from tests.fakes.repo_builder import docs_repo, wide_repo
+from tests.fakes.repo_builder import docs_repo, small_repo, wide_repo
 from tests.fakes.scripted_provider import ScriptedProvider
 
 APP = "VALUE = 1\n"
@@ -92,8 +92,19 @@ async def test_the_tree_grows_until_the_prompt_s_head_clears_the_model_s_cache_m
     assert 4096 <= head_tokens <= 4096 * 1.1  # Haiku 4.5 caches no shorter prefix; not much more is sent
     assert (len(json.dumps(TOOL_SCHEMAS)) + len(on_sonnet)) / 4 < 4096  # Sonnet caches from 1,024: the set budget
     assert len(on_sonnet.split(DIRECTORY_TREE_HEADING)[1]) <= sonnet.directory_tree_tokens * 4
-    # A repository whose whole listing fits shows it whole either way: nothing is padded.
+    # A repository whose whole listing fits shows it whole either way; with no class or function to list
+    # (these files hold constants), nothing follows it.
     assert await loaded_prefix(workspace, haiku) == await loaded_prefix(workspace, sonnet)
+
+
+async def test_a_small_repository_s_head_lists_its_definitions_where_the_tree_leaves_it_uncacheable(
+    tmp_path: Path,
+) -> None:
+    root = small_repo(tmp_path, {"app.py": "class App:\n    pass\n\n\ndef main():\n    App()\n"})
+    haiku, sonnet = (off_loop(settings_for, tmp_path, model=m) for m in ("claude-haiku-4-5", "claude-sonnet-4-5"))
+    on_haiku, on_sonnet = await loaded_prefix(root, haiku), await loaded_prefix(root, sonnet)
+    assert f"{OUTLINE_HEADING}\napp.py: App, main" in on_haiku  # under Haiku's 4,096-token minimum without it
+    assert OUTLINE_HEADING not in on_sonnet  # the head clears Sonnet's 1,024 without it
 
 
 async def test_concurrent_first_questions_load_the_workspace_once(tmp_path: Path, workspace: Path) -> None:

@@ -3,6 +3,7 @@
     card = build_card("src/app.py", text)   # pure, deterministic; never raises for odd content
     card.render()                           # "src/app.py (312 lines, sha 1a2b3c4d)\n  class Foo 10-80\n ..."
     card.to_record() / FileCard.from_record(record)   # plain JSON-able dicts, for snapshots
+    read_card(jail, "src/app.py")           # the card of the file on disk, read through the jail (or None)
 
 A card lists the file's definitions (classes, functions, methods, types, module-level names; Markdown
 headings) with their qualified names, 1-based inclusive line ranges and one-line signatures, plus the
@@ -14,6 +15,7 @@ grammar gets a pattern outline (def/class-like lines, ranges by indentation), ma
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -22,6 +24,9 @@ from typing import Any
 
 from live_memory.card_syntax import Found, Heading, clean_signature, code_outline, markdown_headings
 from live_memory.constants import CARD_MAX_DEFINITIONS, CARD_MAX_REFERENCES, CARD_PARSE_MAX_BYTES
+from live_memory.errors import JailRefusal
+from live_memory.jail import Jail
+from live_memory.safe_files import read_prefix
 
 __all__ = [
     "HEADING_SEPARATOR",
@@ -31,6 +36,7 @@ __all__ = [
     "build_card",
     "definition_regex",
     "language_for",
+    "read_card",
 ]
 
 _LANGUAGES = {
@@ -237,6 +243,27 @@ def build_card(path: str, text: str | bytes) -> FileCard:
         else:
             definitions, references = _pattern_outline(data.decode("utf-8", "replace"))
     return FileCard(path, sha, lines, language, approximate, tuple(definitions[:CARD_MAX_DEFINITIONS]), references)
+
+
+def read_card(jail: Jail, rel: str) -> tuple[FileCard, bytes] | None:
+    """The card of a workspace file read through the jail (no link followed) and the bytes read, or None:
+    withheld, gone, binary, reached through a link, or too large to outline. Blocking (a worker thread)."""
+    try:
+        real = jail.resolve(rel)
+        if jail.relative(real) != rel:
+            return None
+        fd = jail.open_text_fd(real)
+    except (JailRefusal, OSError):
+        return None
+    try:
+        data = read_prefix(fd, CARD_PARSE_MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > CARD_PARSE_MAX_BYTES:
+        return None
+    return build_card(rel, data), data
 
 
 def _nest(found: Iterable[Found]) -> list[Definition]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from live_memory.admission import DistillGate
 from live_memory.constants import COMPACTION_KEEP_RECENT_PAIRS, HISTORY_FLOOR
 from live_memory.context_window import ContextWindow
-from live_memory.directory_tree import TreePolicy, scan_tree
+from live_memory.directory_tree import TreePolicy
 from live_memory.errors import ProviderError
 from live_memory.file_context import FileContext, file_block
 from live_memory.history import Turn, message_text
@@ -32,6 +32,7 @@ from live_memory.hot_set import HotSet
 from live_memory.ledger import LedgerFact
 from live_memory.records import Usage
 from live_memory.summarizer import Summarizer
+from live_memory.tree_outline import scan_tree
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from live_memory.jail import Jail, SecretMatcher
 from live_memory.subproc import run_bounded
 from live_memory.walk import walk_paths
 
-__all__ = ["TreePolicy", "build_directory_tree", "render_tree", "scan_tree"]
+__all__ = ["Listing", "TreePolicy", "build_directory_tree", "list_workspace", "render_tree"]
 
 _INDENT = "  "
 SECRET_TAG = " [withheld: secret]"
@@ -60,11 +60,33 @@ class TreePolicy:
         tokens = min(budget_tokens * self.max_share, max(self.configured_tokens, self.cache_floor_tokens - head))
         return int(tokens * chars_per_token)
 
+    def room_below_floor(self, tree_chars: int, budget_tokens: int, chars_per_token: float) -> int:
+        """Characters the head still lacks of the cache minimum with a tree of `tree_chars` (0 when none),
+        within the tree's share of the window."""
+        floor = min(self.cache_floor_tokens * chars_per_token, budget_tokens * self.max_share * chars_per_token)
+        return max(0, int(floor) - self.head_chars - tree_chars)
 
-async def scan_tree(root: Path, policy: TreePolicy, *, budget_tokens: int, chars_per_token: float) -> str:
-    """The tree of `root` for a window of `budget_tokens` (at its `chars_per_token`), as `policy` sizes it."""
-    budget_chars = policy.budget_chars(budget_tokens, chars_per_token)
-    return await build_directory_tree(root, budget_chars=budget_chars, secret_globs=policy.secret_globs)
+
+@dataclass(frozen=True)
+class Listing:
+    """The workspace's files (relative paths) and the jail they were listed under; `complete` is False when
+    the listing stopped early (too many files, too slow)."""
+
+    jail: Jail
+    paths: list[str]
+    complete: bool
+
+
+async def list_workspace(
+    root: Path, secret_globs: Sequence[str] = DEFAULT_SECRET_GLOBS, timeout_s: float = TREE_TIMEOUT_S
+) -> Listing:
+    """List the workspace (git's view, else the walker's). Never raises for an unreadable workspace (it lists
+    what it could); CancelledError propagates."""
+    jail = await asyncio.to_thread(Jail, root, secret_globs)  # resolves the root: filesystem calls
+    listed, complete = await _git_listing(jail.root, timeout_s)
+    if listed is None:
+        listed, complete = await _walk_listing(jail.root, timeout_s)
+    return Listing(jail, listed, complete)
 
 
 async def build_directory_tree(
@@ -76,11 +98,8 @@ async def build_directory_tree(
 ) -> str:
     """List the workspace and render it within `budget_chars` characters. Never raises for an
     unreadable workspace (it renders what it could list); CancelledError propagates."""
-    jail = await asyncio.to_thread(Jail, root, secret_globs)  # resolves the root: filesystem calls
-    listed, complete = await _git_listing(jail.root, timeout_s)
-    if listed is None:
-        listed, complete = await _walk_listing(jail.root, timeout_s)
-    return await asyncio.to_thread(render_tree, listed, budget_chars, jail.secrets, complete)
+    listing = await list_workspace(root, secret_globs, timeout_s)
+    return await asyncio.to_thread(render_tree, listing.paths, budget_chars, listing.jail.secrets, listing.complete)
 
 
 async def _git_listing(root: Path, timeout_s: float) -> tuple[list[str] | None, bool]:

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from live_memory import constants as C
 from live_memory.config import Settings
-from live_memory.directory_tree import TreePolicy, scan_tree
+from live_memory.directory_tree import TreePolicy
 from live_memory.preload import load_preload
 from live_memory.prompts import DIRECTORY_TREE_HEADING, SYSTEM_PROMPT
 from live_memory.providers.profiles import min_cacheable_tokens_for
@@ -26,6 +26,7 @@ from live_memory.safe_files import read_for_revalidation
 from live_memory.snapshot import restore_stats, restore_window
 from live_memory.store import SnapshotStore
 from live_memory.tools import TOOL_SCHEMAS
+from live_memory.tree_outline import scan_tree
 from live_memory.workspace import WorkspaceState
 
 logger = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ def tree_policy(settings: Settings) -> TreePolicy:
     return TreePolicy(
         configured_tokens=settings.directory_tree_tokens,
         cache_floor_tokens=math.ceil(min_cacheable_tokens_for(settings.model) * C.CACHE_MIN_MARGIN),
-        head_chars=len(_HEAD_WITHOUT_TREE),
+        head_chars=len(HEAD_WITHOUT_TREE),
         max_share=C.DIRECTORY_TREE_SHARE,
         secret_globs=settings.secret_globs,
     )
@@ -121,7 +122,7 @@ def tree_policy(settings: Settings) -> TreePolicy:
 
 # What precedes the tree in every request: the tool schemas (first in the provider's cache order), then the
 # system prompt and the tree's heading.
-_HEAD_WITHOUT_TREE = f"{json.dumps(TOOL_SCHEMAS)}{SYSTEM_PROMPT}\n\n{DIRECTORY_TREE_HEADING}\n"
+HEAD_WITHOUT_TREE = f"{json.dumps(TOOL_SCHEMAS)}{SYSTEM_PROMPT}\n\n{DIRECTORY_TREE_HEADING}\n"
 
 
 async def preload(state: WorkspaceState, settings: Settings) -> None:

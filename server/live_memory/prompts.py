@@ -28,6 +28,10 @@ values; say plainly what you could not find.
 - Respect the time and answer-length budgets given with each question."""
 
 DIRECTORY_TREE_HEADING = "## Workspace directory tree"
+OUTLINE_HEADING = (
+    "## Top-level classes and functions by file (as the files were when the tree was listed; find_symbol "
+    "gives a name's lines now)"
+)
 
 LEDGER_HEADING = "## Accumulated knowledge (durable facts distilled from earlier questions)"
 EMPTY_LEDGER_TEXT = "(empty: nothing has been distilled yet)"

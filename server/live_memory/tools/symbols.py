@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from live_memory.cards import IDENTIFIER_PATTERN, FileCard, build_card, definition_regex, language_for
+from live_memory.cards import IDENTIFIER_PATTERN, FileCard, definition_regex, language_for, read_card
 from live_memory.constants import (
     CARD_PARSE_MAX_BYTES,
     SYMBOL_CODE_MAX_DEFINITIONS,
@@ -184,24 +184,12 @@ async def _ripgrep(ctx: ToolContext, pattern: str, mode: str, found: _Found) -> 
 
 
 def _read_card(ctx: ToolContext, rel: str) -> tuple[FileCard, FileRead] | None:
-    """The card of a file read through the jail (no link followed) and the file as read, or None: withheld,
-    gone, binary, reached through a link, or too large to outline."""
-    try:
-        real = ctx.jail.resolve(rel)
-        if ctx.jail.relative(real) != rel:
-            return None
-        fd = ctx.jail.open_text_fd(real)
-    except (JailRefusal, OSError):
+    """The card of a file read through the jail, and the file as read (cards.read_card), or None."""
+    found = read_card(ctx.jail, rel)
+    if found is None:
         return None
-    try:
-        data = read_prefix(fd, CARD_PARSE_MAX_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > CARD_PARSE_MAX_BYTES:
-        return None
-    return build_card(rel, data), FileRead(rel, hashlib.sha256(data).hexdigest(), len(data))
+    card, data = found
+    return card, FileRead(rel, hashlib.sha256(data).hexdigest(), len(data))
 
 
 def _definition_code(ctx: ToolContext, hits: list[SymbolHit]) -> dict[tuple[str, int, int], str]:
