@@ -4,10 +4,12 @@ A `Context` is one conversation of a client with its prompt blocks, its cache (t
 virtual clock) and the ledger its requests are written to. `MainAgent.run_task` plays one task the way
 Claude Code would, with the arm's way of exploring:
 
-- A (`SelfExplorer`): Grep (when a needed file's location is unknown), then Read the decoys and every
-  needed file the context does not hold, in one parallel turn. Read results stay until compaction.
+- A (`SelfExplorer`): Grep (when a needed file's location is unknown: not read before, not named by the task),
+  then Read the decoys and every needed file the context does not hold, in one parallel turn. Read results stay
+  until compaction.
 - B (`MemoryExplorer`, bench/bill_memory.py): one ask_live_memory call per exploration task.
-- C (`SubagentExplorer`): one Agent call; a fresh subagent context (Grep, Read decoys and files, report).
+- C (`SubagentExplorer`): one Agent call; a fresh subagent context (Grep, Read decoys and files, report; when
+  the question names every file it needs, Read them and report).
 Then, for edit tasks, Read the file unless its current content is held (only the lines the answer cited when
 an explorer's answer named them: Claude Code accepts an Edit after a partial Read), and Edit it; then the reply.
 
@@ -431,7 +433,7 @@ class SelfExplorer:
             missing = [p for p in task.files if not agent.holds(p)]
             if not missing:
                 return
-            if not grepped and any(p not in agent.known for p in missing):
+            if not grepped and any(p not in agent.known and p not in task.named for p in missing):
                 if agent.turn(task, [tool_use("Grep", {"pattern": task.pattern})]):
                     agent.context.add(tool_result(grep_result(agent.root, task.grep_hits), "search"))
                     grepped = True
@@ -498,9 +500,11 @@ class SubagentExplorer:
             ctx.add(tool_result(grep_content(PROJECT_ROOT, self.files, task.pattern, task.grep_hits), "search"))
             ctx.request(task.index, [Block("assistant:text", task.answer, "report")], "output")
             return task.answer
-        ctx.request(task.index, [tool_use("Grep", {"pattern": task.pattern})])
-        ctx.add(tool_result(grep_result(PROJECT_ROOT, task.grep_hits), "search"))
-        reads = [*task.decoys, *task.files]
+        reads = list(task.files)
+        if any(p not in task.named for p in task.files):  # a file the question does not name: search, open decoys
+            ctx.request(task.index, [tool_use("Grep", {"pattern": task.pattern})])
+            ctx.add(tool_result(grep_result(PROJECT_ROOT, task.grep_hits), "search"))
+            reads = [*task.decoys, *task.files]
         ctx.request(task.index, [tool_use("Read", {"file_path": PROJECT_ROOT + p}) for p in reads])
         for path in reads:
             text = self.files.text(path)

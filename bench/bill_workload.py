@@ -5,7 +5,8 @@
   task may need are the source/documentation files ("eligible").
 - `build_tasks(repo, workload)`: the task sequence every arm replays. A task needs 0-4 files drawn with Zipf
   locality over directories (then over files inside a directory), from a pool filtered by size; it names
-  symbols (never paths), carries the Grep pattern an explorer would use, the decoy files opened while
+  symbols, and a file only beside a name defined in more than one file ("`Migration` (in path)", as an agent
+  asking would say which it means), carries the Grep pattern an explorer would use, the decoy files opened while
   locating, the answer text (naming files with line ranges, the same for the memory and the subagent), the
   main agent's reply, and, for edit tasks, the one-line Edit applied to the first file.
 - Nothing here imports the service: the workload is the same for any checkout of the server.
@@ -260,6 +261,33 @@ class Task:
     edit: EditOp | None = None
     symbols: tuple[str, ...] = ()  # the name asked about in each needed file (same order as `files`)
     kind: str = "chat"  # locate | explain | edit | chat (no files)
+    named: tuple[str, ...] = ()  # needed files the question names (their name is defined in other files too)
+
+
+def _defined_in_files(repo: Repo, name: str, known: dict[str, int]) -> int:
+    """How many of the repository's files define `name` (as the bench outlines a file), remembered in `known`."""
+    if name not in known:
+        known[name] = sum(
+            1 for p in repo.hits.get(name, ()) if p in repo.files and name in symbols_in(p, repo.files[p])
+        )
+    return known[name]
+
+
+def _with_files(text: str, files: Sequence[str], symbols: Sequence[str], named: Sequence[str]) -> str:
+    """`text` with each quoted name of a named file followed by that file: "`Migration` (in path)", the n-th
+    quote of a name for its n-th file."""
+    cursor: dict[str, int] = {}
+    for path, sym in zip(files, symbols, strict=True):
+        quoted = f"`{sym}`"
+        at = text.find(quoted, cursor.get(sym, 0))
+        if at < 0:
+            continue
+        end = at + len(quoted)
+        if path in named:
+            text = f"{text[:end]} (in {path}){text[end:]}"
+            end += len(f" (in {path})")
+        cursor[sym] = end
+    return text
 
 
 def _zipf_pick(rng: random.Random, items: Sequence[str], s: float, exclude: Iterable[str] = ()) -> str | None:
@@ -492,6 +520,7 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
     readable = [p for p in repo.files if len(repo.files[p].encode()) >= MIN_ELIGIBLE_BYTES]
     drafts: list[tuple[Task, str | None]] = []
     seen_questions: set[str] = set()
+    definers: dict[str, int] = {}  # name -> how many files define it
     index = 0
     for session, count in enumerate(load.sessions):
         for k in range(count):
@@ -530,6 +559,10 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
                 decoys = tuple(rng.sample(candidates, min(wanted, len(candidates))))
             if not load.decoys:
                 decoys = ()  # the control row: the same draws, no decoy opened
+            # A name defined in several files is asked about with the file meant, as an agent asking would.
+            named = tuple(
+                p for p, sym in zip(files, symbols, strict=True) if _defined_in_files(repo, sym, definers) > 1
+            )
             edit_symbol: str | None = None
             answer = reply = ""
             kind = "chat"
@@ -558,6 +591,8 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
                     text = base = rng.choice(_MULTI_QUESTIONS).format(
                         syms=", ".join(quoted[:-1]) + " and " + quoted[-1]
                     )
+                base = _with_files(base, files, symbols, named)
+                text = _with_files(text, files, symbols, named)
                 question = base
                 attempt = 1
                 while question in seen_questions:
@@ -584,6 +619,7 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
                 reply,
                 symbols=tuple(symbols),
                 kind=kind,
+                named=named,
             )
             drafts.append((draft, edit_symbol))
             index += 1

@@ -763,7 +763,9 @@ def render_session_bill(data: Mapping[str, Any], charts: Charts) -> list[str]:
     if any(_is_control(r) for r in _workload_runs(data)):
         lines += [
             "Rows marked *no decoys* are decoy-free controls: the same tasks without the files an explorer opens "
-            "while locating that turn out not to matter.",
+            "while locating that turn out not to matter. A question names a file only beside a name defined in "
+            'several ("`Migration` (in its path)"), as an agent asking would; every arm goes straight to a file '
+            "its question names.",
             "",
         ]
     lines += _session_goals(data, repos)

@@ -5,6 +5,8 @@ and window reads, and the virtual clock every process keeps."""
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +36,32 @@ def test_a_decoy_free_row_replays_the_same_tasks_without_opening_decoys() -> Non
     assert same == [(t.question, t.files, t.answer, t.edit) for t in without]
 
 
-def test_a_workload_mixes_locate_explain_and_edit_questions_that_name_no_file() -> None:
-    tasks = build_tasks(load_repo("live-memory"), BASE, SEED)
+def test_a_workload_mixes_locate_explain_and_edit_questions_that_name_a_file_only_for_an_ambiguous_name() -> None:
+    repo = load_repo("live-memory")
+    tasks = build_tasks(repo, BASE, SEED)
     kinds = {t.kind for t in tasks if t.files}
     assert kinds == {"locate", "explain", "edit"}
+    definers = Counter(name for path, text in repo.files.items() for name in symbols_in(path, text))
     for task in tasks:
         assert len(task.symbols) == len(task.files)
         if task.kind == "locate":
             assert len(task.files) == 1 and task.symbols[0] in task.question
             assert task.answer.startswith(f"`{task.symbols[0]}` is defined in {task.files[0]}:")
-        assert all(path not in task.question for path in task.files)
+        for path, symbol in zip(task.files, task.symbols, strict=True):
+            # An agent asking about a name defined in several files says which one it means, and only then.
+            named = f"`{symbol}` (in {path})" in task.question
+            assert named == (path in task.named) == (definers[symbol] > 1)
+    assert any(task.named for task in tasks)
+
+
+def test_a_question_that_names_its_files_sends_the_subagent_straight_to_them() -> None:
+    repo = load_repo("live-memory")
+    chosen = [t for t in build_tasks(repo, BASE, SEED)[:20] if t.kind == "explain" and t.decoys]
+    tasks = [replace(task, index=i) for i, task in enumerate(chosen)]
+    named = [replace(task, named=task.files) for task in tasks]
+    searching, straight = (session_bill.run_subagent(repo, ts).figures()["subagent"] for ts in (tasks, named))
+    assert (searching["requests_per_question"], straight["requests_per_question"]) == (3.0, 2.0)  # no Grep round
+    assert straight["reads"] == sum(len(t.files) for t in tasks) < searching["reads"]  # and no decoy opened
 
 
 def test_answers_cite_the_lines_as_the_earlier_edits_left_them() -> None:

@@ -7,15 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from live_memory import constants as C
 from live_memory import prompts
 from live_memory.constants import QUESTION_NAMES_MAX, SYMBOL_NAME_MAX_CHARS
-from live_memory.messages import ChatRequest, ChatResponse
-from live_memory.question_names import found_definitions, names_in
+from live_memory.context_window import ContextWindow
+from live_memory.messages import ChatRequest, ChatResponse, TextPart
+from live_memory.question_names import found_definitions, names_in, paths_in
 from live_memory.tools import Toolbox, ToolLimits
 from live_memory.tools.context import find_ripgrep
 from tests.fakes.engine import engine_for
 from tests.fakes.repo_builder import one_file_repo
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
+from tests.test_agent_loop import loop_for
 
 
 # -- names_in ---------------------------------------------------------------------------------------
@@ -84,6 +87,30 @@ def test_backticked_text_that_is_no_identifier_is_not_a_name() -> None:
 
 
 # -- found_definitions --------------------------------------------------------------------------------
+# -- paths_in ---------------------------------------------------------------------------------------
+def test_the_paths_a_question_names_are_taken_in_order_each_once() -> None:
+    question = (
+        "How do `Migration` (in app/migrations/0002_auto.py) and ./settings.py relate? See app/models.py:40-58 "
+        "and app/migrations/0002_auto.py again."
+    )
+    assert paths_in(question) == ["app/migrations/0002_auto.py", "settings.py", "app/models.py"]
+    assert paths_in("Where is `build_prompt` defined?") == []
+
+
+async def test_a_name_defined_in_many_files_comes_with_the_code_of_the_one_the_question_names(
+    tmp_path: Path,
+) -> None:
+    for n in range(C.SYMBOL_CODE_MAX_DEFINITIONS + 2):
+        (tmp_path / "migrations").mkdir(exist_ok=True)
+        (tmp_path / "migrations" / f"m{n}.py").write_text(f"class Migration:\n    number = {n}\n")
+    provider = ScriptedProvider(text_response("It sets number 3."))
+    await (await loop_for(tmp_path, provider)).answer(
+        ContextWindow(budget_tokens=100_000), "What does `Migration` (in migrations/m3.py) set?"
+    )
+    hint = provider.requests[0].messages[-1].parts[-1]
+    assert isinstance(hint, TextPart) and "2\t    number = 3" in hint.text and "number = 0" not in hint.text
+
+
 def test_an_answer_that_found_a_definition_is_kept_without_its_surrounding_blank_space() -> None:
     text = "Definitions of 'load' (symbol index; Read a range to see the code):\nmodels.py:6-7  load (function)\n"
     assert found_definitions("\n" + text, is_error=False) == text.strip()

@@ -37,7 +37,7 @@ from live_memory.messages import (
 )
 from live_memory.options import LongCache
 from live_memory.prompt_layout import build_prompt
-from live_memory.question_names import found_definitions, names_in
+from live_memory.question_names import found_definitions, names_in, paths_in
 from live_memory.records import Usage
 from live_memory.safe_files import read_for_revalidation
 
@@ -219,7 +219,8 @@ class QuestionLoop:
         names = names_in(question, self.limits.question_names)
         if not names:
             return []
-        prefer = used_recently(window.file_uses, C.SYMBOL_PREFER_MAX_PATHS)
+        named = paths_in(question)  # the files the question means, then those this memory used most recently
+        prefer = list(dict.fromkeys([*named, *used_recently(window.file_uses, C.SYMBOL_PREFER_MAX_PATHS)]))
         lookup = {"kind": "definition", "code": True, "prefer": prefer}
         outcomes = await asyncio.gather(*(self.tools.run(LOOKUP_TOOL, {"name": name, **lookup}) for name in names))
         for outcome in outcomes:

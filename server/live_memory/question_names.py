@@ -18,6 +18,8 @@ from live_memory.constants import QUESTION_NAMES_MAX
 _QUOTED = re.compile(r"`([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)(?:\(\))?`")
 _SHAPED = re.compile(r"(?<![\w.`/-])([A-Za-z_][A-Za-z0-9]*_[\w]*|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)(?![\w`/-])")
 _NO_DEFINITION = "No definition of"
+# A workspace-relative file path: directories, then a name with an extension (`src/app.py`, `app.py:40-58`).
+_PATH = re.compile(r"(?<![\w./-])(?:\./)?((?:[\w-][\w.-]*/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]*)(?![\w/-])")
 
 
 def names_in(question: str, limit: int = QUESTION_NAMES_MAX) -> list[str]:
@@ -25,6 +27,12 @@ def names_in(question: str, limit: int = QUESTION_NAMES_MAX) -> list[str]:
     found = [m.group(1) for m in _QUOTED.finditer(question)]
     found += [m.group(1) for m in _SHAPED.finditer(_QUOTED.sub(" ", question))]
     return list(dict.fromkeys(n for n in found if len(n) > 2))[:limit]
+
+
+def paths_in(question: str) -> list[str]:
+    """The file paths a question mentions, each once, in order: the files it means a name in ("`Migration`
+    in app/migrations/0002_auto.py"), whose definitions come first."""
+    return list(dict.fromkeys(m.group(1) for m in _PATH.finditer(question)))
 
 
 def found_definitions(tool_text: str, is_error: bool) -> str | None:

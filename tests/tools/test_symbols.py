@@ -111,6 +111,14 @@ async def test_preferred_files_come_first_and_a_name_defined_everywhere_gets_the
     assert "2\t    return 'view 4'" in preferred and "'view 0'" not in preferred  # only the preferred file's code
 
 
+async def test_a_preferred_file_is_outlined_even_past_the_scan_s_file_limit(tmp_path: Path) -> None:
+    last = f"deco/d{SYMBOL_SCAN_MAX_FILES + 4}.py"  # ripgrep lists it after the files the scan outlines
+    box = await Toolbox.create(_workspace(tmp_path / "ws", _wrappers(SYMBOL_SCAN_MAX_FILES + 5)))
+    assert last not in await _text(box, name="wrapper", kind="definition")
+    text = await _text(box, name="wrapper", kind="definition", code=True, prefer=[last])
+    assert text.splitlines()[1].startswith(f"{last}:1-2") and f"'view {SYMBOL_SCAN_MAX_FILES + 4}'" in text
+
+
 async def test_a_preferred_file_that_defines_the_name_twice_shows_both(tmp_path: Path) -> None:
     decorator = "def {0}(view):\n    def wrapper():\n        return {1}\n"
     twice = decorator.format("cache", 1) + "\n\n" + decorator.format("vary", 2)

@@ -93,7 +93,7 @@ async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> Too
         )
     found = _from_index(ctx, name)
     if found is None:
-        found = await _scan(ctx, name, kind)
+        found = await _scan(ctx, name, kind, prefer)
     found.definitions = _preferring(found.definitions, prefer)
     shown = _with_code(found.definitions, set(prefer)) if code and kind != "uses" else []
     if shown:
@@ -139,7 +139,7 @@ def _from_index(ctx: ToolContext, name: str) -> _Found | None:
     return _Found("symbol index", definitions, users=users)
 
 
-async def _scan(ctx: ToolContext, name: str, kind: str) -> _Found:
+async def _scan(ctx: ToolContext, name: str, kind: str, prefer: list[str]) -> _Found:
     found = _Found("workspace scan")
     if not _DOTTED.fullmatch(name):
         found.notes.append("The workspace scan looks for identifiers only (e.g. 'retry' or 'RateLimiter.allow').")
@@ -165,7 +165,7 @@ async def _scan(ctx: ToolContext, name: str, kind: str) -> _Found:
         return found
     stop = threading.Event()
     try:
-        return await asyncio.to_thread(_examine, ctx, name, lines, mentions, found, stop)
+        return await asyncio.to_thread(_examine, ctx, name, lines, mentions, prefer, found, stop)
     finally:
         stop.set()  # on cancellation the thread stops at its next file
 
@@ -222,12 +222,16 @@ def _examine(
     name: str,
     lines: list[tuple[str, int, str]],
     mentions: list[str],
+    prefer: list[str],
     found: _Found,
     stop: threading.Event,
 ) -> _Found:
-    """Outline the files ripgrep found (those with a definition line first) and look the name up in
-    their cards. Blocking: runs in a worker thread."""
-    candidates = [path for path in dict.fromkeys([path for path, _n, _t in lines] + mentions) if _shown(ctx, path)]
+    """Outline the files ripgrep found (the preferred ones first, then those with a definition line) and look
+    the name up in their cards. Blocking: runs in a worker thread."""
+    found_paths = [path for path, _n, _t in lines] + mentions
+    listed = set(found_paths)
+    first = [path for path in prefer if path in listed]
+    candidates = [path for path in dict.fromkeys(first + found_paths) if _shown(ctx, path)]
     cards: dict[str, FileCard] = {}
     for path in candidates[:SYMBOL_SCAN_MAX_FILES]:
         if stop.is_set():
