@@ -13,15 +13,14 @@ Run: `python -m bench.outline_bench` (seconds).
 from __future__ import annotations
 
 import asyncio
-import json
 import math
-import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench._common import save_results, warn_if_busy
 from bench.bill_memory import copy_workspace
 from bench.bill_workload import load_repo
 from live_memory import constants as C
@@ -32,7 +31,6 @@ from live_memory.providers.profiles import min_cacheable_tokens_for
 from live_memory.tree_outline import forget_outlines, scan_tree
 
 NAME = "outline_bench"
-RESULTS = Path(__file__).parent / "results" / f"{NAME}.json"
 RUNS = 15
 BUDGET_TOKENS = 200_000
 CHARS_PER_TOKEN = C.CHARS_PER_TOKEN
@@ -82,16 +80,12 @@ async def measure(root: Path) -> dict[str, Any]:
 
 
 def main() -> dict[str, Any]:
-    load = os.getloadavg()[0]
-    if load > 1.0:
-        print(f"note: load average {load:.1f} on {os.cpu_count()} cores; figures will be noisy", flush=True)
+    warn_if_busy()
     with tempfile.TemporaryDirectory() as tmp:  # a workspace as the session bill makes it: a fresh git init
         result = asyncio.run(measure(copy_workspace(load_repo("live-memory"), Path(tmp) / "live-memory")))
     for key, value in result.items():
         print(f"  {key:<26} {value}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    save_results(NAME, result)
     return result
 
 

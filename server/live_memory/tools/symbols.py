@@ -8,8 +8,9 @@ with line ranges and "uses" means a reference in code, not a word in a comment. 
 a file too large to outline is shown as ripgrep reported it, after the same re-check Grep makes.
 With `code`, the lines of a name's few, short definitions come with the answer (numbered as Read shows
 them, under a `### path:start-end` heading), read through the jail now: the model need not Read them.
-`prefer` (paths; the memory passes the files it used most recently) puts the definitions in those files
-first, and gives a name defined in many places the code of its definitions there.
+`prefer` (paths; the memory passes the files the question names, then those it used most recently) puts the
+definitions in those files first (a scan outlines them first, past its file limit), and gives a name defined in
+many places the code of its definitions there.
 
 Must never: show a path outside the workspace, under .git or withheld as secret (index entries
 included), read a file but through the jail, change the index, or block the event loop.
