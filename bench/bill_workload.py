@@ -267,9 +267,11 @@ class Task:
 def _defined_in_files(repo: Repo, name: str, known: dict[str, int]) -> int:
     """How many of the repository's files define `name` (as the bench outlines a file), remembered in `known`."""
     if name not in known:
-        known[name] = sum(
-            1 for p in repo.hits.get(name, ()) if p in repo.files and name in symbols_in(p, repo.files[p])
-        )
+        # A cheap look for the definition line first: outlining a file (symbols_in) tokenizes it.
+        line = re.compile(rf"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+{re.escape(name)}\b", re.MULTILINE)
+        files = [p for p in repo.hits.get(name, ()) if p in repo.files]
+        maybe = [p for p in files if p.endswith(".md") or line.search(repo.files[p])]
+        known[name] = sum(1 for p in maybe if name in symbols_in(p, repo.files[p]))
     return known[name]
 
 
