@@ -151,7 +151,7 @@ _FIND_SYMBOL: dict[str, Any] = {
         "or Markdown heading (its title, or a word of it no code defines), bare "
         '("render") or qualified ("Card.render"). Shows each definition as '
         "path:start-end with its signature (Read that range) and the files referencing the name, at most "
-        '20 definitions and 30 files. kind: "definition", "uses" or "both" (default). code: true also shows '
+        '6 definitions and 30 files. kind: "definition", "uses" or "both" (default). code: true also shows '
         "the lines of a name's one or two short definitions: no Read needed."
     ),
     "input_schema": {
