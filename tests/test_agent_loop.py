@@ -388,7 +388,7 @@ async def test_a_deadline_during_a_tool_run_still_sends_a_well_formed_wrap_up(ro
 
 # -- the names a question mentions, looked up before the first request ----------------------------
 MODELS = "class Card:\n    def render(self) -> str:\n        return ''\n\n\ndef load(path):\n    return Card()\n"
-LOAD = "models.py:6-7  load (function)  def load(path)"
+LOAD = "### models.py:6-7  load (function)\n```\n6\tdef load(path):"  # with its code: the signature is its first line
 
 
 class RecordingTools:
@@ -474,6 +474,18 @@ async def test_the_definitions_are_never_stored_and_the_next_question_does_not_c
     assert not any(prompts.DEFINITIONS_HEADING in t.message.text for t in window.history)
 
 
+async def test_a_definition_in_a_file_the_prompt_holds_comes_without_its_code(models_root: Path) -> None:
+    window = ContextWindow(budget_tokens=100_000)
+    window.observe("models.py", MODELS, hashlib.sha256(MODELS.encode()).hexdigest())
+    window.sync_deltas()
+    provider = ScriptedProvider(text_response("from the held copy"))
+    await (await loop_for(models_root, provider)).answer(window, "What does `load` return?")
+    hint = hint_of(provider.requests[0])
+    assert "models.py:6-7  load (function)  [its lines are held in your context" in hint
+    assert "6\tdef load(path):" not in hint  # sent once, in the held copy, not again in the hint
+    assert "def load(path):" in str(provider.requests[0].system)
+
+
 async def test_a_name_without_a_definition_adds_nothing_to_the_hint(models_root: Path) -> None:
     provider = ScriptedProvider(text_response("none"), text_response("one"))
     loop = await loop_for(models_root, provider, timeout_s=30.0, answer_tokens=256)
@@ -496,14 +508,14 @@ async def test_a_name_defined_in_many_files_comes_with_the_code_of_the_one_this_
     assert "v0.py:1-2" in first and "```" not in first  # too many definitions to show code, none preferred
     await loop.answer(window, "Is `wrapper` safe to change?")
     again = hint_of(provider.requests[2]).split(prompts.DEFINITIONS_HEADING + "\n", 1)[1]
-    assert again.splitlines()[1].startswith("v3.py:1-2")  # the file it read comes first...
+    assert again.splitlines()[1].startswith("### v3.py:1-2")  # the file it read comes first...
     assert "2\t    return 'view 3'" in again and "'view 0'" not in again  # ...with its code, and no other's
 
 
 def answer_from_the_hint(request: ChatRequest) -> ChatResponse:
     """A model that answers a "where" question at once from the definitions in the hint."""
-    found = [line for line in hint_of(request).splitlines() if line.startswith("models.py:")]
-    return text_response(f"`load` is defined at {found[0].split()[0]}." if found else "I would have to search.")
+    found = [line for line in hint_of(request).splitlines() if line.startswith("### models.py:")]
+    return text_response(f"`load` is defined at {found[0].split()[1]}." if found else "I would have to search.")
 
 
 async def test_a_where_question_is_answered_with_one_request_that_already_names_the_lines(models_root: Path) -> None:

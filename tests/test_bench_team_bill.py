@@ -168,7 +168,7 @@ def test_two_developers_share_what_the_first_learned_through_a_real_store(team_d
         variants=("answers",),
         store=team_db.url,
         jobs=1,
-        options={"history_max_tokens": "300"},
+        options={"history_max_tokens": "150"},
         store_poll_s=0.05,  # the store is local: its count settles in milliseconds
     )
     first, second = data["with_shared_answers"]["developers"]

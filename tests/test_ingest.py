@@ -16,6 +16,7 @@ from live_memory.constants import DEFAULT_SECRET_GLOBS
 from live_memory.hot_set import FileUse
 from live_memory.ingest import Ingestor, IngestPolicy, in_scope
 from live_memory.ledger import LedgerFact
+from live_memory.messages import Message, TextPart
 from live_memory.options import HoldFiles
 from live_memory.records import FileEvent
 from live_memory.workspace import Location, WorkspacePolicy, WorkspaceState, new_state
@@ -265,6 +266,38 @@ async def test_by_default_a_teed_file_is_named_not_copied(tmp_path: Path, worksp
     first, last = (str(r) for r in (provider.requests[0], provider.requests[-1]))
     assert "src/app.py" in first and "return 'v1'" not in first
     assert "return 'v2'" not in last and "src/app.py: EDITED by an agent" in last
+
+
+def observed(state: WorkspaceState) -> list[str]:
+    return [t.message.text for t in state.window.history if t.kind == "observation"]
+
+
+async def test_a_file_read_then_edited_before_the_memory_hears_of_it_is_named_once(workspace: Path) -> None:
+    """Nothing was learned from it in between: one line naming it, no notice to re-read what was never read."""
+    state = state_for(workspace)
+    ingest = Ingestor(replace(POLICY, hold_files="none"))
+    edited = APP.replace("'v1'", "'v2'")
+    await ingest.apply(state, workspace, [read("src/app.py"), FileEvent("src/app.py", "write", edited)])
+    state.window.sync_deltas()
+    [line] = observed(state)
+    assert line.endswith("(content not shown; Read what you need): src/app.py") and "EDITED" not in line
+    # Once named to the model, a later edit is news: its notice follows.
+    await ingest.apply(state, workspace, [FileEvent("src/app.py", "write", APP)])
+    state.window.sync_deltas()
+    assert "src/app.py: EDITED by an agent" in observed(state)[-1]
+
+
+async def test_a_file_an_answer_cited_still_gets_its_notice_when_edited_before_the_memory_hears_of_it(
+    workspace: Path,
+) -> None:
+    state = state_for(workspace)
+    ingest = Ingestor(replace(POLICY, hold_files="none"))
+    await ingest.apply(state, workspace, [read("src/app.py")])
+    asked = Message("user", (TextPart("## Question\nwhere is main?"),))
+    state.window.add_exchange(asked, "where is main?", "src/app.py:1-2", ["src/app.py"])
+    await ingest.apply(state, workspace, [FileEvent("src/app.py", "write", APP.replace("'v1'", "'v2'"))])
+    state.window.sync_deltas()
+    assert "src/app.py: EDITED by an agent" in observed(state)[-1] and "out of date: src/app.py." in observed(state)[-1]
 
 
 async def test_each_teed_read_or_write_counts_one_use_of_the_file(workspace: Path) -> None:

@@ -164,7 +164,7 @@ def echo_definition(request: ChatRequest) -> ChatResponse:
     if prompts.DEFINITIONS_HEADING not in hint:
         return text_response("not in the hint")
     first_definition = hint.split(prompts.DEFINITIONS_HEADING + "\n", 1)[1].splitlines()[1]
-    return text_response(f"Defined at {first_definition.split()[0]}")
+    return text_response(f"Defined at {first_definition.removeprefix('### ').split()[0]}")
 
 
 @pytest.mark.usefixtures("scan")

@@ -122,6 +122,14 @@ class LoopOutcome:
             self.on_status(status)
 
 
+def held_ranges(window: ContextWindow) -> list[str]:
+    """The lines the prompt already shows as they are now (held files, the hot set's cited lines), as
+    `path:first-last`: a question's lookups show no code of a definition inside them (no paying twice)."""
+    files = [(p, f.content) for p, f in window.files.items() if f.content is not None and f.state == "current"]
+    held = [f"{path}:1-{content.count(chr(10)) + 1}" for path, content in files]
+    return held + [f"{path}:{first}-{last}" for path, first, last in window.cited]
+
+
 class QuestionLoop:
     def __init__(
         self,
@@ -221,7 +229,7 @@ class QuestionLoop:
             return []
         named = paths_in(question)  # the files the question means, then those this memory used most recently
         prefer = list(dict.fromkeys([*named, *used_recently(window.file_uses, C.SYMBOL_PREFER_MAX_PATHS)]))
-        lookup = {"kind": "definition", "code": True, "prefer": prefer}
+        lookup = {"kind": "definition", "code": True, "prefer": prefer, "held": held_ranges(window)}
         outcomes = await asyncio.gather(*(self.tools.run(LOOKUP_TOOL, {"name": name, **lookup}) for name in names))
         for outcome in outcomes:
             self._note_lookup(window, outcome)

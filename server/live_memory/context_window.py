@@ -120,8 +120,7 @@ class ContextWindow:
         return self.tokens(self.stable_prefix) + self.tokens(self.render_volatile()) + self.exchange_tokens()
 
     def _measure_history(self) -> HistoryTally:
-        """The history's figures, as a running tally: asked several times per question and once per file
-        event, so only the turns added since the last call are read."""
+        """The history's figures as a running tally (asked per question and file event: reads new turns only)."""
         self._tally = tally(self.history, self.chars_per_token, self._tally)
         return self._tally
 
@@ -235,9 +234,9 @@ class ContextWindow:
         return True
 
     def note_seen(self, path: str, sha256: str, size: int, *, edited: bool) -> bool:
-        """An agent read or edited a file whose bytes are not worth holding: keep a manifest entry and
-        say so in the next delta (one short line); if the memory knew an older version, say that its
-        earlier answers about the file may be out of date. Returns False when nothing changed."""
+        """An agent read or edited a file whose bytes are not worth holding: a manifest entry and one short line
+        in the next delta (read, then edited before it: still that line); if the memory knew an older version,
+        a notice that its earlier answers about the file may be out of date. False when nothing changed."""
         known = self.files.get(path)
         if known is not None and known.sha256 == sha256 and known.state == "current":
             self.files[path] = replace(known, last_used=self._touch())
@@ -246,7 +245,8 @@ class ContextWindow:
         self._drop_cited(path, keep_sha=sha256)
         self.pending.content.pop(path, None)
         self.pending.diffs.pop(path, None)
-        if known is None and not self.ledger.cites(path):
+        untold = known is None or (path in self.pending.seen and not self._answers_citing({path}))
+        if untold and not self.ledger.cites(path):
             self.pending.seen[path] = size
             return True
         self.ledger.mark_stale(path)

@@ -106,9 +106,15 @@ async def test_preferred_files_come_first_and_a_name_defined_everywhere_gets_the
     plain = await _text(box, name="wrapper", kind="definition", code=True)
     assert "```" not in plain  # defined in more places than code is shown for, and no file is preferred
     preferred = await _text(box, name="wrapper", kind="definition", code=True, prefer=["deco/d4.py", "gone.py"])
-    listed = [line.split(":")[0] for line in preferred.splitlines() if line.startswith("deco/")]
+    located = [line.removeprefix("### ") for line in preferred.splitlines()]
+    listed = [line.split(":")[0] for line in located if line.startswith("deco/")]
     assert listed == ["deco/d4.py", "deco/d0.py", "deco/d1.py", "deco/d2.py", "deco/d3.py"]
     assert "2\t    return 'view 4'" in preferred and "'view 0'" not in preferred  # only the preferred file's code
+    # The shown definition is named once, in its code's heading (the code's first line is its signature); the
+    # others are alternatives, listed by where and what they are.
+    assert "### deco/d4.py:1-2  wrapper (function)\n```\n1\tdef wrapper(view):" in preferred
+    assert "def wrapper(view)" not in preferred.replace("1\tdef wrapper(view):", "")
+    assert "deco/d0.py:1-2  wrapper" in preferred.splitlines()
 
 
 async def test_a_preferred_file_is_outlined_even_past_the_scan_s_file_limit(tmp_path: Path) -> None:
@@ -116,7 +122,19 @@ async def test_a_preferred_file_is_outlined_even_past_the_scan_s_file_limit(tmp_
     box = await Toolbox.create(_workspace(tmp_path / "ws", _wrappers(SYMBOL_SCAN_MAX_FILES + 5)))
     assert last not in await _text(box, name="wrapper", kind="definition")
     text = await _text(box, name="wrapper", kind="definition", code=True, prefer=[last])
-    assert text.splitlines()[1].startswith(f"{last}:1-2") and f"'view {SYMBOL_SCAN_MAX_FILES + 4}'" in text
+    assert text.splitlines()[1].startswith(f"### {last}:1-2") and f"'view {SYMBOL_SCAN_MAX_FILES + 4}'" in text
+
+
+async def test_a_definition_inside_lines_the_caller_holds_comes_without_its_code(tmp_path: Path) -> None:
+    box = await Toolbox.create(_workspace(tmp_path / "ws", {"models.py": _MODELS}))
+    shown = await _text(box, name="load", kind="definition", code=True, held=["models.py:1-3"])
+    assert "6\tdef load(path):" in shown  # the held lines are Card's, not load's
+    held = await _text(box, name="load", kind="definition", code=True, held=["views.py:1-9", "models.py:5-7"])
+    assert held.splitlines()[1:] == [
+        "models.py:6-7  load (function)  [its lines are held in your context, as they are now]"
+    ]
+    refused = await box.run("find_symbol", {"name": "load", "code": True, "held": ["models.py:6"]})
+    assert refused.is_error and "'held' takes path:first-last line ranges, got 'models.py:6'" in refused.text
 
 
 async def test_a_preferred_file_that_defines_the_name_twice_shows_both(tmp_path: Path) -> None:

@@ -49,7 +49,8 @@ from live_memory.tools.recheck import Recheck
 __all__ = ["run_find_symbol"]
 
 _KINDS = ("definition", "uses", "both")
-_ARGUMENTS = ("name", "kind", "code", "prefer")
+_ARGUMENTS = ("name", "kind", "code", "prefer", "held")
+_RANGE = re.compile(r"(.+):(\d+)-(\d+)")
 _ALIASES = {"symbol": "name", "query": "name"}
 _DOTTED = re.compile(rf"{IDENTIFIER_PATTERN}(?:\.{IDENTIFIER_PATTERN})*")
 _NOT_AFTER_NAME = r"(?:[^\w$]|$)"  # ripgrep has no look-ahead: the name ends at a non-word character
@@ -66,6 +67,7 @@ class _Found:
     unexamined: int = 0  # files that mention the name but were not read (the scan's cap)
     notes: list[str] = field(default_factory=list)
     code: dict[tuple[str, int, int], str] = field(default_factory=dict)  # (path, start, end) -> numbered lines
+    held: set[tuple[str, int, int]] = field(default_factory=set)  # definitions whose lines the caller holds
     # The files outlined whole, as read: what the answer's definitions rest on (ledger facts are grounded on them).
     outlined: dict[str, FileRead] = field(default_factory=dict)
 
@@ -82,6 +84,7 @@ async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> Too
         kind = args.choice("kind", _KINDS, default="both")
         code = args.boolean("code", default=False)
         prefer = args.strings("prefer")
+        held = _held_ranges(args.strings("held"))
     except ArgumentError as exc:
         return ToolOutcome(str(exc), is_error=True)
     assert raw is not None
@@ -97,6 +100,8 @@ async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> Too
         found = await _scan(ctx, name, kind, prefer)
     found.definitions = _preferring(found.definitions, prefer)
     shown = _with_code(found.definitions, set(prefer)) if code and kind != "uses" else []
+    found.held = {(h.path, h.start, h.end) for h in shown if any(_within(h, r) for r in held.get(h.path, ()))}
+    shown = [hit for hit in shown if (hit.path, hit.start, hit.end) not in found.held]
     if shown:
         found.code = await asyncio.to_thread(_definition_code, ctx, shown)
     text = _render(name, kind, found) + args.ignored_note()
@@ -193,6 +198,22 @@ def _read_card(ctx: ToolContext, rel: str) -> tuple[FileCard, FileRead] | None:
     return card, FileRead(rel, hashlib.sha256(data).hexdigest(), len(data))
 
 
+def _held_ranges(ranges: list[str]) -> dict[str, list[tuple[int, int]]]:
+    """`held`: the `path:first-last` line ranges the caller's context shows as they are now (the memory's held
+    cited lines): a definition inside one comes without its code, which the caller would pay for twice."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for text in ranges:
+        match = _RANGE.fullmatch(text)
+        if match is None:
+            raise ArgumentError(f"find_symbol: 'held' takes path:first-last line ranges, got {text[:80]!r}")
+        out.setdefault(match.group(1), []).append((int(match.group(2)), int(match.group(3))))
+    return out
+
+
+def _within(hit: SymbolHit, lines: tuple[int, int]) -> bool:
+    return lines[0] <= hit.start and hit.end <= lines[1]
+
+
 def _definition_code(ctx: ToolContext, hits: list[SymbolHit]) -> dict[tuple[str, int, int], str]:
     """The numbered lines of each short definition, read through the jail now (a file that changed since
     its card was made shows what it holds now at those lines). Blocking: runs in a worker thread."""
@@ -262,6 +283,19 @@ def _examine(
     return found
 
 
+def _definition(hit: SymbolHit, code: str | None, code_shown: bool, held: bool) -> str:
+    """One definition: its code under a `### path:start-end` heading (the first line shows the signature), or
+    its location line; beside shown code, the others are alternatives, listed without their signatures."""
+    if code is not None:
+        return f"### {hit.path}:{hit.start}-{hit.end}  {hit.qualified} ({hit.kind})\n```\n{code}\n```"
+    span = str(hit.start) if hit.start == hit.end else f"{hit.start}-{hit.end}"
+    if held:
+        return f"{hit.path}:{span}  {hit.qualified} ({hit.kind})  [its lines are held in your context, as they are now]"
+    if code_shown:
+        return f"{hit.path}:{span}  {hit.qualified}"
+    return f"{hit.path}:{span}  {hit.qualified} ({hit.kind})  {hit.signature}"
+
+
 def _render(name: str, kind: str, found: _Found) -> str:
     shown = show_path(name, SYMBOL_NAME_MAX_CHARS)
     out: list[str] = []
@@ -270,13 +304,11 @@ def _render(name: str, kind: str, found: _Found) -> str:
         if count == 0:
             out.append(f"No definition of '{shown}' found ({found.source}).")
         else:
-            out.append(f"Definitions of '{shown}' ({found.source}; Read a range to see the code):")
+            advice = "" if found.code else "; Read a range to see the code"  # (shown code says it already)
+            out.append(f"Definitions of '{shown}' ({found.source}{advice}):")
             for hit in found.definitions[:SYMBOL_MAX_DEFINITIONS]:
-                span = str(hit.start) if hit.start == hit.end else f"{hit.start}-{hit.end}"
-                out.append(f"{hit.path}:{span}  {hit.qualified} ({hit.kind})  {hit.signature}")
-                lines = found.code.get((hit.path, hit.start, hit.end))
-                if lines is not None:
-                    out.append(f"### {hit.path}:{hit.start}-{hit.end}\n```\n{lines}\n```")
+                key = (hit.path, hit.start, hit.end)
+                out.append(_definition(hit, found.code.get(key), bool(found.code), key in found.held))
             room = max(SYMBOL_MAX_DEFINITIONS - len(found.definitions), 0)
             for path, number, text in found.lines[:room]:
                 out.append(f"{path}:{number}  {text.strip()[:SYMBOL_NAME_MAX_CHARS]}")
