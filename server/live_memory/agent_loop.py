@@ -125,9 +125,8 @@ class LoopOutcome:
 def held_ranges(window: ContextWindow) -> list[str]:
     """The lines the prompt already shows as they are now (held files, the hot set's cited lines), as
     `path:first-last`: a question's lookups show no code of a definition inside them (no paying twice)."""
-    files = [(p, f.content) for p, f in window.files.items() if f.content is not None and f.state == "current"]
-    held = [f"{path}:1-{content.count(chr(10)) + 1}" for path, content in files]
-    return held + [f"{path}:{first}-{last}" for path, first, last in window.cited]
+    lines = {p: f.content.count("\n") + 1 for p, f in window.files.items() if f.content and f.state == "current"}
+    return [f"{path}:1-{last}" for path, last in lines.items()] + [f"{p}:{a}-{b}" for p, a, b in window.cited]
 
 
 class QuestionLoop:

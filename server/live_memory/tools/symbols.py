@@ -10,7 +10,8 @@ With `code`, the lines of a name's few, short definitions come with the answer (
 them, under a `### path:start-end` heading), read through the jail now: the model need not Read them.
 `prefer` (paths; the memory passes the files the question names, then those it used most recently) puts the
 definitions in those files first (a scan outlines them first, past its file limit), and gives a name defined in
-many places the code of its definitions there.
+many places the code of its definitions there. `held` (`path:first-last` ranges the caller's prompt already shows
+as they are now) leaves out the code of a definition inside one.
 
 Must never: show a path outside the workspace, under .git or withheld as secret (index entries
 included), read a file but through the jail, change the index, or block the event loop.
@@ -199,8 +200,8 @@ def _read_card(ctx: ToolContext, rel: str) -> tuple[FileCard, FileRead] | None:
 
 
 def _held_ranges(ranges: list[str]) -> dict[str, list[tuple[int, int]]]:
-    """`held`: the `path:first-last` line ranges the caller's context shows as they are now (the memory's held
-    cited lines): a definition inside one comes without its code, which the caller would pay for twice."""
+    """`held`: the `path:first-last` line ranges the caller's prompt shows as they are now (the memory's held
+    files and cited lines): a definition inside one comes without its code, which the caller would pay for twice."""
     out: dict[str, list[tuple[int, int]]] = {}
     for text in ranges:
         match = _RANGE.fullmatch(text)
