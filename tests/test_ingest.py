@@ -280,7 +280,7 @@ async def test_a_file_read_then_edited_before_the_memory_hears_of_it_is_named_on
     await ingest.apply(state, workspace, [read("src/app.py"), FileEvent("src/app.py", "write", edited)])
     state.window.sync_deltas()
     [line] = observed(state)
-    assert line.endswith("(content not shown; Read what you need): src/app.py") and "EDITED" not in line
+    assert line.endswith("read or edited (not shown here): src/app.py") and "EDITED" not in line
     # Once named to the model, a later edit is news: its notice follows.
     await ingest.apply(state, workspace, [FileEvent("src/app.py", "write", APP)])
     state.window.sync_deltas()

@@ -419,9 +419,7 @@ class ContextWindow:
             added += 1
         if self.pending.seen:
             listed = ", ".join(named(p, size) for p, size in self.pending.seen.items())
-            self._append_observation(
-                f"[observation] Files the agents read or edited (content not shown; Read what you need): {listed}"
-            )
+            self._append_observation(f"[observation] The agents read or edited (not shown here): {listed}")
             added += 1
         if self.pending.notices:
             lines = list(self.pending.notices.values())

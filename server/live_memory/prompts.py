@@ -96,7 +96,7 @@ def question_hint(
 def answer_rest_note(cited: Sequence[str]) -> str:
     """Closes an answer the history keeps only the lead of (kept_answer.py)."""
     also = f" It also cited {', '.join(cited)}." if cited else ""
-    return f"[The rest of this answer went to the agent and is not kept here.{also}]"
+    return f"[The rest went to the agent.{also}]"
 
 
 def question_block(question: str) -> str:
