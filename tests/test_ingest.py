@@ -23,6 +23,7 @@ from live_memory.workspace import Location, WorkspacePolicy, WorkspaceState, new
 from tests.fakes.engine import engine_for
 from tests.fakes.repo_builder import small_repo
 from tests.fakes.scripted_provider import ScriptedProvider
+from tests.test_context_window import observations
 
 APP = "def main():\n    return 'v1'\n"
 
@@ -268,10 +269,6 @@ async def test_by_default_a_teed_file_is_named_not_copied(tmp_path: Path, worksp
     assert "return 'v2'" not in last and "src/app.py: EDITED by an agent" in last
 
 
-def observed(state: WorkspaceState) -> list[str]:
-    return [t.message.text for t in state.window.history if t.kind == "observation"]
-
-
 async def test_a_file_read_then_edited_before_the_memory_hears_of_it_is_named_once(workspace: Path) -> None:
     """Nothing was learned from it in between: one line naming it, no notice to re-read what was never read."""
     state = state_for(workspace)
@@ -279,12 +276,12 @@ async def test_a_file_read_then_edited_before_the_memory_hears_of_it_is_named_on
     edited = APP.replace("'v1'", "'v2'")
     await ingest.apply(state, workspace, [read("src/app.py"), FileEvent("src/app.py", "write", edited)])
     state.window.sync_deltas()
-    [line] = observed(state)
+    [line] = observations(state.window)
     assert line.endswith("read or edited (not shown here): src/app.py") and "EDITED" not in line
     # Once named to the model, a later edit is news: its notice follows.
     await ingest.apply(state, workspace, [FileEvent("src/app.py", "write", APP)])
     state.window.sync_deltas()
-    assert "src/app.py: EDITED by an agent" in observed(state)[-1]
+    assert "src/app.py: EDITED by an agent" in observations(state.window)[-1]
 
 
 async def test_a_file_an_answer_cited_still_gets_its_notice_when_edited_before_the_memory_hears_of_it(
@@ -297,7 +294,8 @@ async def test_a_file_an_answer_cited_still_gets_its_notice_when_edited_before_t
     state.window.add_exchange(asked, "where is main?", "src/app.py:1-2", ["src/app.py"])
     await ingest.apply(state, workspace, [FileEvent("src/app.py", "write", APP.replace("'v1'", "'v2'"))])
     state.window.sync_deltas()
-    assert "src/app.py: EDITED by an agent" in observed(state)[-1] and "out of date: src/app.py." in observed(state)[-1]
+    notice = observations(state.window)[-1]
+    assert "src/app.py: EDITED by an agent" in notice and "out of date: src/app.py." in notice
 
 
 async def test_each_teed_read_or_write_counts_one_use_of_the_file(workspace: Path) -> None:
