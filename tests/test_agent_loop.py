@@ -458,7 +458,7 @@ async def test_the_definitions_found_ride_in_the_hint_of_every_request_of_the_qu
     for request in provider.requests:
         hint = hint_of(request)
         definitions = hint.split(prompts.DEFINITIONS_HEADING + "\n", 1)[1]
-        assert definitions.startswith("Definitions of 'load' (workspace scan") and LOAD in definitions
+        assert definitions.startswith("### models.py:6-7  load (function)\n") and LOAD in definitions
     assert out.tool_calls == 1  # the model's Read; the lookup is not one of its calls
 
 

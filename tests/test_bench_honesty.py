@@ -183,7 +183,7 @@ def test_an_unrelated_mention_of_the_path_does_not_spare_the_search(tmp_path: Pa
 def test_the_strict_model_reads_only_the_lines_a_fresh_lookup_gives(tmp_path: Path) -> None:
     task = _task()
     model = _model(tmp_path, task)
-    hint = "## Where the names in the question are defined\npkg/mod.py:3-4  answer_me (function)  def answer_me()"
+    hint = "## The question's names, looked up\npkg/mod.py:3-4  answer_me (function)  def answer_me()"
     assert _calls(_ask(model, [], task.question, hint)) == [
         ("Read", {"file_path": "pkg/mod.py", "offset": 3, "limit": 2})
     ]

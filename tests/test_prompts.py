@@ -44,9 +44,9 @@ def test_headings_are_distinct_markdown_headings() -> None:
 def test_the_hint_states_the_time_and_length_budgets() -> None:
     hint = prompts.question_hint(time_budget_s=29.6, answer_tokens=1200, recently_modified=[])
     assert hint == (
-        "## Budgets for this question\n"
-        "- Time: about 30 s for exploring and answering; a best-effort answer is taken then.\n"
-        "- Answer length: at most 1200 tokens; lead with the most important facts."
+        "## Budgets\n"
+        "- Time: about 30 s, then a best-effort answer is taken.\n"
+        "- Answer: at most 1200 tokens, the most important facts first."
     )
 
 

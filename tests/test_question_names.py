@@ -163,7 +163,8 @@ def echo_definition(request: ChatRequest) -> ChatResponse:
     hint = request.messages[-1].text
     if prompts.DEFINITIONS_HEADING not in hint:
         return text_response("not in the hint")
-    first_definition = hint.split(prompts.DEFINITIONS_HEADING + "\n", 1)[1].splitlines()[1]
+    definitions = hint.split(prompts.DEFINITIONS_HEADING + "\n", 1)[1].splitlines()
+    first_definition = next(line for line in definitions if line.startswith("### "))
     return text_response(f"Defined at {first_definition.removeprefix('### ').split()[0]}")
 
 

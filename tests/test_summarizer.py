@@ -15,9 +15,11 @@ from live_memory.messages import Message, TextPart
 from live_memory.prompt_layout import Prompt
 from live_memory.prompts import (
     FROZEN_LEDGER_POINTER,
+    HINT_HEADING,
     LEDGER_RENUMBERED,
     NEUTRAL_SUMMARY_SYSTEM_PROMPT,
     NEWLY_STALE_FACTS,
+    QUESTION_HEADING,
     fold_request_text,
 )
 from live_memory.records import ToolCall, Usage
@@ -49,7 +51,7 @@ async def test_the_call_is_neutral_with_no_question_and_no_cache_breakpoints() -
     provider = ScriptedProvider(text_response("- fact"))
     await Summarizer(provider).summarize("", "### src/app.py\nVALUE = 1")
     [request] = provider.requests
-    assert "## Question" not in str(request) and "Budgets for this question" not in str(request)
+    assert QUESTION_HEADING not in str(request) and HINT_HEADING not in str(request)
     assert not any(p.cache for p in request.system) and not any(p.cache for p in request.messages[0].parts)
     assert "## Current ledger\n(empty)\n" in request.messages[0].text
 

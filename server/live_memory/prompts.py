@@ -50,7 +50,7 @@ CITED_NOTE = (
 )
 
 QUESTION_HEADING = "## Question"
-HINT_HEADING = "## Budgets for this question"
+HINT_HEADING = "## Budgets"
 
 COLD_EXPLORE_NUDGE = (
     "Your memory of this workspace is still empty, so that answer is not grounded yet. Verify it with "
@@ -69,7 +69,7 @@ SHRUNK_TOOL_RESULT = (
 OBSERVATION_ACK = "Noted."
 
 
-DEFINITIONS_HEADING = "## Where the names in the question are defined (looked up just now, in the current files)"
+DEFINITIONS_HEADING = "## The question's names, looked up just now in the current files"
 
 
 def question_hint(
@@ -79,8 +79,8 @@ def question_hint(
     find_symbol found for the names the question mentions."""
     lines = [
         HINT_HEADING,
-        f"- Time: about {time_budget_s:.0f} s for exploring and answering; a best-effort answer is taken then.",
-        f"- Answer length: at most {answer_tokens} tokens; lead with the most important facts.",
+        f"- Time: about {time_budget_s:.0f} s, then a best-effort answer is taken.",
+        f"- Answer: at most {answer_tokens} tokens, the most important facts first.",
     ]
     if recently_modified:
         shown = ", ".join(recently_modified[:50])

@@ -145,7 +145,7 @@ _RAW_RECEIVE_KEY = "fake_llm.raw_receive"
 logger = logging.getLogger(__name__)
 
 
-HINT_PREFIX = "## Budgets for this question"  # Live Memory's per-question hint (see last_user_text)
+HINT_PREFIX = "## Budgets"  # Live Memory's per-question hint (see last_user_text)
 
 # --------------------------------------------------------------------------------------------------- replies
 

@@ -9,7 +9,7 @@ from live_memory.context_window import ContextWindow
 from live_memory.messages import Message, TextPart
 from live_memory.prompt_layout import Prompt, build_prompt
 
-HINT = "## Budgets for this question\n-"
+HINT = "## Budgets\n-"
 
 
 def sha(text: str) -> str:

@@ -92,7 +92,8 @@ async def test_a_word_of_a_heading_finds_its_section_and_its_lines_come_with_the
     root = _workspace(tmp_path / "ws", {"docs/ops.md": guide, "main.py": "print('hello')\n"})
     box = await Toolbox.create(root)
     text = await _text(box, name="Deployment", kind="definition", code=True)
-    assert "docs/ops.md:3-5  Guide > Deployment checklist (heading)" in text
+    # One definition, its code shown: the code's heading is the whole answer's only naming of it.
+    assert text.startswith("### docs/ops.md:3-5  Guide > Deployment checklist (heading)\n```\n3\t## Deployment")
     assert "5\tRun the health check." in text  # the section itself: no Read needed
 
 
@@ -112,6 +113,7 @@ async def test_preferred_files_come_first_and_a_name_defined_everywhere_gets_the
     assert "2\t    return 'view 4'" in preferred and "'view 0'" not in preferred  # only the preferred file's code
     # The shown definition is named once, in its code's heading (the code's first line is its signature); the
     # others are alternatives, listed by where and what they are.
+    assert preferred.startswith("Definitions of 'wrapper' (workspace scan):\n")  # several: one list of them
     assert "### deco/d4.py:1-2  wrapper (function)\n```\n1\tdef wrapper(view):" in preferred
     assert "def wrapper(view)" not in preferred.replace("1\tdef wrapper(view):", "")
     assert "deco/d0.py:1-2  wrapper" in preferred.splitlines()

@@ -304,9 +304,10 @@ def _render(name: str, kind: str, found: _Found) -> str:
         count = len(found.definitions) + len(found.lines)
         if count == 0:
             out.append(f"No definition of '{shown}' found ({found.source}).")
-        else:
+        elif count > 1 or not found.code:  # (one shown definition's heading names it and says where it is)
             advice = "" if found.code else "; Read a range to see the code"  # (shown code says it already)
             out.append(f"Definitions of '{shown}' ({found.source}{advice}):")
+        if count:
             for hit in found.definitions[:SYMBOL_MAX_DEFINITIONS]:
                 key = (hit.path, hit.start, hit.end)
                 out.append(_definition(hit, found.code.get(key), bool(found.code), key in found.held))
