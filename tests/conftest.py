@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
 
+from live_memory.team_store import SCHEMA as TEAM_SCHEMA
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.postgres import PostgresCluster, unavailable_reason
 
@@ -296,9 +297,15 @@ def postgres() -> Iterator[PostgresCluster]:
         cluster.destroy()
 
 
+@pytest.fixture(scope="session")
+def team_database(postgres: PostgresCluster) -> str:
+    """The database this process's team store tests take turns on (see team_db)."""
+    return postgres.create_database()
+
+
 @dataclass(frozen=True)
 class TeamDatabase:
-    """A database of the test's own on the session's cluster, and a URL (with a password) to it."""
+    """The session's team database, as a store that never used it finds it, and a URL (with a password) to it."""
 
     cluster: PostgresCluster
     name: str
@@ -306,8 +313,8 @@ class TeamDatabase:
 
 
 @pytest.fixture
-def team_db(postgres: PostgresCluster) -> Iterator[TeamDatabase]:
+def team_db(postgres: PostgresCluster, team_database: str) -> Iterator[TeamDatabase]:
     postgres.ensure_running()  # a failed test may have left it stopped
-    name = postgres.create_database()
-    yield TeamDatabase(postgres, name, postgres.url(name))
+    postgres.empty_database(team_database, TEAM_SCHEMA)
+    yield TeamDatabase(postgres, team_database, postgres.url(team_database))
     postgres.ensure_running()

@@ -11,12 +11,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from fnmatch import fnmatch
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from live_memory import constants as C
 from live_memory.errors import LiveMemoryError, TeamStoreError
 from live_memory.records import TeamFact
-from live_memory.team_store import Migration, TeamStore, bundled_migrations, mask_url
+from live_memory.team_store import SCHEMA, Migration, TeamStore, bundled_migrations, mask_url
 from tests.conftest import TeamDatabase
 from tests.fakes.ports import free_port
 from tests.fakes.postgres import PostgresCluster
@@ -32,6 +33,8 @@ SLACK = 1.5  # what a loaded test machine may add to a deadline
 # The timeout of the tests that wait it out (a slow store, one that swallows packets): shorter still, as a
 # local connection (which opening the store needs first) takes milliseconds.
 WAITED = 0.25
+# Read here, not in a test: listing the package's files is blocking I/O, which the event loop must not do.
+MIGRATIONS = bundled_migrations()
 
 
 def fact(text: str, *, sources: dict[str, str] | None = None, at: float = T0, learned: float | None = None,
@@ -132,7 +135,7 @@ async def test_a_fresh_store_is_migrated_to_the_newest_schema_once(team_db: Team
     store = await open_store(team_db.url)
     try:
         assert await store.schema_version() is None
-        newest = len(bundled_migrations())
+        newest = len(MIGRATIONS)
         assert await store.migrate() == newest
         assert await store.migrate() == newest
         assert await store.schema_version() == newest
@@ -140,13 +143,35 @@ async def test_a_fresh_store_is_migrated_to_the_newest_schema_once(team_db: Team
         await store.aclose()
 
 
+async def test_an_emptied_database_is_what_a_fresh_one_is_to_a_store(team_db: TeamDatabase) -> None:
+    """What lets the tests of a process take turns on one database (tests/conftest.py's team_db): the store's
+    schema, its rows and a connection left inside a transaction on them are gone."""
+    used = await open_store(team_db.url)
+    holder = await psycopg.AsyncConnection.connect(team_db.url)
+    try:
+        await used.migrate()
+        await used.push([fact("Left by an earlier test.")])
+        await holder.execute("SELECT count(*) FROM live_memory.facts")  # idle in a transaction, holding a lock
+        team_db.cluster.empty_database(team_db.name, SCHEMA)
+        fresh = await open_store(team_db.url)
+        try:
+            assert await fresh.schema_version() is None
+            await fresh.migrate()
+            assert await fresh.pull(REPO, limit=10) == []
+        finally:
+            await fresh.aclose()
+    finally:
+        await used.aclose()
+        await holder.close()
+
+
 async def test_servers_migrating_at_once_take_turns_and_agree_on_the_version(team_db: TeamDatabase) -> None:
     stores = [await open_store(team_db.url) for _ in range(4)]
     try:
         versions = await asyncio.gather(*(store.migrate() for store in stores))
-        assert set(versions) == {len(bundled_migrations())}
+        assert set(versions) == {len(MIGRATIONS)}
         rows = team_db.cluster.admin_execute(team_db.name, "SELECT version FROM live_memory.schema_version")
-        assert sorted(rows) == [(v,) for v in range(1, len(bundled_migrations()) + 1)]  # each step applied once
+        assert sorted(rows) == [(v,) for v in range(1, len(MIGRATIONS) + 1)]  # each step applied once
     finally:
         for store in stores:
             await store.aclose()
@@ -156,13 +181,13 @@ def test_the_migrations_ship_in_the_wheel_as_package_data() -> None:
     """Setuptools puts only .py files into a wheel unless package-data names the rest."""
     pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
     patterns = pyproject["tool"]["setuptools"]["package-data"]["live_memory"]
-    for migration in bundled_migrations():
+    for migration in MIGRATIONS:
         assert any(fnmatch(f"data/team_schema/{migration.name}", pattern) for pattern in patterns), migration.name
 
 
 def next_version() -> list[Migration]:
     """This version's migrations, plus a next one as a later release would ship it."""
-    known = list(bundled_migrations())
+    known = list(MIGRATIONS)
     later = Migration(len(known) + 1, "999_later.sql", "ALTER TABLE live_memory.facts ADD COLUMN later text;")
     return [*known, later]
 

@@ -1,8 +1,8 @@
 """A throwaway PostgreSQL cluster for the team store's tests: Debian's own server binaries, a private data dir.
 
 One cluster per test process (tests/conftest.py keeps the modules that use it on one xdist worker), started
-on first use and stopped (immediate mode) with its directory removed at the end. Each test gets a database
-of its own, so no test sees another's rows.
+on first use and stopped (immediate mode) with its directory removed at the end. The tests of a process take
+turns on one database, emptied for each (`empty_database`), so no test sees another's rows.
 
 The cluster listens on a Unix socket in its directory (the tests' superuser connects there without a
 password) and on a free loopback TCP port, where only a role with a password may log in (SCRAM), so the
@@ -161,6 +161,16 @@ class PostgresCluster:
             strategy = " STRATEGY FILE_COPY" if row and int(str(row[0])) >= 150000 else ""
             admin.execute(f"CREATE DATABASE {name} OWNER {ROLE}{strategy}".encode())
         return name
+
+    def empty_database(self, database: str, schema: str) -> None:
+        """`database` as a fresh one would be for a program that keeps everything in `schema`: no connection to
+        it but this one, and no such schema (milliseconds, where CREATE DATABASE takes ~0.2 s)."""
+        with self._admin(database) as admin:
+            admin.execute(
+                b"SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                b" WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE".encode())
 
     def admin_execute(self, database: str, statement: str) -> list[tuple[object, ...]]:
         """Run one statement as the superuser in `database` (to set up or inspect what a test needs)."""
