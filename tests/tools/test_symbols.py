@@ -132,8 +132,9 @@ async def test_a_definition_inside_lines_the_caller_holds_comes_without_its_code
     shown = await _text(box, name="load", kind="definition", code=True, held=["models.py:1-3"])
     assert "6\tdef load(path):" in shown  # the held lines are Card's, not load's
     held = await _text(box, name="load", kind="definition", code=True, held=["views.py:1-9", "models.py:5-7"])
-    assert held.splitlines()[1:] == [
-        "models.py:6-7  load (function)  [its lines are held in your context, as they are now]"
+    assert held.splitlines() == [
+        "Definitions of 'load' (workspace scan):",  # no advice to read lines the caller holds
+        "models.py:6-7  load (function)  [its lines are held in your context, as they are now]",
     ]
     refused = await box.run("find_symbol", {"name": "load", "code": True, "held": ["models.py:6"]})
     assert refused.is_error and "'held' takes path:first-last line ranges, got 'models.py:6'" in refused.text

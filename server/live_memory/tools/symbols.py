@@ -305,7 +305,10 @@ def _render(name: str, kind: str, found: _Found) -> str:
         if count == 0:
             out.append(f"No definition of '{shown}' found ({found.source}).")
         elif count > 1 or not found.code:  # (one shown definition's heading names it and says where it is)
-            advice = "" if found.code else "; Read a range to see the code"  # (shown code says it already)
+            listed = found.definitions[:SYMBOL_MAX_DEFINITIONS]
+            # Advice only where no code is shown and some lines are not held either (shown code says it already).
+            unseen = bool(found.lines) or any((hit.path, hit.start, hit.end) not in found.held for hit in listed)
+            advice = "; Read a range to see the code" if unseen and not found.code else ""
             out.append(f"Definitions of '{shown}' ({found.source}{advice}):")
         if count:
             for hit in found.definitions[:SYMBOL_MAX_DEFINITIONS]:
