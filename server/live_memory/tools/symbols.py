@@ -101,8 +101,8 @@ async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> Too
         found = await _scan(ctx, name, kind, prefer)
     found.definitions = _preferring(found.definitions, prefer)
     shown = _with_code(found.definitions, set(prefer)) if code and kind != "uses" else []
-    found.held = {(h.path, h.start, h.end) for h in shown if any(_within(h, r) for r in held.get(h.path, ()))}
-    shown = [hit for hit in shown if (hit.path, hit.start, hit.end) not in found.held]
+    found.held = {_at(h) for h in shown if any(_within(h, r) for r in held.get(h.path, ()))}
+    shown = [hit for hit in shown if _at(hit) not in found.held]
     if shown:
         found.code = await asyncio.to_thread(_definition_code, ctx, shown)
     text = _render(name, kind, found) + args.ignored_note()
@@ -215,6 +215,11 @@ def _within(hit: SymbolHit, lines: tuple[int, int]) -> bool:
     return lines[0] <= hit.start and hit.end <= lines[1]
 
 
+def _at(hit: SymbolHit) -> tuple[str, int, int]:
+    """Where a definition is: the key of its code and of its held lines."""
+    return hit.path, hit.start, hit.end
+
+
 def _definition_code(ctx: ToolContext, hits: list[SymbolHit]) -> dict[tuple[str, int, int], str]:
     """The numbered lines of each short definition, read through the jail now (a file that changed since
     its card was made shows what it holds now at those lines). Blocking: runs in a worker thread."""
@@ -236,7 +241,7 @@ def _definition_code(ctx: ToolContext, hits: list[SymbolHit]) -> dict[tuple[str,
         lines = data.decode("utf-8", "replace").split("\n")
         if hit.end <= len(lines):
             numbered = (f"{n}\t{lines[n - 1][: ctx.limits.max_line_chars]}" for n in range(hit.start, hit.end + 1))
-            out[(hit.path, hit.start, hit.end)] = "\n".join(numbered)
+            out[_at(hit)] = "\n".join(numbered)
     return out
 
 
@@ -302,18 +307,17 @@ def _render(name: str, kind: str, found: _Found) -> str:
     out: list[str] = []
     if kind != "uses":
         count = len(found.definitions) + len(found.lines)
+        listed = found.definitions[:SYMBOL_MAX_DEFINITIONS]
         if count == 0:
             out.append(f"No definition of '{shown}' found ({found.source}).")
         elif count > 1 or not found.code:  # (one shown definition's heading names it and says where it is)
-            listed = found.definitions[:SYMBOL_MAX_DEFINITIONS]
             # Advice only where no code is shown and some lines are not held either (shown code says it already).
-            unseen = bool(found.lines) or any((hit.path, hit.start, hit.end) not in found.held for hit in listed)
+            unseen = bool(found.lines) or any(_at(hit) not in found.held for hit in listed)
             advice = "; Read a range to see the code" if unseen and not found.code else ""
             out.append(f"Definitions of '{shown}' ({found.source}{advice}):")
         if count:
-            for hit in found.definitions[:SYMBOL_MAX_DEFINITIONS]:
-                key = (hit.path, hit.start, hit.end)
-                out.append(_definition(hit, found.code.get(key), bool(found.code), key in found.held))
+            for hit in listed:
+                out.append(_definition(hit, found.code.get(_at(hit)), bool(found.code), _at(hit) in found.held))
             room = max(SYMBOL_MAX_DEFINITIONS - len(found.definitions), 0)
             for path, number, text in found.lines[:room]:
                 out.append(f"{path}:{number}  {text.strip()[:SYMBOL_NAME_MAX_CHARS]}")
