@@ -466,7 +466,7 @@ async def test_the_definitions_are_never_stored_and_the_next_question_does_not_c
     window = ContextWindow(budget_tokens=100_000)
     provider = ScriptedProvider(text_response("first"), text_response("second"))
     loop = await loop_for(models_root, provider)
-    await loop.answer(window, "Where is `load` defined?")
+    await loop.answer(window, "What does `load` do?")
     await loop.answer(window, "And what else is there?")
     assert LOAD in hint_of(provider.requests[0])
     later = provider.requests[1]
@@ -514,8 +514,8 @@ async def test_a_name_defined_in_many_files_comes_with_the_code_of_the_one_this_
 
 def answer_from_the_hint(request: ChatRequest) -> ChatResponse:
     """A model that answers a "where" question at once from the definitions in the hint."""
-    found = [line for line in hint_of(request).splitlines() if line.startswith("### models.py:")]
-    return text_response(f"`load` is defined at {found[0].split()[1]}." if found else "I would have to search.")
+    found = [line for line in hint_of(request).splitlines() if line.startswith("models.py:")]
+    return text_response(f"`load` is defined at {found[0].split()[0]}." if found else "I would have to search.")
 
 
 async def test_a_where_question_is_answered_with_one_request_that_already_names_the_lines(models_root: Path) -> None:

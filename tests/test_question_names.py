@@ -1,8 +1,10 @@
-"""The names a question mentions (backticked names first, then identifiers shaped like code) and which
-find_symbol answers are worth putting in the question's hint (only those that found a definition)."""
+"""The names a question mentions (backticked names first, then identifiers shaped like code), which
+find_symbol answers are worth putting in the question's hint (only those that found a definition or a use),
+and which questions ask only where a name is (their hint gives locations, not code)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from live_memory import prompts
 from live_memory.constants import QUESTION_NAMES_MAX, SYMBOL_NAME_MAX_CHARS
 from live_memory.context_window import ContextWindow
 from live_memory.messages import ChatRequest, ChatResponse, TextPart
-from live_memory.question_names import found_definitions, names_in, paths_in
+from live_memory.question_names import found_definitions, location_kind, names_in, paths_in
 from live_memory.tools import Toolbox, ToolLimits
 from live_memory.tools.context import find_ripgrep
 from tests.fakes.engine import engine_for
@@ -86,6 +88,44 @@ def test_backticked_text_that_is_no_identifier_is_not_a_name() -> None:
     assert names_in("Does `rm -rf /` or `a == b` or `42abc` or `foo.` run?") == []
 
 
+# -- location_kind ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("Where is `build_prompt` defined?", "definition"),
+        ("Which file and lines define `WKBReader`?", "definition"),
+        ("Find the definition of `get_contenttypes_and_models`.", "definition"),
+        ("Where is `Migration` (in app/migrations/0002_auto.py) defined?", "definition"),
+        ("In which file is the class HttpClient defined", "definition"),
+        ("where are retry_later, backoff and `jitter` declared?", "definition"),
+        ("Where is MAX_RETRIES set?", "definition"),
+        ("Where does `Card` live?", "definition"),
+        ("Who calls `Card.render()`?", "both"),
+        ("Which files use parse_config?", "both"),
+        ("Where is `load` used?", "both"),
+        ("Find all callers of `load`", "both"),
+    ],
+)
+def test_a_question_that_asks_only_where_a_name_is_is_a_location_question(question: str, kind: str) -> None:
+    assert location_kind(question) == kind
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How does `ContextWindow.freeze` work?",
+        "Where is `reset_queries` defined, and what should I know before changing it?",
+        "Where is `load` defined? I want to change it.",
+        "Where is `X` used and how is it defined?",
+        "Where is load defined and why?",
+        "What does `Card.render` return?",
+        "Where is the retry logic and how does it back off defined?",
+    ],
+)
+def test_a_question_that_asks_more_than_a_location_is_not_one(question: str) -> None:
+    assert location_kind(question) is None
+
+
 # -- found_definitions --------------------------------------------------------------------------------
 # -- paths_in ---------------------------------------------------------------------------------------
 def test_the_paths_a_question_names_are_taken_in_order_each_once() -> None:
@@ -116,16 +156,22 @@ def test_an_answer_that_found_a_definition_is_kept_without_its_surrounding_blank
     assert found_definitions("\n" + text, is_error=False) == text.strip()
 
 
+def test_an_answer_that_found_no_definition_but_files_using_the_name_is_kept() -> None:
+    text = "No definition of 'load' found (workspace scan).\nUsed in 1 file:\napp.py"
+    assert found_definitions(text, is_error=False) == text
+
+
 @pytest.mark.parametrize(
     ("text", "is_error"),
     [
         ("No definition of 'load' found (workspace scan).", False),
+        ("No definition of 'load' found (workspace scan).\nNo file uses 'load' (workspace scan).", False),
         ("find_symbol: 'name' must be one line of 1 to 200 characters", True),
         ("Definitions of 'load' (symbol index; ...):\nmodels.py:6-7", True),  # an error wins over its text
         ("", False),
         ("  \n ", False),
     ],
-    ids=["no-definition", "error", "error-with-text", "empty", "blank"],
+    ids=["no-definition", "no-definition-or-use", "error", "error-with-text", "empty", "blank"],
 )
 def test_an_answer_without_a_definition_or_an_error_is_dropped(text: str, is_error: bool) -> None:
     assert found_definitions(text, is_error) is None
@@ -164,8 +210,36 @@ def echo_definition(request: ChatRequest) -> ChatResponse:
     if prompts.DEFINITIONS_HEADING not in hint:
         return text_response("not in the hint")
     definitions = hint.split(prompts.DEFINITIONS_HEADING + "\n", 1)[1].splitlines()
-    first_definition = next(line for line in definitions if line.startswith("### "))
+    first_definition = next(line for line in definitions if re.match(r"(### )?\S+:\d+-\d+ ", line))
     return text_response(f"Defined at {first_definition.removeprefix('### ').split()[0]}")
+
+
+async def hint_for(root: Path, question: str) -> str:
+    """The hint the memory's model gets with `question` (its first request's last part)."""
+    provider = ScriptedProvider(text_response("noted"))
+    await (await loop_for(root, provider)).answer(ContextWindow(budget_tokens=100_000), question)
+    hint = provider.requests[0].messages[-1].parts[-1]
+    assert isinstance(hint, TextPart)
+    return hint.text
+
+
+@pytest.mark.usefixtures("scan")
+async def test_a_where_question_gets_the_location_and_signature_and_a_how_question_the_code(tmp_path: Path) -> None:
+    root = one_file_repo(tmp_path, "models.py", MODELS)
+    where = await hint_for(root, "Where is `load` defined?")
+    assert "models.py:6-7  load (function)  def load(path)" in where
+    assert "return Card()" not in where  # the answer is a location: no code paid for
+    how = await hint_for(root, "How does `load` work?")
+    assert "### models.py:6-7  load (function)" in how and "7\t    return Card()" in how
+
+
+@pytest.mark.usefixtures("scan")
+async def test_a_who_calls_question_gets_the_files_that_use_the_name(tmp_path: Path) -> None:
+    root = one_file_repo(tmp_path, "models.py", MODELS)
+    (root / "views.py").write_text("from models import load\n\n\ndef show():\n    return load('x')\n")
+    hint = await hint_for(root, "Who calls `load`?")
+    assert "models.py:6-7  load (function)" in hint and "Used in 1 file:\nviews.py" in hint
+    assert "return Card()" not in hint
 
 
 @pytest.mark.usefixtures("scan")

@@ -37,7 +37,7 @@ from live_memory.messages import (
 )
 from live_memory.options import LongCache
 from live_memory.prompt_layout import build_prompt
-from live_memory.question_names import found_definitions, names_in, paths_in
+from live_memory.question_names import found_definitions, location_kind, names_in, paths_in
 from live_memory.records import Usage
 from live_memory.safe_files import read_for_revalidation
 
@@ -228,7 +228,9 @@ class QuestionLoop:
             return []
         named = paths_in(question)  # the files the question means, then those this memory used most recently
         prefer = list(dict.fromkeys([*named, *used_recently(window.file_uses, C.SYMBOL_PREFER_MAX_PATHS)]))
-        lookup = {"kind": "definition", "code": True, "prefer": prefer, "held": held_ranges(window)}
+        where = location_kind(question)  # a "where" question needs locations, not code
+        kind, code = (where, False) if where is not None else ("definition", True)
+        lookup = {"kind": kind, "code": code, "prefer": prefer, "held": held_ranges(window)}
         outcomes = await asyncio.gather(*(self.tools.run(LOOKUP_TOOL, {"name": name, **lookup}) for name in names))
         for outcome in outcomes:
             self._note_lookup(window, outcome)

@@ -4,7 +4,9 @@ A question such as "Where is `build_prompt` defined?" or "How does `ContextWindo
 code. Looking those names up first (with the `find_symbol` tool, from the symbol index or a workspace
 scan of the current files) puts their definitions, as `path:first-last`, in the question's hint: the model
 can answer a "where" question at once, and reads only the lines it needs for the others, instead of
-spending a tool round to search. The hint is sent with this question only and never stored.
+spending a tool round to search. A question that asks only where a name is (defined, or used) gets the
+locations with each definition's first line and no code: its answer is a location, and code it does not
+need would be paid for as uncached input. The hint is sent with this question only and never stored.
 """
 
 from __future__ import annotations
@@ -18,8 +20,44 @@ from live_memory.constants import QUESTION_NAMES_MAX
 _QUOTED = re.compile(r"`([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)(?:\(\))?`")
 _SHAPED = re.compile(r"(?<![\w.`/-])([A-Za-z_][A-Za-z0-9]*_[\w]*|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)(?![\w`/-])")
 _NO_DEFINITION = "No definition of"
+_USED_IN = "\nUsed in "
 # A workspace-relative file path: directories, then a name with an extension (`src/app.py`, `app.py:40-58`).
 _PATH = re.compile(r"(?<![\w./-])(?:\./)?((?:[\w-][\w.-]*/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]*)(?![\w/-])")
+
+
+# What a location question asks about: a name, maybe backticked, called, or placed in a file
+# ("`Migration` (in app/migrations/0002_auto.py)", "the function retry in net/retry.py").
+_SUBJECT = (
+    r"(?:the\s+(?:function|class|method|type|constant|variable|module)\s+)?`?[\w$.]+(?:\(\))?`?"
+    r"(?:\s+\((?:in|from)\s+[^()\n]+\)|\s+(?:in|from)\s+`?[\w./-]+`?)?"
+)
+_SUBJECTS = rf"{_SUBJECT}(?:(?:\s*,\s*(?:and\s+)?|\s+and\s+){_SUBJECT})*"  # "`a`, `b` and `c`"
+_WHERE_DEFINED = re.compile(
+    rf"""where\s+(?:is|are)\s+{_SUBJECTS}\s+(?:defined|declared|implemented|located|set)
+    |(?:in\s+)?(?:which|what)\s+files?(?:\s+and\s+lines?)?\s+(?:defines?|declares?|implements?)\s+{_SUBJECTS}
+    |(?:in\s+)?which\s+file\s+(?:is|are)\s+{_SUBJECTS}\s+(?:defined|declared|implemented)
+    |(?:find|locate|show(?:\s+me)?)\s+(?:the\s+)?(?:definitions?|declarations?)\s+of\s+{_SUBJECTS}
+    |where\s+(?:does|do)\s+{_SUBJECTS}\s+live""",
+    re.I | re.X,
+)
+_WHO_USES = re.compile(
+    rf"""(?:who|what|which\s+(?:code|functions?|files?|modules?))\s+(?:calls?|uses?|imports?|references?)\s+{_SUBJECTS}
+    |where\s+(?:is|are)\s+{_SUBJECTS}\s+(?:used|called|imported|referenced)
+    |(?:find|list|show(?:\s+me)?)\s+(?:all\s+)?(?:the\s+)?(?:callers|uses|usages|references|call\s+sites)\s+of\s+{_SUBJECTS}""",
+    re.I | re.X,
+)
+
+
+def location_kind(question: str) -> str | None:
+    """The `find_symbol` kind for a question that asks only where a name is: "definition" (where is it
+    defined) or "both" (who calls or uses it, and where it is defined); None for any other question (how it
+    works, what to change before an edit), whose lookups come with the definitions' code."""
+    text = question.strip().rstrip("?.! \t")
+    if _WHERE_DEFINED.fullmatch(text):
+        return "definition"
+    if _WHO_USES.fullmatch(text):
+        return "both"
+    return None
 
 
 def names_in(question: str, limit: int = QUESTION_NAMES_MAX) -> list[str]:
@@ -36,7 +74,9 @@ def paths_in(question: str) -> list[str]:
 
 
 def found_definitions(tool_text: str, is_error: bool) -> str | None:
-    """A `find_symbol` answer worth showing: one that found a definition."""
-    if is_error or not tool_text.strip() or tool_text.startswith(_NO_DEFINITION):
+    """A `find_symbol` answer worth showing: one that found a definition, or files that use the name."""
+    if is_error or not tool_text.strip():
+        return None
+    if tool_text.startswith(_NO_DEFINITION) and _USED_IN not in tool_text:
         return None
     return tool_text.strip()
