@@ -400,8 +400,9 @@ def edit_result(path: str) -> str:
 
 def worth_exploring(agent: MainAgent, task: Task) -> bool:
     """Whether an agent that delegates exploration (arms B and C) delegates this task, as the skill says:
-    not for files whose current content it holds, nor for a small file it has read and is about to edit."""
-    if all(agent.holds(p) for p in task.files):
+    not for files whose current content it holds (unless it asks who uses a name: that is in other files), nor
+    for a small file it has read and is about to edit."""
+    if task.kind != "uses" and all(agent.holds(p) for p in task.files):
         return False
     edit = task.edit
     if edit is not None and task.files == (edit.path,):
@@ -416,9 +417,16 @@ class Explorer(Protocol):
 
 
 class SelfExplorer:
-    """Arm A: the main agent greps and reads itself; where a name is defined, it greps for the line."""
+    """Arm A: the main agent greps and reads itself; where a name is defined, it greps for the line; who uses
+    it, for the files that name it."""
 
     async def explore(self, agent: MainAgent, task: Task) -> None:
+        if task.kind == "uses":
+            for _ in range(MAX_TURNS_PER_STAGE):
+                if agent.turn(task, [tool_use("Grep", {"pattern": task.pattern})]):
+                    agent.context.add(tool_result(grep_result(agent.root, task.grep_hits), "search"))
+                    return
+            return
         if task.kind == "locate":
             if not all(agent.holds(p) for p in task.files):
                 call = tool_use("Grep", {"pattern": task.pattern, "output_mode": "content", "-n": True})
@@ -498,6 +506,11 @@ class SubagentExplorer:
         if task.kind == "locate":  # the definition's line is in the search result: nothing to read
             ctx.request(task.index, [tool_use("Grep", {"pattern": task.pattern, "output_mode": "content", "-n": True})])
             ctx.add(tool_result(grep_content(PROJECT_ROOT, self.files, task.pattern, task.grep_hits), "search"))
+            ctx.request(task.index, [Block("assistant:text", task.answer, "report")], "output")
+            return task.answer
+        if task.kind == "uses":  # the files that name it are the search result
+            ctx.request(task.index, [tool_use("Grep", {"pattern": task.pattern})])
+            ctx.add(tool_result(grep_result(PROJECT_ROOT, task.grep_hits), "search"))
             ctx.request(task.index, [Block("assistant:text", task.answer, "report")], "output")
             return task.answer
         reads = list(task.files)

@@ -21,7 +21,9 @@
   definition's lines, not the file: strict takes them from held bytes, from a file card or lookup result
   whose content hash matches the file on disk, or from this question's search or the lookup the server made
   for it (the question's hint); trusting also from an
-  earlier answer or fact that names the name with the file, unless a change notice for it followed.
+  earlier answer or fact that names the name with the file, unless a change notice for it followed. Uses
+  questions ("who calls X") need the files that use the name as they are now: a lookup of its uses made for
+  this question (the hint, or `find_symbol`'s uses), else a search; an earlier answer is not relied on.
   It answers with the task's answer text (files named with line ranges). Summarizer requests (standalone,
   or folds that continue the conversation: `bench._common.summary_request`) get the ledger's changes naming
   files. Only the prompt and the disk are consulted: no server internals.
@@ -314,6 +316,8 @@ class MemoryModel:
         searched = any(s.kind == "tool_use" and s.name in SEARCH_TOOLS for s in tail)
         if task.kind == "locate":
             return self.locate(task, segs, at, searched, offered)
+        if task.kind == "uses":
+            return self.uses(task, segs, at, searched, offered)
         names = dict(zip(task.files, task.symbols, strict=True))
         missing = [p for p in task.files if not self.held(p, segs, tail, names[p])]
         if self.mode == "trusting":
@@ -360,6 +364,21 @@ class MemoryModel:
         if SYMBOL_TOOL in offered:
             return Reply.tool_calls([(SYMBOL_TOOL, {"name": name, "kind": "definition", "code": True})])
         return Reply.tool_calls([("Grep", {"pattern": task.pattern, "-i": False, "output_mode": "content"})])
+
+    def uses(self, task: Task, segs: Sequence[Seg], at: int, searched: bool, offered: set[str]) -> Reply:
+        """Who uses a name: answered from a lookup of its uses made for this question (the hint, or its own
+        search). Any file may have changed since an earlier answer, so neither model answers from memory."""
+        name = task.symbols[0]
+        fresh = [
+            seg.text
+            for i, seg in enumerate(segs)
+            if (i >= at and seg.where == "user" and seg.kind == "text") or (i > at and seg.kind == "tool_result")
+        ]
+        if searched or any(_lists_uses(text, name) for text in fresh):
+            return Reply.text(task.answer)
+        if SYMBOL_TOOL in offered:
+            return Reply.tool_calls([(SYMBOL_TOOL, {"name": name, "kind": "uses"})])
+        return Reply.tool_calls([("Grep", {"pattern": task.pattern, "-i": False})])
 
     # -- what the prompt shows -----------------------------------------------------------------------------
     def held(self, path: str, segs: Sequence[Seg], tail: Sequence[Seg], name: str = "") -> bool:
@@ -463,6 +482,12 @@ def _line_blocks(text: str, path: str) -> list[str]:
         return []
     heading = rf"^### {re.escape(path)}:\d+-\d+[^\n]*\n```\n(.*?)\n```"
     return [m.group(1) for m in re.finditer(heading, text, re.M | re.S)]
+
+
+def _lists_uses(text: str, name: str) -> bool:
+    """`text` holds find_symbol's list of the files that use `name` (or its word that none does)."""
+    listed = f"'{name}'" in text and re.search(r"^Used in \d+ files?:", text, re.M) is not None
+    return listed or f"No file uses '{name}'" in text
 
 
 def _named_with(text: str, name: str, *, ranged: bool = False) -> list[tuple[str, str]]:

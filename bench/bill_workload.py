@@ -51,10 +51,13 @@ LOCALITY_ZIPF = {"high": 1.4, "medium": 1.0, "low": 0.5}  # exponent over ranked
 SIZE_CLASSES = ("small", "natural", "large")
 SIZE_QUANTILE = 0.4  # small: the smallest 40% of eligible files; large: the largest 40%
 ROTATIONS = 10  # a sequence's rotations start at each tenth of it: together every task sits in every decile
-# Of the one-file questions that edit nothing, this share asks where a name is defined ("locate"); the rest ask
-# how it works ("explain"). Edit tasks ask which lines to change ("edit"); several files: how they fit together.
+# Of the one-file questions that edit nothing, this share asks where a name is ("locate"): where it is defined,
+# or, for USES_SHARE of them, who uses it ("uses"); the rest ask how it works ("explain"). Edit tasks ask which
+# lines to change ("edit"); several files: how they fit together.
 LOCATE_SHARE = 0.35
-QUESTION_KINDS = ("locate", "explain", "edit")
+USES_SHARE = 0.4
+USES_LISTED = 8  # the files a "uses" answer names; the rest are counted
+QUESTION_KINDS = ("locate", "uses", "explain", "edit")
 
 _DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w{3,})", re.M)
 _HEADING_WORD = re.compile(r"^#+[ \t]+.*?\b([A-Za-z][A-Za-z_]{6,})\b", re.M)
@@ -260,7 +263,7 @@ class Task:
     reply: str  # the main agent's final reply to the user
     edit: EditOp | None = None
     symbols: tuple[str, ...] = ()  # the name asked about in each needed file (same order as `files`)
-    kind: str = "chat"  # locate | explain | edit | chat (no files)
+    kind: str = "chat"  # locate | uses | explain | edit | chat (no files)
     named: tuple[str, ...] = ()  # needed files the question names (their name is defined in other files too)
 
 
@@ -379,6 +382,11 @@ _LOCATE_QUESTIONS = (
     "Which file and lines define `{sym}`?",
     "Find the definition of `{sym}`.",
 )
+_USES_QUESTIONS = (
+    "Who calls `{sym}`?",
+    "Which files use `{sym}`?",
+    "Where is `{sym}` used?",
+)
 _MULTI_QUESTIONS = (
     "How do {syms} fit together?",
     "Trace the flow through {syms}.",
@@ -444,6 +452,17 @@ def _locate_answer(repo: Repo, path: str, symbol: str) -> str:
     a, b = definition_range(path, text, symbol)
     first = text.splitlines()[a - 1].strip() if text.splitlines() else ""
     return f"`{symbol}` is defined in {path}:{a}-{b}: `{first[:100]}`."
+
+
+def _uses_answer(repo: Repo, path: str, symbol: str, hits: Sequence[str]) -> str:
+    """A "who uses it" question's answer: where the name is defined, and the other files that name it (a
+    search's files)."""
+    a, b = definition_range(path, repo.files[path], symbol)
+    users = [hit for hit in hits if hit != path]
+    if not users:
+        return f"`{symbol}` is defined in {path}:{a}-{b}; no other file uses it."
+    more = f" and {len(users) - USES_LISTED} more" if len(users) > USES_LISTED else ""
+    return f"`{symbol}` is defined in {path}:{a}-{b}; it is used in {', '.join(users[:USES_LISTED])}{more}."
 
 
 @dataclass(frozen=True)
@@ -570,6 +589,7 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
             kind = "chat"
             # A draw of its own, so the kinds leave every other draw of the sequence as it was.
             locate = random.Random(f"{seed}:{repo.name}:{load.sequence}:kind:{index}").random() < LOCATE_SHARE
+            uses = random.Random(f"{seed}:{repo.name}:{load.sequence}:uses:{index}").random() < USES_SHARE
             if not files:
                 text = rng.choice(_CHAT_TEXTS)
                 question = ""
@@ -587,8 +607,9 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
                 elif len(files) == 1:
                     text = base = rng.choice(_QUESTIONS).format(sym=symbols[0])
                     if locate:
-                        kind = "locate"
-                        text = base = _LOCATE_QUESTIONS[index % len(_LOCATE_QUESTIONS)].format(sym=symbols[0])
+                        kind = "uses" if uses else "locate"
+                        phrasings = _USES_QUESTIONS if uses else _LOCATE_QUESTIONS
+                        text = base = phrasings[index % len(phrasings)].format(sym=symbols[0])
                 else:
                     text = base = rng.choice(_MULTI_QUESTIONS).format(
                         syms=", ".join(quoted[:-1]) + " and " + quoted[-1]
@@ -606,6 +627,8 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
                 answer = _answer(rng, repo, files, symbols)  # drawn for every kind: the draws stay in step
                 if kind == "locate":
                     answer = _locate_answer(repo, files[0], symbols[0])
+                elif kind == "uses":
+                    answer = _uses_answer(repo, files[0], symbols[0], hits)
             reply = "Here is what I found. " + _filler(rng, list(symbols) + list(files), rng.randint(*REPLY_CHARS))
             draft = Task(
                 index,

@@ -638,7 +638,7 @@ SESSION_HELPERS = (
     ("memory trusting", "B-trusting", "memory"),
 )
 # The kinds of question, in table order; all listed (as "–") when a result file has none.
-QUESTION_KINDS = ("locate", "explain", "edit", "files")
+QUESTION_KINDS = ("locate", "uses", "explain", "edit", "files")
 SESSION_KINDS_MEMORY = (
     "system+tree",
     "frozen block / ledger",
@@ -745,9 +745,10 @@ def render_session_bill(data: Mapping[str, Any], charts: Charts) -> list[str]:
         "answer or ledger fact naming the file until a change notice; both search whenever they were not told a "
         "file's location for this task; the hooks' tees go to `/notify`), **C** Explore subagent (a fresh "
         "context per question that greps, reads and reports); B and C delegate as the skill says (not for files "
-        "the agent holds, nor to edit a small file it has read). Questions ask where a name is defined (locate), "
-        "how code works (explain) or which lines to change (edit). Every edit task Reads the file unless held (only "
-        "the cited lines of a larger file when an answer cited them, in B and C alike), then Edits it. The main "
+        "the agent holds, nor to edit a small file it has read; who uses a name, always). Questions ask where a "
+        "name is defined (locate), who uses it (uses), how code works (explain) or which lines to change (edit). "
+        "Every edit task Reads the file unless held (only the cited lines of a larger file when an answer cited "
+        "them, in B and C alike), then Edits it. The main "
         "agent is priced at Sonnet 4.5 (and Opus 4.5), the memory at "
         "Haiku 4.5, the subagent at Haiku 4.5 and at Sonnet 4.5: "
         f"{EXPLORE_INHERITS}, so with a Sonnet session it runs on Sonnet unless asked for Haiku. Every client's "
@@ -1334,7 +1335,8 @@ def _readme_kinds(goals: Mapping[str, Mapping[str, Any]]) -> str:
 
     return (
         "By kind of question at 60 tasks with medium locality, the memory's cost per question over the subagent's "
-        f"on Haiku (and its requests per question): {kind('locate')}; {kind('explain')}; {kind('edit')}."
+        f"on Haiku (and its requests per question): {kind('locate')}; {kind('uses')}; {kind('explain')}; "
+        f"{kind('edit')}."
     )
 
 

@@ -53,12 +53,12 @@ Memory models (the scripted model that answers the real server)
 Workloads: tasks needing 0-4 files (10/35/30/15/10 %), drawn with Zipf locality over directories then files
 (exponent 1.4 / 1.0 / 0.5 for high / medium / low), from the smallest 40 % / all / the largest 40 % of the
 eligible files (small / natural / large); 30 % of the tasks with files edit the first one (asking which lines
-to change: "edit"), 35 % of the other one-file tasks ask where a name is defined ("locate"), the rest how
-code works ("explain"); answers cite each definition's lines as the earlier edits left them; 0-2 decoys per
-task (40/40/20 %), and decoy-free control rows (`-nodecoy`: the same tasks, no decoy opened). Sessions: one
-of 10/30/60/120 tasks, or 3 x 20 and 6 x 10; three more 120-task sequences,
-and the first one run from each tenth of the way in (its rotations), for the trend of cost per question as the
-memory learns with the task order cancelled out. Repositories: this checkout
+to change: "edit"), 35 % of the other one-file tasks ask where a name is ("locate": where it is defined, or
+for 40 % of them who uses it: "uses"), the rest how code works ("explain"); answers cite each definition's
+lines as the earlier edits left them; 0-2 decoys per task (40/40/20 %), and decoy-free control rows
+(`-nodecoy`: the same tasks, no decoy opened). Sessions: one of 10/30/60/120 tasks, or 3 x 20 and 6 x 10;
+three more 120-task sequences, and the first one run from each tenth of the way in (its rotations), for the
+trend of cost per question as the memory learns with the task order cancelled out. Repositories: this checkout
 (`git ls-files`, .py and .md files eligible) and the Django 5.1.4 sdist (django/**/*.py eligible).
 
 Figures per workload and arm: requests, tokens (uncached / cache write / cache read / output), USD (main at
@@ -339,7 +339,7 @@ def _rounds(ledger: Ledger, tasks: Sequence[Task], delegated: frozenset[int]) ->
 
 
 def _by_kind_of_question(ledger: Ledger, tasks: Sequence[Task], delegated: frozenset[int]) -> dict[str, Any]:
-    """Cost and requests per question of each kind (locate, explain, edit), at Haiku prices."""
+    """Cost and requests per question of each kind (locate, uses, explain, edit), at Haiku prices."""
     kind_of = {t.index: t.kind for t in tasks}
     usd: dict[str, float] = {}
     requests: dict[str, int] = {}

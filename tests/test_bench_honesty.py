@@ -12,8 +12,16 @@ from typing import Any
 
 import pytest
 from bench import session_bill
-from bench.bill_agents import Files, grep_content
-from bench.bill_cache import VirtualClock
+from bench.bill_agents import (
+    Files,
+    MainAgent,
+    SelfExplorer,
+    claude_code_prefix,
+    grep_content,
+    version,
+    worth_exploring,
+)
+from bench.bill_cache import CacheSim, Ledger, VirtualClock
 from bench.bill_memory import MemoryModel, segments
 from bench.bill_workload import Task, build_tasks, definition_range, load_repo, symbols_in, workload
 from bench.virtual_serve import FileClock
@@ -36,15 +44,15 @@ def test_a_decoy_free_row_replays_the_same_tasks_without_opening_decoys() -> Non
     assert same == [(t.question, t.files, t.answer, t.edit) for t in without]
 
 
-def test_a_workload_mixes_locate_explain_and_edit_questions_that_name_a_file_only_for_an_ambiguous_name() -> None:
+def test_a_workload_mixes_locate_uses_explain_and_edit_questions_that_name_a_file_only_for_an_ambiguous_name() -> None:
     repo = load_repo("live-memory")
     tasks = build_tasks(repo, BASE, SEED)
     kinds = {t.kind for t in tasks if t.files}
-    assert kinds == {"locate", "explain", "edit"}
+    assert kinds == {"locate", "uses", "explain", "edit"}
     definers = Counter(name for path, text in repo.files.items() for name in symbols_in(path, text))
     for task in tasks:
         assert len(task.symbols) == len(task.files)
-        if task.kind == "locate":
+        if task.kind in ("locate", "uses"):
             assert len(task.files) == 1 and task.symbols[0] in task.question
             assert task.answer.startswith(f"`{task.symbols[0]}` is defined in {task.files[0]}:")
         for path, symbol in zip(task.files, task.symbols, strict=True):
@@ -52,6 +60,32 @@ def test_a_workload_mixes_locate_explain_and_edit_questions_that_name_a_file_onl
             named = f"`{symbol}` (in {path})" in task.question
             assert named == (path in task.named) == (definers[symbol] > 1)
     assert any(task.named for task in tasks)
+
+
+def test_a_uses_answer_names_the_other_files_a_search_for_the_name_finds() -> None:
+    tasks = build_tasks(load_repo("django"), workload("medium", "natural", (120,)), SEED)
+    uses = [t for t in tasks if t.kind == "uses"]
+    assert uses and all(t.pattern == rf"\b{t.symbols[0]}\b" for t in uses)
+    for task in uses:
+        others = [hit for hit in task.grep_hits if hit != task.files[0]]
+        assert all(hit in task.answer for hit in others[:8])
+        assert (not others) == task.answer.endswith("no other file uses it.")
+    assert any(len(t.grep_hits) > 1 for t in uses)  # some are used elsewhere
+
+
+def test_who_uses_a_name_in_a_file_the_agent_holds_is_still_asked() -> None:
+    repo = load_repo("live-memory")
+    task = next(t for t in build_tasks(repo, BASE, SEED) if t.kind == "explain" and len(t.files) == 1)
+    clock = VirtualClock()
+    files = Files(dict(repo.files))
+    cache, ledger = CacheSim(clock, "sonnet"), Ledger("main")
+    agent = MainAgent(
+        "C", files, cache, ledger, clock, SelfExplorer(), prefix_for=lambda s: claude_code_prefix(session=s)
+    )
+    agent.held[task.files[0]] = version(files.text(task.files[0]))  # read in full earlier, unchanged since
+    # How the name works is in the agent's context; who uses it is in other files.
+    assert not worth_exploring(agent, task)
+    assert worth_exploring(agent, replace(task, kind="uses", question=f"Who calls `{task.symbols[0]}`?"))
 
 
 def test_a_question_that_names_its_files_sends_the_subagent_straight_to_them() -> None:
@@ -108,8 +142,9 @@ def test_the_subagent_is_priced_on_haiku_and_inheriting_the_main_model() -> None
     assert helper["requests_per_question"] == pytest.approx(helper["tool_rounds_per_question"] + 1)
     kinds = helper["by_question_kind"]
     assert sum(k["questions"] for k in kinds.values()) == helper["questions"]
-    if "locate" in kinds:  # the definition's line is in the search result: nothing is read
-        assert kinds["locate"]["requests_per_question"] == 2.0
+    for kind in ("locate", "uses"):  # the definition's line, or the files using it, are in the search result
+        if kind in kinds:
+            assert kinds[kind]["requests_per_question"] == 2.0
 
 
 def test_grep_in_content_mode_shows_each_matching_line_with_its_number() -> None:
@@ -197,6 +232,22 @@ def test_a_locate_question_answers_at_once_from_a_lookup_and_searches_without_on
     assert _calls(_ask(model, [], task.question)) == [
         ("find_symbol", {"name": "answer_me", "kind": "definition", "code": True})
     ]
+
+
+@pytest.mark.parametrize("mode", ["strict", "trusting"])
+def test_a_uses_question_answers_only_from_a_lookup_of_its_uses_made_for_it(tmp_path: Path, mode: str) -> None:
+    task = replace(_task("uses"), question="Who calls `answer_me`?")
+    model = _model(tmp_path, task, mode)
+    hint = "Definitions of 'answer_me' (symbol index):\npkg/mod.py:3-4  answer_me (function)\nUsed in 1 file:\npkg/x.py"
+    assert _ask(model, [], task.question, hint).calls == ()
+    assert _ask(model, [], task.question, "No file uses 'answer_me' (workspace scan).").calls == ()
+    search = [("find_symbol", {"name": "answer_me", "kind": "uses"})]
+    assert _calls(_ask(model, [], task.question, "pkg/mod.py:3-4  answer_me (function)")) == search
+    earlier = [  # an earlier answer listing the users: any file may have changed since
+        {"role": "user", "content": "Which files use `answer_me`?"},
+        {"role": "assistant", "content": "`answer_me` is defined in pkg/mod.py:3-4; it is used in pkg/x.py."},
+    ]
+    assert _calls(_ask(model, earlier, task.question)) == search
 
 
 def test_held_lines_of_the_definition_spare_the_strict_model_its_read(tmp_path: Path) -> None:
