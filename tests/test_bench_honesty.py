@@ -63,7 +63,7 @@ def test_a_workload_mixes_locate_uses_explain_and_edit_questions_that_name_a_fil
 
 
 def test_a_uses_answer_names_the_other_files_a_search_for_the_name_finds() -> None:
-    tasks = build_tasks(load_repo("django"), workload("medium", "natural", (120,)), SEED)
+    tasks = build_tasks(load_repo("live-memory"), workload("high", "small", (60,)), SEED)
     uses = [t for t in tasks if t.kind == "uses"]
     assert uses and all(t.pattern == rf"\b{t.symbols[0]}\b" for t in uses)
     for task in uses:
