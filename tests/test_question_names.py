@@ -126,7 +126,6 @@ def test_a_question_that_asks_more_than_a_location_is_not_one(question: str) -> 
     assert location_kind(question) is None
 
 
-# -- found_definitions --------------------------------------------------------------------------------
 # -- paths_in ---------------------------------------------------------------------------------------
 def test_the_paths_a_question_names_are_taken_in_order_each_once() -> None:
     question = (
@@ -151,6 +150,7 @@ async def test_a_name_defined_in_many_files_comes_with_the_code_of_the_one_the_q
     assert isinstance(hint, TextPart) and "2\t    number = 3" in hint.text and "number = 0" not in hint.text
 
 
+# -- found_definitions --------------------------------------------------------------------------------
 def test_an_answer_that_found_a_definition_is_kept_without_its_surrounding_blank_space() -> None:
     text = "Definitions of 'load' (symbol index; Read a range to see the code):\nmodels.py:6-7  load (function)\n"
     assert found_definitions("\n" + text, is_error=False) == text.strip()
