@@ -11,6 +11,7 @@ import pytest
 
 from live_memory.errors import JailRefusal
 from live_memory.jail import Jail
+from live_memory.tools import Toolbox
 from live_memory.tools.context import ToolContext, ToolLimits, find_ripgrep
 from live_memory.tools.listing import GIT_EXCLUDE, FileListing, list_files, ripgrep_base_args, walk_listing
 from tests.fakes.repo_builder import RepoBuilder
@@ -94,9 +95,35 @@ async def test_the_walker_out_of_time_returns_what_it_has_marked_incomplete(work
 
 
 def test_every_ripgrep_call_ignores_user_config_and_includes_hidden_files() -> None:
-    assert ripgrep_base_args("/bin/rg") == ["/bin/rg", "--no-config", "--no-require-git", "--hidden", "--no-messages"]
+    assert ripgrep_base_args("/bin/rg") == ["/bin/rg", "--no-config", "--hidden", "--no-messages", "--no-require-git"]
     assert ripgrep_base_args("/bin/rg", at_root=True)[-1] == "--no-ignore-parent"
+    # In a repository ripgrep stops at its root by itself, as git does.
+    assert "--no-require-git" not in ripgrep_base_args("/bin/rg", in_git=True)
     assert GIT_EXCLUDE == ("--glob", "!.git")
+
+
+async def test_a_repository_inside_a_directory_that_ignores_everything_is_searched_below_its_root(
+    tmp_path: Path,
+) -> None:
+    """A checkout under a directory that ignores everything in it (a cache directory's own `.gitignore` of "*",
+    as tools write them): a search that starts in one of its directories finds its files, as one that starts at
+    its root does (the ignore files above a repository are not its own, for git nor for the search)."""
+
+    def nested() -> Path:
+        cache = tmp_path / ".cache"
+        cache.mkdir()
+        (cache / ".gitignore").write_text("*\n")
+        inner = cache / "repo"
+        (inner / ".git").mkdir(parents=True)
+        (inner / "src").mkdir()
+        (inner / "src" / "app.py").write_text("x = 1\n")
+        return inner
+
+    root = await asyncio.to_thread(nested)
+    toolbox = await Toolbox.create(root)
+    for path in ("", "src"):
+        outcome = await toolbox.run("Grep", {"pattern": "x", "path": path})
+        assert outcome.text.splitlines() == ["Found 1 file", "src/app.py"], path
 
 
 async def test_ignore_rules_apply_without_a_git_repository(tmp_path: Path, engine: bool) -> None:

@@ -75,6 +75,7 @@ class Toolbox:
             limits=limits,
             ripgrep=find_ripgrep(limits),
             symbols=symbols if symbols is not None else SymbolIndex(),
+            in_git=(self.jail.root / ".git").exists(),
         )
 
     @classmethod

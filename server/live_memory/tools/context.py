@@ -111,6 +111,7 @@ class ToolContext:
     # The workspace's definitions and uses (find_symbol); empty unless the owner hands one in and keeps
     # it current. Tools only read it.
     symbols: SymbolIndex = field(default_factory=SymbolIndex)
+    in_git: bool = False  # the root is a git repository's (a .git directory or file): see ripgrep_base_args
 
     @property
     def root(self) -> Path:

@@ -150,7 +150,7 @@ def ripgrep_argv(ctx: ToolContext, query: GrepQuery) -> list[str]:
     assert ctx.ripgrep is not None
     mode_flag = {"content": "--line-number", "files_with_matches": "--files-with-matches", "count": "--count"}
     argv = [
-        *ripgrep_base_args(ctx.ripgrep, at_root=not query.start_rel),
+        *ripgrep_base_args(ctx.ripgrep, at_root=not query.start_rel, in_git=ctx.in_git),
         "--null",
         "--with-filename",
         "--no-heading",

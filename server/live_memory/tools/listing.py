@@ -46,12 +46,14 @@ def listing_text(lines: list[str], listing: FileListing, *, limit: int, total: i
     return "\n".join(shown)
 
 
-def ripgrep_base_args(ripgrep: str, *, at_root: bool = False) -> list[str]:
-    """Flags every ripgrep call shares: no user config, gitignore even outside a repo, hidden files
+def ripgrep_base_args(ripgrep: str, *, at_root: bool = False, in_git: bool = False) -> list[str]:
+    """Flags every ripgrep call shares: no user config, gitignore (even outside a repo), hidden files
     included. Callers append GIT_EXCLUDE *after* any glob of their own: ripgrep lets a later glob win.
-    `at_root`: the search starts at the workspace root, so ignore files above it (another repository's,
-    which may ignore this whole checkout) do not apply, as git does not apply them either."""
-    base = [ripgrep, "--no-config", "--no-require-git", "--hidden", "--no-messages"]
+    Ignore files above the workspace root (another repository's, which may ignore this whole checkout) must
+    not apply, as git does not apply them either: `at_root` (the search starts at the root) drops every
+    parent's; `in_git` (the root is a repository) lets ripgrep stop at the repository's own root, as git does,
+    where `--no-require-git` would read the ignore files of the directories above it too."""
+    base = [ripgrep, "--no-config", "--hidden", "--no-messages", *(() if in_git else ("--no-require-git",))]
     return [*base, "--no-ignore-parent"] if at_root else base
 
 
@@ -62,7 +64,8 @@ async def list_files(ctx: ToolContext, start_rel: str) -> FileListing:
     """All non-ignored regular files under `start_rel` ("" is the root), sorted by path.
     Raises JailRefusal or OSError when the start directory cannot be opened safely."""
     if ctx.ripgrep is not None:
-        argv = [*ripgrep_base_args(ctx.ripgrep, at_root=not start_rel), "--files", "--null", *GIT_EXCLUDE]
+        base = ripgrep_base_args(ctx.ripgrep, at_root=not start_rel, in_git=ctx.in_git)
+        argv = [*base, "--files", "--null", *GIT_EXCLUDE]
         start_fd = await opened_off_loop(lambda: ctx.jail.open_dir(ctx.root / start_rel), os.close)
         try:
             result = await run_bounded(
