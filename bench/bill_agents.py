@@ -4,12 +4,15 @@ A `Context` is one conversation of a client with its prompt blocks, its cache (t
 virtual clock) and the ledger its requests are written to. `MainAgent.run_task` plays one task the way
 Claude Code would, with the arm's way of exploring:
 
-- A (`SelfExplorer`): Grep (when a needed file's location is unknown: not read before, not named by the task),
-  then Read the decoys and every needed file the context does not hold, in one parallel turn. Read results stay
-  until compaction.
+- A (`SelfExplorer`): Grep (when a needed file's location is unknown: not read before, not named by the task;
+  for a content question, Glob for the file it names by part of its path, or Grep for an area's topic under its
+  directory), then Read the decoys and every needed file the context does not hold, in one parallel turn. Read
+  results stay until compaction.
 - B (`MemoryExplorer`, bench/bill_memory.py): one ask_live_memory call per exploration task.
 - C (`SubagentExplorer`): one Agent call; a fresh subagent context (Grep, Read decoys and files, report; when
   the question names every file it needs, Read them and report).
+B and C do not ask again for a content need whose answer the main agent's context still holds (a follow-up comes
+in a new session or after its compaction).
 Then, for edit tasks, Read the file unless its current content is held (only the lines the answer cited when
 an explorer's answer named them: Claude Code accepts an Edit after a partial Read), and Edit it; then the reply.
 
@@ -239,6 +242,8 @@ class MainAgent:
     sizes: dict[str, int] = field(default_factory=dict, init=False)  # tokens of the files this session has read itself
     # tasks an explorer (memory or subagent) was asked about
     delegated: set[int] = field(default_factory=set, init=False)
+    # content needs (bill_content.py) whose answer this context holds: asked again, the agent answers from it
+    answered: set[str] = field(default_factory=set, init=False)
     last_read: str | None = field(default=None, init=False)
     task_block: Block | None = field(default=None, init=False)
 
@@ -258,6 +263,12 @@ class MainAgent:
 
     def abs(self, path: str) -> str:
         return self.root + path
+
+    def heard(self, task: Task) -> None:
+        """An explorer answered `task` into this context: it knows where the files are, and the answer."""
+        self.known.update(task.files)
+        if task.need is not None:
+            self.answered.add(task.need.key)
 
     def holds(self, path: str) -> bool:
         return self.held.get(path) == version(self.files.text(path))
@@ -282,6 +293,7 @@ class MainAgent:
         ctx.request(task.index, [summary], "output: compaction summary")
         ctx.messages = [summary]
         self.held = {}
+        self.answered = set()
         if self.last_read is not None:
             text = self.files.text(self.last_read)
             ctx.add(
@@ -318,6 +330,7 @@ class MainAgent:
         self.session = session
         self.context = self._new_context(session)
         self.held, self.known, self.sizes, self.last_read = {}, set(), {}, None
+        self.answered = set()
 
     async def run_task(self, task: Task, tee: Tee | None = None) -> None:
         if task.session != self.session:
@@ -401,8 +414,11 @@ def edit_result(path: str) -> str:
 def worth_exploring(agent: MainAgent, task: Task) -> bool:
     """Whether an agent that delegates exploration (arms B and C) delegates this task, as the skill says:
     not for files whose current content it holds (unless it asks who uses a name: that is in other files), nor
-    for a small file it has read and is about to edit."""
+    for a need whose answer its context still holds (asked again in a new session or after its compaction, it
+    asks), nor for a small file it has read and is about to edit."""
     if task.kind != "uses" and all(agent.holds(p) for p in task.files):
+        return False
+    if task.need is not None and task.need.key in agent.answered:
         return False
     edit = task.edit
     if edit is not None and task.files == (edit.path,):
@@ -442,8 +458,9 @@ class SelfExplorer:
             if not missing:
                 return
             if not grepped and any(p not in agent.known and p not in task.named for p in missing):
-                if agent.turn(task, [tool_use("Grep", {"pattern": task.pattern})]):
-                    agent.context.add(tool_result(grep_result(agent.root, task.grep_hits), "search"))
+                call, result = search(task, agent.root)
+                if agent.turn(task, [call]):
+                    agent.context.add(tool_result(result, "search"))
                     grepped = True
                 continue
             reads = [*([d for d in task.decoys if d not in missing] if grepped and not decoys_open else []), *missing]
@@ -456,6 +473,19 @@ def grep_result(root: str, hits: Sequence[str]) -> str:
     if not hits:
         return "No files found"
     return f"Found {len(hits)} files\n" + "\n".join(root + h for h in hits[:100])
+
+
+def search(task: Task, root: str) -> tuple[Block, str]:
+    """The search an explorer makes to find a task's files, and its result: Grep for the names it asks about
+    (files_with_matches); for a content question, Glob for the file it names, or Grep for an area's topic under
+    its directory."""
+    need = task.need
+    if need is None:
+        return tool_use("Grep", {"pattern": task.pattern}), grep_result(root, task.grep_hits)
+    if need.kind == "area":
+        call = tool_use("Grep", {"pattern": task.pattern, "path": root + need.area, "-i": True})
+        return call, grep_result(root, task.grep_hits)
+    return tool_use("Glob", {"pattern": f"**/{task.pattern}"}), "\n".join(root + p for p in task.grep_hits)
 
 
 GREP_CONTENT_MAX_LINES = 100
@@ -498,7 +528,7 @@ class SubagentExplorer:
                 break
         report = self.run_subagent(task, prompt)
         agent.context.add(tool_result(subagent_report(report), "subagent reports"))
-        agent.known.update(task.files)
+        agent.heard(task)
 
     def run_subagent(self, task: Task, prompt: str) -> str:
         ctx = Context("subagent", self.prefix, self.cache, self.ledger, self.clock, SUB_STEP_S)
@@ -515,8 +545,9 @@ class SubagentExplorer:
             return task.answer
         reads = list(task.files)
         if any(p not in task.named for p in task.files):  # a file the question does not name: search, open decoys
-            ctx.request(task.index, [tool_use("Grep", {"pattern": task.pattern})])
-            ctx.add(tool_result(grep_result(PROJECT_ROOT, task.grep_hits), "search"))
+            call, result = search(task, PROJECT_ROOT)
+            ctx.request(task.index, [call])
+            ctx.add(tool_result(result, "search"))
             reads = [*task.decoys, *task.files]
         ctx.request(task.index, [tool_use("Read", {"file_path": PROJECT_ROOT + p}) for p in reads])
         for path in reads:

@@ -44,7 +44,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +54,9 @@ from tests.fakes.ports import free_port
 
 from bench._common import PATHISH, ledger_changes, summary_request
 from bench.bill_agents import PROJECT_ROOT, MainAgent, tool_result, tool_use, worth_exploring
-from bench.bill_workload import Repo, Task, definition_range, symbols_in
-from live_memory.prompts import MATERIAL_HEADING
+from bench.bill_outline import definition_range, symbols_in
+from bench.bill_workload import Repo, Task
+from live_memory.prompts import DIRECTORY_TREE_HEADING, MATERIAL_HEADING
 
 HERE = Path(__file__).parent
 DEFAULT_SERVER_SRC = HERE.parent / "server"
@@ -63,6 +64,8 @@ MEMORY_STEP_S = 3.0  # virtual seconds per memory-model request
 SERVER_START_TIMEOUT_S = 60.0
 SERVER_STOP_TIMEOUT_S = 20.0
 MAX_TOOL_CALLS = 24  # per question: a safety stop, far above what the script ever asks for
+READ_MAX_LINE_CHARS = 2000  # the Read tool cuts longer lines
+ANSWER_LEAD_CHARS = 120  # what of an answer's first line identifies it (the history keeps an answer's lead)
 
 _FENCE = re.compile(r"^### (\S+)[^\n]*\n```\n.*?\n```", re.S | re.M)  # held files and held cited lines
 _NUMBERED = re.compile(r"^\s*\d+\t(.*)$", re.M)
@@ -193,7 +196,7 @@ class Seg:
     index: int = 0  # position among the system blocks
 
 
-def _norm(path: str, root: str) -> str:
+def norm_path(path: str, root: str) -> str:
     """A tool argument as a workspace-relative path."""
     path = path.strip()
     if root and path.startswith(root):
@@ -226,7 +229,7 @@ def segments(body: Mapping[str, Any], root: str = "") -> list[Seg]:
             elif kind == "tool_use":
                 args = block.get("input") or {}
                 name = str(block.get("name", ""))
-                path = _norm(str(args.get("file_path") or args.get("path") or ""), root)
+                path = norm_path(str(args.get("file_path") or args.get("path") or ""), root)
                 uses[str(block.get("id"))] = (name, path)
                 out.append(Seg(role, "tool_use", name + json.dumps(args, sort_keys=True), name, path))
             elif kind == "tool_result":
@@ -291,6 +294,7 @@ class MemoryModel:
         self.clock = clock
         self.unknown = 0
         self.summaries = 0
+        self.versions: dict[str, dict[str, None]] = {}  # path -> every version of the file seen on disk
 
     def current(self, path: str) -> str | None:
         try:
@@ -318,6 +322,8 @@ class MemoryModel:
             return self.locate(task, segs, at, searched, offered)
         if task.kind == "uses":
             return self.uses(task, segs, at, searched, offered)
+        if task.need is not None:
+            return self.content(task, segs, at, searched)
         names = dict(zip(task.files, task.symbols, strict=True))
         missing = [p for p in task.files if not self.held(p, segs, tail, names[p])]
         if self.mode == "trusting":
@@ -379,6 +385,90 @@ class MemoryModel:
         if SYMBOL_TOOL in offered:
             return Reply.tool_calls([(SYMBOL_TOOL, {"name": name, "kind": "uses"})])
         return Reply.tool_calls([("Grep", {"pattern": task.pattern, "-i": False})])
+
+    # -- content questions (bench/bill_content.py) ---------------------------------------------------------
+    def content(self, task: Task, segs: Sequence[Seg], at: int, searched: bool) -> Reply:
+        """A question that needs whole files: answered when the prompt shows every one as it is now (trusting:
+        also when an earlier answer to the same need stands, no change notice for its files since); else each
+        missing file is Read whole, in one turn, after one search when one of them was not located."""
+        assert task.need is not None
+        missing = [p for p in task.files if not self.whole(p, segs)]
+        if missing and self.mode == "trusting" and self.answered_before(task, segs[:at]):
+            missing = []
+        if not missing:
+            return Reply.text(task.answer)
+        if not searched and any(not self.content_located(task, p, segs, at) for p in missing):
+            need = task.need
+            if need.kind == "area":
+                return Reply.tool_calls([("Grep", {"pattern": task.pattern, "path": need.area, "-i": True})])
+            return Reply.tool_calls([("Glob", {"pattern": f"**/{task.pattern}"})])
+        return Reply.tool_calls([("Read", self.rest_of(p, segs[at + 1 :])) for p in missing])
+
+    def rest_of(self, path: str, tail: Sequence[Seg]) -> dict[str, object]:
+        """Read the file whole, or, after a Read in this question that stopped short (a file past the Read's
+        2,000 lines), from the first line it did not show."""
+        reads = [s.text for s in tail if s.kind == "tool_result" and s.path == path]
+        shown = [int(n) for text in reads for n, _ in _NUMBERED_LINE.findall(text)]
+        return {"file_path": path, "offset": max(shown) + 1} if shown else {"file_path": path}
+
+    def whole(self, path: str, segs: Sequence[Seg]) -> bool:
+        """The prompt shows every line of the file as it is now: a held copy (with the diffs after it applied),
+        Read results and held lines, whichever came last for each line (a window counts for its lines only)."""
+        current = self.current(path)
+        if current is None:
+            return True  # nothing to read
+        versions = self.versions.setdefault(path, {self.repo.files.get(path, ""): None})
+        versions[current] = None
+        shown: dict[int, str] = {}
+        for seg in segs:
+            if seg.kind == "text":
+                held = next((v for v in versions if v and f"### {path}\n```\n{v}\n```" in seg.text), None)
+                if held is not None:
+                    shown = dict(enumerate(held.splitlines(), 1))
+                edited = _edited(seg.text, path)
+                if edited is not None:
+                    shown = _patched(shown, edited)
+                for block in _line_blocks(seg.text, path):
+                    shown.update((int(n), text) for n, text in _NUMBERED_LINE.findall(block))
+            elif seg.kind == "tool_result" and seg.name == "Read" and seg.path == path:
+                shown.update((int(n), text) for n, text in _NUMBERED_LINE.findall(seg.text))
+        lines = current.splitlines()
+        return all(shown.get(n) in (line, line[:READ_MAX_LINE_CHARS]) for n, line in enumerate(lines, 1))
+
+    def content_located(self, task: Task, path: str, segs: Sequence[Seg], at: int) -> bool:
+        """The model knows where to read `path` for this need: for a file asked about, the prompt names its
+        path (the tree counts); for an area, a line names it with the topic, or this question's search found it."""
+        assert task.need is not None
+        named = re.compile(rf"(?<![\w/.-]){re.escape(path)}(?![\w/-])")
+        for i, seg in enumerate(segs):
+            if seg.where == "tool":
+                continue
+            if seg.where == "system" and seg.index == 0:
+                if task.need.kind != "area" and path in tree_paths(seg.text):
+                    return True
+                continue
+            if task.need.kind != "area":
+                if named.search(seg.text):
+                    return True
+            elif (i > at and seg.kind == "tool_result" and named.search(seg.text)) or _names_topic(
+                seg.text, named, task.need.topic
+            ):
+                return True
+        return False
+
+    def answered_before(self, task: Task, segs: Sequence[Seg]) -> bool:
+        """An earlier answer to this very need stands in the prompt (its first line, which cites each file whole
+        as it was), and no change notice for any of its files came after it."""
+        lead = task.answer.split("\n", 1)[0][:ANSWER_LEAD_CHARS]
+        answered = notice = -1
+        for i, seg in enumerate(segs):
+            if seg.kind != "text":
+                continue
+            if seg.where == "assistant" and lead in seg.text:
+                answered = i
+            if any(p in seg.text for p in task.files) and _NOTICE.search(seg.text):
+                notice = i
+        return answered > notice
 
     # -- what the prompt shows -----------------------------------------------------------------------------
     def held(self, path: str, segs: Sequence[Seg], tail: Sequence[Seg], name: str = "") -> bool:
@@ -476,6 +566,74 @@ class MemoryModel:
         return ledger_changes(text, found)
 
 
+def tree_paths(system_text: str) -> set[str]:
+    """The file paths the prompt's directory tree shows (two spaces of indent a level, directories end in "/";
+    a collapsed directory's "name/ (N files)" shows none of its files)."""
+    tree = system_text.partition(DIRECTORY_TREE_HEADING)[2]
+    out: set[str] = set()
+    stack: list[str] = []
+    for line in tree.splitlines()[1:]:
+        if line.startswith("#"):
+            break  # the next section
+        if not line.strip():
+            continue
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        name = line.strip().split(" [", 1)[0]
+        del stack[depth:]
+        if name.endswith("/"):
+            stack.append(name.rstrip("/"))
+        elif " (" not in name:
+            out.add("/".join([*stack, name]))
+    return out
+
+
+def _edited(text: str, path: str) -> str | None:
+    """The unified diff of an observation saying `path` was edited, or None."""
+    head = f"[observation] {path} was edited; what changed (unified diff):\n\n"
+    return text.partition(head)[2] or None if head in text else None
+
+
+def _patched(shown: dict[int, str], diff: str) -> dict[int, str]:
+    """`shown` (a whole file's lines by number) with a unified diff applied; empty when it does not apply."""
+    lines = [shown[n] for n in range(1, len(shown) + 1)] if shown and max(shown) == len(shown) else None
+    if lines is None:
+        return {}
+    out: list[str] = []
+    at = 0
+    for hunk in re.finditer(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@[^\n]*\n((?:[ +-][^\n]*\n?)*)", diff, re.M):
+        start = int(hunk.group(1)) - (0 if hunk.group(2) == "0" else 1)
+        out += lines[at:start]
+        at = start
+        for line in hunk.group(3).splitlines():
+            if line[:1] in (" ", "-"):
+                if at >= len(lines) or lines[at] != line[1:]:
+                    return {}
+                at += 1
+            if line[:1] in (" ", "+"):
+                out.append(line[1:])
+    out += lines[at:]
+    return dict(enumerate(out, 1))
+
+
+def _names_topic(text: str, named: re.Pattern[str], topic: str) -> bool:
+    """A line of `text` names the path (`named`) together with the topic word, in any case."""
+    if not named.search(text):
+        return False
+    word = re.compile(rf"\b{re.escape(topic)}\b", re.I)
+    return any(named.search(line) and word.search(line) for line in text.splitlines())
+
+
+def read_calls(body: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(call id, file_path) of every Read call a request's messages hold, in order."""
+    return [
+        (str(block.get("id")), str((block.get("input") or {}).get("file_path", "")))
+        for message in body.get("messages") or []
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == "Read"
+    ]
+
+
 def _line_blocks(text: str, path: str) -> list[str]:
     """The numbered lines of each block of `text` headed `### path:first-last` (lines held for the model)."""
     if f"### {path}:" not in text:
@@ -564,6 +722,8 @@ class MemoryExplorer:
     errors: int = 0
     notify_accepted: int = 0
     notify_ignored: int = 0
+    # Answers that are not this question's (an earlier answer given again for another need): each a wrong answer.
+    wrong: list[int] = field(default_factory=list)
 
     async def explore(self, agent: MainAgent, task: Task) -> None:
         if not worth_exploring(agent, task):
@@ -579,8 +739,10 @@ class MemoryExplorer:
         text, is_error = await self.asker.ask(task.question, self.cwd)
         if is_error:
             self.errors += 1
+        elif task.answer not in text:
+            self.wrong.append(task.index)
         agent.context.add(tool_result(text, "memory answers"))
-        agent.known.update(task.files)
+        agent.heard(task)
 
     async def tee(self, events: list[dict[str, object]]) -> None:
         """What hooks/notify.py posts for one hook run (paths under the shown root name the server's copy)."""

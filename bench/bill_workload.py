@@ -22,10 +22,22 @@ import re
 import shutil
 import subprocess
 import tarfile
-import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from bench.bill_content import (
+    CONTENT_KINDS,
+    CONTENT_SHARE,
+    FOLLOW_UP_MIN_GAP,
+    FOLLOW_UP_SHARE,
+    Need,
+    draw_need,
+    need_answer,
+    question_for,
+    search_pattern,
+)
+from bench.bill_outline import definition_range, symbols_in
 
 HERE = Path(__file__).parent
 CHECKOUT = HERE.parent
@@ -57,10 +69,8 @@ ROTATIONS = 10  # a sequence's rotations start at each tenth of it: together eve
 LOCATE_SHARE = 0.35
 USES_SHARE = 0.4
 USES_LISTED = 8  # the files a "uses" answer names; the rest are counted
-QUESTION_KINDS = ("locate", "uses", "explain", "edit")
+QUESTION_KINDS = ("locate", "uses", "explain", "edit", *CONTENT_KINDS)
 
-_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w{3,})", re.M)
-_HEADING_WORD = re.compile(r"^#+[ \t]+.*?\b([A-Za-z][A-Za-z_]{6,})\b", re.M)
 _IDENT = re.compile(r"[A-Za-z_]\w{3,}")
 
 
@@ -128,37 +138,6 @@ def _tree_paths(root: Path) -> list[str]:
     )
 
 
-def _code_definitions(path: str, text: str) -> list[re.Match[str]]:
-    """The `def`/`class` lines of `text`, leaving out those inside a string that spans lines in a Python file
-    (a docstring's example is not a definition, and no outline of the file shows it)."""
-    found = list(_DEF.finditer(text))
-    if not path.endswith(".py") or not found:
-        return found
-    quoted = _lines_in_strings(text)
-    return [m for m in found if text.count("\n", 0, m.start()) + 1 not in quoted]
-
-
-@functools.lru_cache(maxsize=256)
-def _lines_in_strings(text: str) -> frozenset[int]:
-    """1-based lines of Python source past the first line of a string literal that spans lines."""
-    lines: set[int] = set()
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
-                lines.update(range(token.start[0] + 1, token.end[0] + 1))
-    except (tokenize.TokenError, SyntaxError):
-        return frozenset()
-    return frozenset(lines)
-
-
-def symbols_in(path: str, text: str) -> list[str]:
-    """Names an explorer could grep for: defined functions/classes (code) or heading words (docs)."""
-    names = [m.group(2) for m in _code_definitions(path, text)]
-    if not names and path.endswith(".md"):
-        names = _HEADING_WORD.findall(text)
-    return [n for n in dict.fromkeys(names) if not n.startswith("__")]
-
-
 @functools.lru_cache(maxsize=4)
 def load_repo(name: str) -> Repo:
     """A real repository by name: `live-memory` (this checkout) or `django` (the 5.1.4 sdist)."""
@@ -213,12 +192,15 @@ class Workload:
     variant: int = 0  # another task sequence of the same shape (its name, hence its seed, differs)
     rotation: int = 0  # the same tasks, started this many tenths of the way in (one session only)
     decoys: bool = True  # False: the control row, the same tasks with no decoy files opened while locating
+    # True: a content row (decoy-free): the same draws, with CONTENT_SHARE of the questions that touch files
+    # asking about the bodies of files instead (bench/bill_content.py)
+    content: bool = False
 
     @property
     def sequence(self) -> str:
-        """The name of the task sequence (a rotation keeps its sequence's tasks, hence its seed; so does the
-        decoy-free control row)."""
-        name = self.name.removesuffix(NO_DECOYS_SUFFIX)
+        """The name of the task sequence (a rotation keeps its sequence's tasks, hence its seed; so do the
+        decoy-free control row and the content row)."""
+        name = self.name.removesuffix(NO_DECOYS_SUFFIX).removesuffix(CONTENT_SUFFIX)
         return name.removesuffix(f"-r{self.rotation}") if self.rotation else name
 
     @property
@@ -233,19 +215,28 @@ class Workload:
 
 
 NO_DECOYS_SUFFIX = "-nodecoy"
+CONTENT_SUFFIX = "-content"
 
 
 def workload(
-    locality: str, sizes: str, sessions: Sequence[int], variant: int = 0, rotation: int = 0, decoys: bool = True
+    locality: str,
+    sizes: str,
+    sessions: Sequence[int],
+    variant: int = 0,
+    rotation: int = 0,
+    decoys: bool = True,
+    content: bool = False,
 ) -> Workload:
+    """A workload by its shape; a content row is decoy-free (`decoys` is then ignored)."""
     bad_rotation = rotation < 0 or rotation >= ROTATIONS or (rotation and len(sessions) != 1)
     if locality not in LOCALITY_ZIPF or sizes not in SIZE_CLASSES or not sessions or variant < 0 or bad_rotation:
         raise ValueError(f"bad workload {locality}/{sizes}/{sessions}/{variant}/{rotation}")
     shape = str(sessions[0]) if len(sessions) == 1 else f"{len(sessions)}x{sessions[0]}"
     suffix = (f"-v{variant}" if variant else "") + (f"-r{rotation}" if rotation else "")
-    suffix += "" if decoys else NO_DECOYS_SUFFIX
+    decoys = decoys and not content
+    suffix += CONTENT_SUFFIX if content else "" if decoys else NO_DECOYS_SUFFIX
     name = f"{locality}-{sizes}-{shape}{suffix}"
-    return Workload(name, locality, sizes, tuple(sessions), variant, rotation, decoys)
+    return Workload(name, locality, sizes, tuple(sessions), variant, rotation, decoys, content)
 
 
 @dataclass(frozen=True)
@@ -263,8 +254,9 @@ class Task:
     reply: str  # the main agent's final reply to the user
     edit: EditOp | None = None
     symbols: tuple[str, ...] = ()  # the name asked about in each needed file (same order as `files`)
-    kind: str = "chat"  # locate | uses | explain | edit | chat (no files)
+    kind: str = "chat"  # locate | uses | explain | edit | walkthrough | review | area | follow-up | chat (no files)
     named: tuple[str, ...] = ()  # needed files the question names (their name is defined in other files too)
+    need: Need | None = None  # a content question's need: the whole current bytes of `files` (bill_content.py)
 
 
 def _defined_in_files(repo: Repo, name: str, known: dict[str, int]) -> int:
@@ -310,57 +302,6 @@ def _size_pool(repo: Repo, sizes: str) -> list[str]:
     ranked = sorted(pool, key=lambda p: (len(repo.files[p].encode()), p))
     cut = max(20, int(len(ranked) * SIZE_QUANTILE))
     return sorted(ranked[:cut] if sizes == "small" else ranked[-cut:])
-
-
-def definition_range(path: str, text: str, symbol: str) -> tuple[int, int]:
-    """1-based (first, last) lines of the definition of `symbol` in the file `path` holding `text`: a function
-    or class, in a Markdown file the section of the first heading naming it, or else its first mention +-10
-    lines. (Only a Markdown file has headings: in code, `# name: ...` is a comment, such as an edit leaves.)"""
-    lines = text.splitlines()
-    section = _heading_section(lines, symbol) if path.endswith(".md") else None
-    if section is not None:
-        return section
-    for m in _code_definitions(path, text):
-        if m.group(2) == symbol:
-            start = text.count("\n", 0, m.start()) + 1
-            indent = len(m.group(1).expandtabs())
-            end = start
-            for number in range(start + 1, len(lines) + 1):
-                line = lines[number - 1]
-                if line.strip() and len(line) - len(line.lstrip()) <= indent and not line.lstrip().startswith(")"):
-                    break
-                end = number
-            while end > start and not lines[end - 1].strip():
-                end -= 1
-            return start, end
-    for number, line in enumerate(lines, 1):
-        if symbol in line:
-            return max(1, number - 10), min(len(lines), number + 10)
-    return 1, max(1, min(len(lines), 20))
-
-
-_HEADING = re.compile(r"^(#{1,6})[ \t]")
-
-
-def _heading_section(lines: Sequence[str], symbol: str) -> tuple[int, int] | None:
-    """The first Markdown heading naming `symbol` (as a word), through the line before the next heading of
-    the same or a higher level (trailing blank lines left out)."""
-    word = re.compile(rf"\b{re.escape(symbol)}\b")
-    for number, line in enumerate(lines, 1):
-        heading = _HEADING.match(line)
-        if heading is None or not word.search(line):
-            continue
-        level = len(heading.group(1))
-        end = len(lines)
-        for later in range(number + 1, len(lines) + 1):
-            other = _HEADING.match(lines[later - 1])
-            if other is not None and len(other.group(1)) <= level:
-                end = later - 1
-                break
-        while end > number and not lines[end - 1].strip():
-            end -= 1
-        return number, end
-    return None
 
 
 _ANSWER_SENTENCES = (
@@ -504,7 +445,7 @@ def build_tasks(repo: Repo, load: Workload, seed: int) -> list[Task]:
     state = {p: repo.files[p] for p in repo.files}  # the edits change files as the session goes
     tasks: list[Task] = []
     for index, (draft, edit_symbol) in enumerate(drafts):
-        answer = _current_ranges(draft, repo, state)
+        answer = need_answer(draft.need, state) if draft.need else _current_ranges(draft, repo, state)
         edit = None
         if edit_symbol is not None:
             path = draft.files[0]
@@ -542,6 +483,7 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
     drafts: list[tuple[Task, str | None]] = []
     seen_questions: set[str] = set()
     definers: dict[str, int] = {}  # name -> how many files define it
+    asked: list[_Asked] = []  # content needs asked so far (a follow-up asks one again)
     index = 0
     for session, count in enumerate(load.sessions):
         for k in range(count):
@@ -646,6 +588,57 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
                 kind=kind,
                 named=named,
             )
+            if load.content and files and edit_symbol is None:
+                draft = _as_content(draft, repo, load, seed, asked, seen_questions)
             drafts.append((draft, edit_symbol))
             index += 1
     return drafts
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """A content need asked earlier in the sequence, and how."""
+
+    index: int
+    session: int
+    need: Need
+
+
+def _as_content(draft: Task, repo: Repo, load: Workload, seed: int, asked: list[_Asked], seen: set[str]) -> Task:
+    """`draft` (a question that edits nothing), or, for CONTENT_SHARE of the questions touching files, a content
+    question in its place: a new need about its first file or that file's directory, or an earlier need asked
+    again. A draw of its own, so every other draw of the sequence stays as it was."""
+    rng = random.Random(f"{seed}:{repo.name}:{load.sequence}:content:{draft.index}")
+    if rng.random() >= CONTENT_SHARE / (1 - EDIT_SHARE):
+        return draft
+    old = {a.need.key: a.need for a in asked if a.session < draft.session or draft.index - a.index >= FOLLOW_UP_MIN_GAP}
+    paths = sorted(repo.files)
+    if old and rng.random() < FOLLOW_UP_SHARE:
+        need = rng.choice(sorted(old.values(), key=lambda n: n.key))
+    else:
+        need = draw_need(rng, repo.files, draft.files[0], frozenset(repo.hits))
+        if any(a.need == need for a in asked) and need.key not in old:
+            return draft  # the same need asked just before: the question stays as it was
+    follow_up = any(a.need == need for a in asked)
+    base = question_for(rng, need, paths, follow_up=follow_up)
+    if not follow_up:
+        asked.append(_Asked(draft.index, draft.session, need))
+    question, attempt = base, 1
+    while question in seen:
+        attempt += 1
+        question = f"{base} (follow-up {attempt})"
+    seen.add(question)
+    named = tuple(p for p in need.files if f"`{p}`" in question)
+    return replace(
+        draft,
+        text=question,
+        question=question,
+        files=need.files,
+        pattern=search_pattern(need, paths),
+        grep_hits=need.files,
+        decoys=(),
+        symbols=(),
+        kind="follow-up" if follow_up else need.kind,
+        named=named,
+        need=need,
+    )

@@ -638,7 +638,8 @@ SESSION_HELPERS = (
     ("memory trusting", "B-trusting", "memory"),
 )
 # The kinds of question, in table order; all listed (as "–") when a result file has none.
-QUESTION_KINDS = ("locate", "uses", "explain", "edit", "files")
+QUESTION_KINDS = ("locate", "uses", "explain", "edit", "walkthrough", "review", "area", "follow-up")
+CONTENT_GOALS = ("content", "content_low")  # the 60-task content rows the whole bill is judged on
 SESSION_KINDS_MEMORY = (
     "system+tree",
     "frozen block / ledger",
@@ -657,6 +658,8 @@ GOAL_WORKLOADS = {
     "low": "low-natural-60",
     "small": "high-small-60",
     "long": "medium-natural-120",
+    "content": "medium-natural-60-content",
+    "content_low": "low-natural-60-content",
 }
 EXPLORE_INHERITS = (
     "Claude Code 2.1.332's built-in Explore agent definition (in the CLI's bundled code: agentType "
@@ -686,8 +689,16 @@ def _goal_runs(data: Mapping[str, Any], repo: str) -> dict[str, Mapping[str, Any
 
 def _is_control(run: Mapping[str, Any]) -> bool:
     """A decoy-free control row: the same tasks without the files opened while locating that turn out not to
-    matter."""
+    matter (a content row is decoy-free too, but asks other questions)."""
+    if _is_content(run):
+        return False
     return run.get("decoys") is False or str(run.get("workload", "")).endswith("-nodecoy")
+
+
+def _is_content(run: Mapping[str, Any]) -> bool:
+    """A content row: the same draws with two in five of the questions that touch files asking for the bodies of
+    files (a walkthrough, a review, a directory's files on a topic, the same need asked again)."""
+    return bool(run.get("content")) or str(run.get("workload", "")).endswith("-content")
 
 
 def _helper(arm: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -746,7 +757,11 @@ def render_session_bill(data: Mapping[str, Any], charts: Charts) -> list[str]:
         "file's location for this task; the hooks' tees go to `/notify`), **C** Explore subagent (a fresh "
         "context per question that greps, reads and reports); B and C delegate as the skill says (not for files "
         "the agent holds, nor to edit a small file it has read; who uses a name, always). Questions ask where a "
-        "name is defined (locate), who uses it (uses), how code works (explain) or which lines to change (edit). "
+        "name is defined (locate), who uses it (uses), how code works (explain) or which lines to change (edit); "
+        "the *content* rows turn two in five of the questions that touch files into questions that need whole "
+        "files: what a file does and how it is organised (walkthrough), a review of a file for a concern (review), "
+        "what a directory does about a topic taken from its files' prose (area: the 2-4 files under it that "
+        "mention it), and the same need asked again in other words in a later session or well after (follow-up). "
         "Every edit task Reads the file unless held (only the cited lines of a larger file when an answer cited "
         "them, in B and C alike), then Edits it. The main "
         "agent is priced at Sonnet 4.5 (and Opus 4.5), the memory at "
@@ -770,6 +785,7 @@ def render_session_bill(data: Mapping[str, Any], charts: Charts) -> list[str]:
             "",
         ]
     lines += _session_goals(data, repos)
+    lines += _content_goals(data, repos)
     for repo in repos:
         lines += _session_repo(data, repo)
     limits = list_at(data, "limits")
@@ -841,6 +857,55 @@ def _session_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
         "in (its rotations: every task sits in every decile once, so the task order cancels out), and over the "
         "distinct sequences of the run. What still moves the subagent's figure over a rotated session is which "
         "questions reach a helper: later on, the main agent holds more files and asks only about the others.",
+        "",
+    ]
+
+
+def _content_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
+    """The content rows' figures, per repository and memory model, from one run."""
+    rows = []
+    for repo in repos:
+        runs = [r for r in _runs_of(data, repo) if _is_content(r)]
+        goals = _goal_runs(data, repo)
+        for mode in MODES:
+            if not any(dig(r, "arms", f"B-{mode}") for r in runs):
+                continue
+            memory = [mapping_at(r, "arms", f"B-{mode}", "memory") for r in runs]
+            rows.append(
+                (
+                    f"{repo}, {mode}",
+                    _span([dig(r, "compare", mode, "memory_over_subagent_per_content_question") for r in runs]),
+                    _span([dig(r, "compare", mode, "memory_over_subagent_per_question") for r in runs]),
+                    _span([_reread_share(m) for m in memory], "%"),
+                    _span([m.get("requests_per_question_after_20") for m in memory], ""),
+                    _slash(ratio(dig(goals[g], "compare", mode, "b_over_c_sonnet")) for g in CONTENT_GOALS),
+                    _slash(ratio(dig(goals[g], "compare", mode, "b_over_a_sonnet")) for g in CONTENT_GOALS),
+                    str(sum(int(dig(r, "arms", f"B-{mode}", "wrong_answers") or 0) for r in runs)),
+                )
+            )
+    if not rows:
+        return []
+    return [
+        "### Content questions: the figures to beat",
+        "",
+        table(
+            [
+                "repository, memory model",
+                "memory $ ÷ subagent's on Haiku, per content question (content rows)",
+                "the same, every question of the content rows",
+                "Reads re-reading a file read for an earlier question",
+                "requests per question after the first 20",
+                "whole bill B÷C, 60 tasks medium / low",
+                "whole bill B÷A, 60 tasks medium / low",
+                "answers not the question's",
+            ],
+            rows,
+        ),
+        "",
+        "Ranges are over the content rows of the run (60 tasks at high, medium and low locality, 3 × 20 and 6 × 10 "
+        "tasks); a content question is a walkthrough, a review, an area or a follow-up. An answer that is not the "
+        "question's would be an earlier answer given again for another need: the count checks that giving answers "
+        "again never answers the wrong question.",
         "",
     ]
 
@@ -981,34 +1046,41 @@ def _session_requests(runs: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _session_question_kinds(data: Mapping[str, Any], repo: str) -> list[str]:
-    arms = mapping_at(_goal_runs(data, repo)["base"], "arms")
-    if not arms:
-        return []
-    by_kind = [mapping_at(arms, arm, key, "by_question_kind") for _, arm, key in SESSION_HELPERS]
-    found = {k for v in by_kind for k in v}
-    kinds = [k for k in QUESTION_KINDS if k in found or not found] + sorted(found - set(QUESTION_KINDS))
-    rows = [
-        (
-            kind,
-            *[f"{_money(dig(v, kind, 'usd_per_question'))} ({num(dig(v, kind, 'questions'))})" for v in by_kind],
-            *[num(dig(v, kind, "requests_per_question")) for v in by_kind],
-        )
-        for kind in kinds
-    ]
-    return [
-        f"The helper's cost per question (questions in brackets) and requests per question by the kind of question "
-        f"({GOAL_WORKLOADS['base']}; the subagent on Haiku 4.5):",
-        "",
-        table(
-            [
-                "question kind",
-                *[f"{label} $/q" for label, _, _ in SESSION_HELPERS],
-                *[f"{label} requests/q" for label, _, _ in SESSION_HELPERS],
-            ],
-            rows,
-        ),
-        "",
-    ]
+    lines: list[str] = []
+    for role in ("base", "content"):
+        arms = mapping_at(_goal_runs(data, repo)[role], "arms")
+        if not arms:
+            continue
+        by_kind = [mapping_at(arms, arm, key, "by_question_kind") for _, arm, key in SESSION_HELPERS]
+        found = {k for v in by_kind for k in v}
+        kinds = [k for k in QUESTION_KINDS if k in found or not found] + sorted(found - set(QUESTION_KINDS))
+        rows = [
+            (
+                kind,
+                *[f"{_money(dig(v, kind, 'usd_per_question'))} ({num(dig(v, kind, 'questions'))})" for v in by_kind],
+                *[
+                    f"{num(dig(v, kind, 'requests_per_question'))}; {num(dig(v, kind, 'tool_rounds_per_question'))}"
+                    for v in by_kind
+                ],
+            )
+            for kind in kinds
+        ]
+        lines += [
+            "The helper's cost per question (questions in brackets), and requests and tool rounds per question, by the "
+            f"kind of question ({GOAL_WORKLOADS[role]}; the subagent on Haiku 4.5; a question given an earlier answer "
+            "again sends none):",
+            "",
+            table(
+                [
+                    "question kind",
+                    *[f"{label} $/q" for label, _, _ in SESSION_HELPERS],
+                    *[f"{label} requests; tool rounds /q" for label, _, _ in SESSION_HELPERS],
+                ],
+                rows,
+            ),
+            "",
+        ]
+    return lines
 
 
 def _slash(cells: Iterable[str]) -> str:
@@ -1186,8 +1258,9 @@ def render_readme_session_bill(data: Mapping[str, Any]) -> str:
     repos = list(mapping_at(data, "config", "repos"))
     if not repos:
         return "_Not run yet: `python -m bench.session_bill` writes `bench/results/session_bill.json`._"
-    runs = [r for r in _workload_runs(data) if not _is_control(r)]
+    runs = [r for r in _workload_runs(data) if not _is_control(r) and not _is_content(r)]
     controls = [r for r in _workload_runs(data) if _is_control(r)]
+    content = [r for r in _workload_runs(data) if _is_content(r)]
     goals = {repo: _goal_runs(data, repo) for repo in repos}
     bullets = [
         _readme_per_question(runs),
@@ -1201,6 +1274,8 @@ def render_readme_session_bill(data: Mapping[str, Any]) -> str:
     ]
     if controls:
         bullets.append(_readme_controls(controls))
+    if content:
+        bullets.append(_readme_content(content))
     return "\n".join(_bullet(text) for text in bullets)
 
 
@@ -1374,6 +1449,26 @@ def _readme_controls(controls: Sequence[Mapping[str, Any]]) -> str:
         f"{_span(_compared(controls, 'memory_over_subagent_per_question'))} the subagent's on Haiku and the whole "
         f"bill {_span(_compared(controls, 'b_over_c_sonnet'))} of the subagent's on Haiku, "
         f"{_span(_compared(controls, 'b_over_c_inherit_sonnet'))} of the subagent's inheriting Sonnet."
+    )
+
+
+def _readme_content(runs: Sequence[Mapping[str, Any]]) -> str:
+    """The content rows: what questions about whole files cost, against the subagent and alone."""
+    sixty = [r for r in runs if r.get("tasks") == 60 and r.get("locality") in ("medium", "low")]
+    sixty = [r for r in sixty if len(list_at(r, "sessions")) == 1]
+    rereads = [_reread_share(mapping_at(r, "arms", "B-strict", "memory")) for r in runs]
+    after = [dig(r, "arms", f"B-{mode}", "memory", "requests_per_question_after_20") for r in runs for mode in MODES]
+    per_content = "memory_over_subagent_per_content_question"
+    return (
+        f"On the {len(runs)} content rows (two in five of the questions that touch files ask what a file does, for a "
+        "review of it, what a directory does about a topic, or the same again later in other words), the memory's "
+        f"spend per content question is {_span(_compared(runs, per_content, ('strict',)))} "
+        f"the subagent's on Haiku with the strict model and "
+        f"{_span(_compared(runs, per_content, ('trusting',)))} with the trusting one; "
+        f"{_span(rereads, '%')} of the strict model's Reads re-read a file read for an earlier question; after the "
+        f"first 20 questions it sends {_span(after, '')} requests per question. The whole bill at 60 tasks with "
+        f"medium or low locality is {_span(_compared(sixty, 'b_over_c_sonnet'))} of the subagent's on Haiku and "
+        f"{_span(_compared(sixty, 'b_over_a_sonnet'))} of exploring alone."
     )
 
 

@@ -110,6 +110,7 @@ from bench.bill_agents import (
     version,
 )
 from bench.bill_cache import PRICES, CacheSim, Ledger, VirtualClock, price_dict, recorded_call
+from bench.bill_content import CONTENT_KINDS
 from bench.bill_memory import (
     MemoryExplorer,
     MemoryModel,
@@ -118,6 +119,8 @@ from bench.bill_memory import (
     classify_memory,
     copy_workspace,
     fake_provider,
+    norm_path,
+    read_calls,
 )
 from bench.bill_workload import (
     DECOY_WEIGHTS,
@@ -163,13 +166,19 @@ FULL_WORKLOADS = (
     workload("medium", "natural", (60,), decoys=False),
     workload("low", "natural", (60,), decoys=False),
     workload("medium", "natural", (10,) * 6),
+    # Content rows: the same draws with 40% of the questions that touch files asking for the bodies of files (a
+    # file's walkthrough or review, a directory's files on a topic from their prose, and the same need asked
+    # again later), decoy-free (bench/bill_content.py).
+    *(workload(locality, "natural", (60,), content=True) for locality in ("medium", "low", "high")),
+    workload("medium", "natural", (20, 20, 20), content=True),
+    workload("medium", "natural", (10,) * 6, content=True),
     # More 120-task sequences: one sequence's deciles swing with its task mix (which files, how large).
     *(workload("medium", "natural", (120,), variant=v) for v in range(1, TREND_SEQUENCES)),
     # The first sequence started at each tenth of the way in: together they put every one of its tasks in every
     # decile, so the trend of cost per question over their mean is the memory's own, not the task order's.
     *(workload("medium", "natural", (120,), rotation=r) for r in range(1, ROTATIONS)),
 )
-QUICK_WORKLOADS = (workload("medium", "natural", (6, 6)),)
+QUICK_WORKLOADS = (workload("medium", "natural", (6, 6), content=True),)
 # Server options every run sets: the OS watcher off (the hooks' FileChanged events report the edits, in a
 # deterministic order) and no distillation cooldown (it counts real seconds; a real session spreads these
 # tasks over hours). Everything else is the server's own default.
@@ -339,23 +348,29 @@ def _rounds(ledger: Ledger, tasks: Sequence[Task], delegated: frozenset[int]) ->
 
 
 def _by_kind_of_question(ledger: Ledger, tasks: Sequence[Task], delegated: frozenset[int]) -> dict[str, Any]:
-    """Cost and requests per question of each kind (locate, uses, explain, edit), at Haiku prices."""
+    """Cost, requests and tool rounds per question of each kind (locate, uses, explain, edit, and the content
+    kinds), at Haiku prices; a question answered with no request (an earlier answer given again) counts 0."""
     kind_of = {t.index: t.kind for t in tasks}
     usd: dict[str, float] = {}
     requests: dict[str, int] = {}
+    answered: dict[str, set[int]] = {}  # per kind, the questions that sent at least one request
     for call in ledger.calls:
         if call.task in delegated:
             kind = kind_of[call.task]
             usd[kind] = usd.get(kind, 0.0) + call.cost(PRICES["haiku"])
-            requests[kind] = requests.get(kind, 0) + int(_answering(call))
+            if _answering(call):
+                requests[kind] = requests.get(kind, 0) + 1
+                answered.setdefault(kind, set()).add(call.task)
     out: dict[str, Any] = {}
     for kind in QUESTION_KINDS:
         n = sum(1 for t in tasks if t.kind == kind and t.index in delegated)
         if n:
+            sent = requests.get(kind, 0)
             out[kind] = {
                 "questions": n,
                 "usd_per_question": round(usd.get(kind, 0.0) / n, 6),
-                "requests_per_question": round(requests.get(kind, 0) / n, 3),
+                "requests_per_question": round(sent / n, 3),
+                "tool_rounds_per_question": round((sent - len(answered.get(kind, ()))) / n, 3),
             }
     return out
 
@@ -515,15 +530,13 @@ def memory_workload(
     reads = rereads = 0
     seen: dict[tuple[str, str], int] = {}
     mirror = dict(repo.files)
+    read_ids: set[str] = set()  # every Read reaches the model in a request: the model's, and those the server made
     for task, (lo, hi) in zip(tasks, marks, strict=True):
         for record in fake.requests[lo:hi]:
             if record.usage is None:
                 continue
-            asked = tuple(
-                str(c.input.get("file_path", ""))
-                for c in (record.reply.calls if record.reply else ())
-                if c.name == "Read"
-            )
+            asked = tuple(norm_path(path, root) for call, path in read_calls(record.body) if call not in read_ids)
+            read_ids.update(call for call, _ in read_calls(record.body))
             lm_ledger.add(
                 recorded_call("memory", task.index, record.body, record.usage, "claude-haiku-4-5", classify, asked)
             )
@@ -548,6 +561,7 @@ def memory_workload(
         {
             "memory_model": mode,
             "ask_errors": explorer.errors,
+            "wrong_answers": len(explorer.wrong),
             "failed_provider_requests": failed,
             "unscripted_requests": model.unknown,
             "summarizer_requests": model.summaries,
@@ -610,6 +624,7 @@ def describe(repo: Repo, load: Workload, tasks: Sequence[Task]) -> dict[str, Any
         "files_needed": len(needed),
         "distinct_files": len(set(needed)),
         "decoys": load.decoys,
+        "content": load.content,
         "decoys_opened": sum(len(t.decoys) for t in tasks),
         "question_kinds": {k: sum(1 for t in tasks if t.kind == k) for k in QUESTION_KINDS},
         "needed_file_tokens_mean": round(sum(len(repo.files[p]) / 4 for p in needed) / max(1, len(needed))),
@@ -644,6 +659,11 @@ def compare(arms: dict[str, Any]) -> dict[str, Any]:
         figures["memory_over_subagent_inherit_per_question"] = _ratio(
             b["memory"]["usd_per_question"], c["subagent"].get("usd_per_question_inherit")
         )
+        # The content questions alone (walkthrough, review, area, follow-up): what a content row is about.
+        figures["memory_over_subagent_per_content_question"] = _ratio(
+            per_content_question(b["memory"]["by_question_kind"]),
+            per_content_question(c["subagent"]["by_question_kind"]),
+        )
         first, last = _first_and_last(b["memory"]["per_task_usd"], c["subagent"]["per_task_usd"], 20)
         figures["memory_over_subagent_first_20"], figures["memory_over_subagent_last_20"] = first, last
         figures["memory_over_subagent_last_over_first_20"] = _ratio(last, first)
@@ -660,6 +680,13 @@ def compare(arms: dict[str, Any]) -> dict[str, Any]:
         first, last = arm["deciles_per_task_usd_sonnet"][0], arm["deciles_per_task_usd_sonnet"][-1]
         out.setdefault("decile_last_over_first_sonnet", {})[name] = _ratio(last, first)
     return out
+
+
+def per_content_question(by_kind: dict[str, Any]) -> float | None:
+    """A helper's mean cost per content question (the content kinds together), None without one."""
+    kinds = [by_kind[k] for k in CONTENT_KINDS if k in by_kind]
+    asked = sum(k["questions"] for k in kinds)
+    return sum(k["usd_per_question"] * k["questions"] for k in kinds) / asked if asked else None
 
 
 def _first_and_last(ours: Sequence[float], theirs: Sequence[float], span: int) -> tuple[Any, Any]:
@@ -887,7 +914,7 @@ def print_run(r: dict[str, Any]) -> None:
             f"memory cache share {f['memory_cache_read_share']:.1%}"
         )
     for name, arm in arms.items():
-        for key in ("ask_errors", "failed_provider_requests", "unscripted_requests"):
+        for key in ("ask_errors", "wrong_answers", "failed_provider_requests", "unscripted_requests"):
             if arm.get(key):
                 print(f"  WARNING: {name} {key} = {arm[key]}")
 
@@ -990,7 +1017,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 _WORKLOAD_NAME = re.compile(
     r"(?P<locality>[a-z]+)-(?P<sizes>[a-z]+)-(?P<shape>\d+(?:x\d+)?)(?:-v(?P<v>[1-9]\d*))?(?:-r(?P<r>[1-9]))?"
-    r"(?P<nodecoy>-nodecoy)?"
+    r"(?:(?P<nodecoy>-nodecoy)|(?P<content>-content))?"
 )
 
 
@@ -1008,12 +1035,13 @@ def parse_workload(name: str) -> Workload:
             int(match["v"] or 0),
             int(match["r"] or 0),
             decoys=not match["nodecoy"],
+            content=bool(match["content"]),
         )
     except ValueError as exc:
         raise SystemExit(
             f"bad workload name {name!r}: use LOCALITY-SIZES-TASKS or LOCALITY-SIZES-NxTASKS, optionally -vN "
             "(another sequence), then -rN (that sequence started N tenths of the way in; one session only), then "
-            "-nodecoy (the same tasks with no decoy files opened)"
+            "-nodecoy (the same tasks with no decoy files opened) or -content (content questions, decoy-free)"
         ) from exc
 
 

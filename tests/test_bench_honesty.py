@@ -23,7 +23,8 @@ from bench.bill_agents import (
 )
 from bench.bill_cache import CacheSim, Ledger, VirtualClock
 from bench.bill_memory import MemoryModel, segments
-from bench.bill_workload import Task, build_tasks, definition_range, load_repo, symbols_in, workload
+from bench.bill_outline import definition_range, symbols_in
+from bench.bill_workload import Task, build_tasks, load_repo, workload
 from bench.virtual_serve import FileClock
 
 from tests.fakes.llm_server import RecordedRequest

@@ -22,7 +22,7 @@ from live_memory.summarizer import Conversation, Summarizer
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.windows import ask
 
-LOAD = workload("medium", "natural", (6, 6))
+LOAD = workload("medium", "natural", (6, 6), content=True)
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +67,7 @@ def test_the_real_server_answered_every_question_and_its_cache_was_read(quick: d
     for mode in ("strict", "trusting"):
         arm = run["arms"][f"B-{mode}"]
         assert arm["ask_errors"] == 0 and arm["failed_provider_requests"] == 0 and arm["unscripted_requests"] == 0
+        assert arm["wrong_answers"] == 0
         memory = arm["memory"]
         assert memory["requests"] >= run["questions"]
         assert memory["cache_read_tokens"] > 0

@@ -184,7 +184,7 @@ def test_a_missing_figure_shows_a_dash_never_a_number() -> None:
     assert "sends its model – requests with the strict model and – with the trusting one" in text
     doc = "\n".join(report.render_session_bill(data, {}))
     assert "| medium-natural-60 (50 q, 20 edits) | $10.00 | $6.00 | – | $5.70 | $5.60 |" in doc
-    assert "| locate | – (–) | – (–) | – (–) | – | – | – |" in doc  # the kinds, listed before any result has them
+    assert "| locate | – (–) | – (–) | – (–) | –; – | –; – | –; – |" in doc  # listed before any result has them
 
 
 def test_a_model_that_read_nothing_re_read_nothing() -> None:
@@ -216,7 +216,7 @@ def test_the_new_fields_are_shown_when_a_result_file_has_them() -> None:
     assert "Rows marked *no decoys* are decoy-free controls" in doc
     assert "| $0.0150 | $0.0432 | $0.0120 | $0.0120 |" in doc  # subagent $/q on Haiku, then inheriting Sonnet
     assert "| medium-natural-60 | 4.50 | 2.25 | 1.50 | 3.50 | 1.25 | 0.50 |" in doc
-    assert "| locate | $0.0061 (7) | $0.0061 (7) | $0.0061 (7) | 4.00 | 1.75 | 1.00 |" in doc
+    assert "| locate | $0.0061 (7) | $0.0061 (7) | $0.0061 (7) | 4.00; – | 1.75; – | 1.00; – |" in doc
     assert "| explain | $0.0175 (11) |" in doc and "| edit |" not in doc  # the kinds the result file has
 
 
