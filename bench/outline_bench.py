@@ -50,7 +50,7 @@ async def measure(root: Path) -> dict[str, Any]:
     plain = policy(0)
 
     async def scan(p: TreePolicy) -> str:
-        return await scan_tree(root, p, budget_tokens=BUDGET_TOKENS, chars_per_token=CHARS_PER_TOKEN)
+        return (await scan_tree(root, p, budget_tokens=BUDGET_TOKENS, chars_per_token=CHARS_PER_TOKEN)).text
 
     samples: dict[str, list[float]] = {"first": [], "again": [], "tree_only": []}
     for _ in range(RUNS):

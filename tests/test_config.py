@@ -141,8 +141,12 @@ def _another_value(option: Option, index: int) -> object:
         return not default
     if isinstance(default, int | float):
         step: int | float = index + 1 if isinstance(default, int) else (index + 1) / 1000
-        up = default + step
-        return up if option.high is None or up <= option.high else default - step
+        up, down = default + step, default - step
+        if option.high is None or up <= option.high:
+            return up
+        if option.low is None or down >= option.low:
+            return down
+        return option.high if option.high != default else option.low  # a narrow range: either end
     if isinstance(default, tuple):
         return (f"{option.key}-glob",)
     return f"{option.key}-text"

@@ -126,17 +126,24 @@ def test_choose_holds_nothing_whose_value_is_not_positive_and_nothing_empty() ->
     assert POLICY.choose({}, uses, 40, ANTHROPIC) == []
 
 
-def test_the_hot_set_is_configured_only_when_files_are_held_by_use(tmp_path: Path) -> None:
-    assert hot_set_of(load_settings(env={}, data_dir=tmp_path), 0.1, 1.25) is None
+def test_the_hot_set_takes_files_read_whole_by_default_and_cited_lines_only_when_files_are_held_by_use(
+    tmp_path: Path,
+) -> None:
+    default = hot_set_of(load_settings(env={}, data_dir=tmp_path), 0.1, 1.25)
+    assert default is not None and (default.reads, default.cited) == (True, False)
+    off = {"LIVE_MEMORY_HOLD_READS": "false"}
+    assert hot_set_of(load_settings(env=off, data_dir=tmp_path), 0.1, 1.25) is None
     for other in ("none", "earned", "all"):
-        assert hot_set_of(load_settings(env={"LIVE_MEMORY_HOLD_FILES": other}, data_dir=tmp_path), 0.1, 1.25) is None
+        env = {**off, "LIVE_MEMORY_HOLD_FILES": other}
+        assert hot_set_of(load_settings(env=env, data_dir=tmp_path), 0.1, 1.25) is None
     env = {
+        **off,
         "LIVE_MEMORY_HOLD_FILES": "used",
         "LIVE_MEMORY_HOT_SET_TOKENS": "5000",
         "LIVE_MEMORY_PASSIVE_MAX_FILE_BYTES": "65536",
     }
     hot = hot_set_of(load_settings(env=env, data_dir=tmp_path), 0.1, 1.25)
-    assert hot is not None
+    assert hot is not None and (hot.reads, hot.cited) == (False, True)
     assert (hot.policy.budget_tokens, hot.read_share, hot.write_share, hot.max_file_bytes) == (5000, 0.1, 1.25, 65536)
 
 

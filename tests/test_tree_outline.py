@@ -49,7 +49,7 @@ def policy(floor_tokens: int = FLOOR_TOKENS, secrets: tuple[str, ...] = DEFAULT_
 
 
 async def scan(root: Path, tree_policy: TreePolicy) -> str:
-    return await scan_tree(root, tree_policy, budget_tokens=200_000, chars_per_token=4.0)
+    return (await scan_tree(root, tree_policy, budget_tokens=200_000, chars_per_token=4.0)).text
 
 
 async def test_a_small_repository_lists_each_code_file_s_top_level_classes_and_functions(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, TypeVar
 
 from live_memory import constants as C
 from live_memory import prompts
@@ -36,42 +36,16 @@ from live_memory.messages import (
     ToolUsePart,
 )
 from live_memory.options import LongCache
+from live_memory.pre_read import PreRead, pre_read
 from live_memory.prompt_layout import build_prompt
 from live_memory.question_names import found_definitions, location_kind, names_in, paths_in
+from live_memory.read_hold import hold_reads
 from live_memory.records import Usage
 from live_memory.safe_files import read_for_revalidation
+from live_memory.tool_runner import FileReadLike, ToolOutcomeLike, ToolRunner
 
 logger = logging.getLogger(__name__)
-
-
-class FileReadLike(Protocol):
-    """A file a tool returned, fingerprinted from the descriptor it was read from."""
-
-    @property
-    def path(self) -> str: ...
-
-    @property
-    def sha256(self) -> str: ...
-
-    @property
-    def size(self) -> int: ...
-
-
-class ToolOutcomeLike(Protocol):
-    @property
-    def text(self) -> str: ...
-
-    @property
-    def is_error(self) -> bool: ...
-
-    @property
-    def files_read(self) -> Sequence[FileReadLike]: ...
-
-
-class ToolRunner(Protocol):
-    """The one seam every tool call goes through (the `tools` package implements it)."""
-
-    async def run(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcomeLike: ...
+Done = TypeVar("Done")
 
 
 LOOKUP_TOOL = "find_symbol"  # looks up the names a question mentions before the model sees it
@@ -92,8 +66,11 @@ class LoopLimits:
     retry_base_s: float = C.RETRY_BASE_DELAY_S  # the first retry's backoff; it doubles per attempt
     long_cache: LongCache = "off"
     question_names: int = C.QUESTION_NAMES_MAX  # names in the question looked up first (question_names.py)
-    hot_set: HotSet | None = None  # lines the answer cited worth holding are taken in after it (hot_set.py)
+    # What is worth holding is taken in (hot_set.py): files read whole, after each round (read_hold.py); lines the
+    # answer cited, after it.
+    hot_set: HotSet | None = None
     answer_chars: int = C.HISTORY_ANSWER_CHARS  # what the history keeps of an answer (kept_answer.py)
+    pre_read_chars: int = 0  # what a question's files may hold to be read ahead (pre_read.py); 0: none
 
 
 @dataclass
@@ -157,6 +134,8 @@ class QuestionLoop:
         self.hint = ""
         self.cut_short = False  # the deadline was brought forward by a shutdown
         self.grounded = False  # the question's names were found in the current files (no cold nudge then)
+        self.sent = 0  # requests of this question answered by the provider
+        self.kept_reads = 0  # the transcript up to here is kept in the history: it shows files now held
 
     async def _compact(self, window: ContextWindow, overflow_limit: int | None, out: LoopOutcome) -> None:
         if self.compactor is not None:
@@ -173,18 +152,23 @@ class QuestionLoop:
         window.sync_deltas()
         await self._compact(window, None, out)
         definitions = await self._look_up_names_in_time(window, question, out)
-        # Definitions looked up in the current files ground an answer even in an empty memory.
-        self.grounded = bool(definitions)
+        ahead = await self._in_time(self._pre_read(window, question, out), PreRead())
+        # Definitions looked up and files read in the current files ground an answer even in an empty memory.
+        self.grounded = bool(definitions) or bool(ahead.calls)
         hint = prompts.question_hint(
             time_budget_s=self.limits.timeout_s,
             answer_tokens=self.limits.answer_tokens,
             recently_modified=window.drain_recently_modified(),
             definitions=definitions,
+            named_files=ahead.listed,
         )
         self.hint = hint
         out.question_message = Message("user", (TextPart(prompts.question_block(question)),))
-        # The transcript is what this question sends after the history: the question, then tool turns.
-        transcript: list[Message] = [out.question_message]
+        # The transcript is what this question sends after the history: the question, then tool turns (the
+        # first one perhaps made by the loop itself: the files the question asks about, read ahead).
+        transcript: list[Message] = [out.question_message, *ahead.messages]
+        if await self._hold_round(window, ahead.outcomes):
+            self.kept_reads = len(transcript)
         try:
             async with asyncio.timeout_at(self._loop_time(self.deadline - self.reserve)) as self._timeout:
                 await self._run(window, transcript, out)
@@ -202,22 +186,38 @@ class QuestionLoop:
         finally:
             self._timeout = None
         kept = kept_answer(out.answer, self.limits.answer_chars)
+        reads = transcript[1 : self.kept_reads]  # the rounds up to the last that showed a file now held
         window.add_exchange(
-            out.question_message, question, kept, out.files_read, transcript=transcript[1:], sent_at=started
+            out.question_message, question, kept, out.files_read, transcript[1:], sent_at=started, reads=reads
         )
-        if self.limits.hot_set is not None and out.answer:
-            await self._hold_cited_lines(window, out.answer, self.limits.hot_set)
+        window.note_requests(self.sent)
+        hot = self.limits.hot_set
+        if hot is not None and hot.cited and out.answer:
+            await self._hold_cited_lines(window, out.answer, hot)
         return out
 
     async def _look_up_names_in_time(self, window: ContextWindow, question: str, out: LoopOutcome) -> list[str]:
         """`_look_up_names` within the question's deadline (a shutdown's cut included): past it, none."""
+        return await self._in_time(self._look_up_names(window, question, out), [])
+
+    async def _in_time(self, work: Awaitable[Done], late: Done) -> Done:
+        """`work`'s result within the question's deadline (a shutdown's cut included); past it, `late`."""
         try:
             async with asyncio.timeout_at(self._loop_time(self.deadline - self.reserve)) as self._timeout:
-                return await self._look_up_names(window, question, out)
+                return await work
         except TimeoutError:
-            return []  # out of time: the loop below gives its best answer at once
+            return late  # out of time: the loop below gives its best answer at once
         finally:
             self._timeout = None
+
+    async def _pre_read(self, window: ContextWindow, question: str, out: LoopOutcome) -> PreRead:
+        """The files the question asks about as a whole, read ahead (pre_read.py); recorded as read."""
+        ahead = await pre_read(
+            self.tools, window, question, max_files=C.PRE_READ_MAX_FILES, max_chars=self.limits.pre_read_chars
+        )
+        for outcome in ahead.outcomes:
+            self._note_reads(window, outcome, out)
+        return ahead
 
     async def _look_up_names(self, window: ContextWindow, question: str, out: LoopOutcome) -> list[str]:
         """find_symbol's answers for the names the question mentions (question_names.py), in parallel, the
@@ -286,13 +286,17 @@ class QuestionLoop:
             if response.text.strip():
                 out.answer = response.text.strip()
             transcript.append(response.as_message())
-            transcript.append(await self._run_tools(window, response, out))
+            results, held = await self._run_tools(window, response, out)
+            transcript.append(results)
+            if held:
+                self.kept_reads = len(transcript)
         # Out of tool turns: ask once for the answer from what was found.
         transcript.append(Message("user", (TextPart(prompts.ITERATIONS_NUDGE),)))
         response = await self._call(window, transcript, out)
         out.answer = response.text.strip() or out.answer or "(no answer within the tool-turn limit)"
 
-    async def _run_tools(self, window: ContextWindow, response: ChatResponse, out: LoopOutcome) -> Message:
+    async def _run_tools(self, window: ContextWindow, response: ChatResponse, out: LoopOutcome) -> tuple[Message, bool]:
+        """The round's results, and whether it showed a file the hot set now holds."""
         names = ", ".join(c.name for c in response.tool_calls)
         out.report(f"running {names}")
         outcomes = await asyncio.gather(*(self.tools.run(c.name, c.arguments) for c in response.tool_calls))
@@ -305,7 +309,15 @@ class QuestionLoop:
             else:
                 self._note_reads(window, result, out)
             parts.append(ToolResultPart(call.id, result.text, is_error=result.is_error))
-        return Message("user", tuple(parts))
+        reads = [result for call, result in zip(response.tool_calls, outcomes, strict=True) if call.name == "Read"]
+        return Message("user", tuple(parts)), await self._hold_round(window, reads)
+
+    async def _hold_round(self, window: ContextWindow, reads: Sequence[ToolOutcomeLike]) -> bool:
+        """Take the files a round of Reads showed whole into the hot set where worth it (read_hold.py)."""
+        hot = self.limits.hot_set
+        if hot is None or not hot.reads or not reads:
+            return False
+        return bool(await hold_reads(window, self.root, hot, reads))
 
     def _note_reads(self, window: ContextWindow, result: ToolOutcomeLike, out: LoopOutcome) -> None:
         for read in result.files_read:
@@ -326,8 +338,9 @@ class QuestionLoop:
             window,
             transcript,
             hint=self.hint,
-            first_of_question=len(transcript) == 1,
-            lag_tail=_answer_likely_next(transcript),
+            first_of_question=not self.sent,
+            # The newest results are worth writing to the cache when the history is to keep them (a held file).
+            lag_tail=_answer_likely_next(transcript) and self.kept_reads < len(transcript),
             long_cache=self.limits.long_cache,
         )
         return ChatRequest(
@@ -386,6 +399,7 @@ class QuestionLoop:
                 logger.info("retrying provider call in %.1fs after: %s", delay, exc)
                 await asyncio.sleep(delay)
                 continue
+            self.sent += 1
             out.usage = out.usage + response.usage
             out.model = response.model or out.model
             if not out.first_prompt_actual:

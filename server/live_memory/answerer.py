@@ -21,6 +21,7 @@ from typing import Any
 
 from live_memory import constants as C
 from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
+from live_memory.answer_reuse import KeptAnswer, given_again
 from live_memory.compaction import CompactionPolicy, CompactionScope, Compactor
 from live_memory.config import Settings
 from live_memory.errors import BusyError, InputError, NoCredentialError, ProviderError
@@ -38,6 +39,7 @@ from live_memory.workspace import WorkspaceState
 logger = logging.getLogger(__name__)
 
 TEAM_ANSWER_MODEL = "team-answer"  # the trailer's model for an answer given again from a teammate's
+GIVEN_AGAIN_MODEL = "given-again"  # the trailer's model for this memory's earlier answer given again
 
 
 def clamp_answer_tokens(requested: int, settings: Settings) -> int:
@@ -100,6 +102,8 @@ class Answerer:
         state = workspace.state
         if workspace.team_answer is not None:
             return self._from_team(state, workspace.team_answer, question, started, agent)
+        if workspace.earlier is not None:
+            return self._given_again(state, workspace.earlier, question, started, agent)
         timeout_s = settings.default_timeout_s
         out.report("waiting for earlier questions on this workspace")
         wait_s = timeout_s * C.ADMISSION_WAIT_SHARE
@@ -160,6 +164,20 @@ class Answerer:
             f"{shared.answer.rstrip()}\n\n(A teammate's answer, {shared.user}@{shared.machine}, {when}: the same "
             f"question, asked of the same bytes of {files}.)"
         )
+        return self._without_model(state, answer, TEAM_ANSWER_MODEL, question, started, agent)
+
+    def _given_again(
+        self, state: WorkspaceState, kept: KeptAnswer, question: str, started: float, agent: str
+    ) -> QuestionResult:
+        """This memory's earlier answer to the same need on the same bytes, given again at no model cost (it does
+        not join the conversation: the earlier exchange is there already, or was folded into the ledger)."""
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(kept.at))
+        return self._without_model(state, given_again(kept, when), GIVEN_AGAIN_MODEL, question, started, agent)
+
+    def _without_model(
+        self, state: WorkspaceState, answer: str, model: str, question: str, started: float, agent: str
+    ) -> QuestionResult:
+        """An answer that took no model call: counted as answered, at no cost."""
         latency = self.clock() - started
         state.stats.questions += 1
         self.telemetry.question(
@@ -167,7 +185,7 @@ class Answerer:
         )
         return QuestionResult(
             answer=answer,
-            model=TEAM_ANSWER_MODEL,
+            model=model,
             latency_s=latency,
             usage=Usage(),
             tool_calls=0,
@@ -229,6 +247,7 @@ class Answerer:
                 long_cache=settings.long_cache,
                 hot_set=compactor.policy.hot_set,
                 answer_chars=settings.history_answer_chars,
+                pre_read_chars=int(settings.pre_read_tokens * C.CHARS_PER_TOKEN),
             ),
             workspace_root=workspace.root,
             cache_key=state.id,
@@ -254,7 +273,7 @@ class Answerer:
             C.CALIBRATION_MIN_RATIO,
             C.CALIBRATION_MAX_RATIO,
         )
-        settled = await self.service.settle(state, fork_id, window, runtime, out, question)
+        settled = await self.service.settle(state, fork_id, window, runtime, out, question, workspace.asked)
         if settled.unsaved is not None:  # the answer stands; the caller learns it is not durable yet, and why
             out.answer = f"{out.answer}\n\n(answer given, not yet saved: {settled.unsaved}; see the server log)"
         return settled.cost_usd

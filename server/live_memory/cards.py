@@ -204,6 +204,17 @@ class FileCard:
         )
 
 
+# Extensions of code without an outline here, known only so that `main.c` is taken for a file, not a name.
+_OTHER_CODE_EXTENSIONS = ".c .h .cc .cpp .hpp .cs .java .kt .scala .swift .rb .php .sh .bash .sql .lua .r .vue .ex"
+_OTHER_CODE = frozenset(_OTHER_CODE_EXTENSIONS.split())
+
+
+def looks_like_file(name: str) -> bool:
+    """Whether a name ends in an extension files of code, prose or data have (`main.py`, not `Store.load`)."""
+    suffix = PurePosixPath(name).suffix.lower()
+    return suffix in _LANGUAGES or suffix in _PLAIN or suffix in _OTHER_CODE
+
+
 def language_for(path: str) -> str:
     """The language a path's extension names ("text" when none is known)."""
     return _LANGUAGES.get(PurePosixPath(path).suffix.lower(), "text")

@@ -107,14 +107,10 @@ class Compactor:
         self._tier1_manifest(window, target, report)
         await self._tier2_history(window, target, scope, report)
         if policy.tree is not None:
-            window.set_directory_tree(
-                await scan_tree(
-                    scope.tree_root,
-                    policy.tree,
-                    budget_tokens=window.budget_tokens,
-                    chars_per_token=window.chars_per_token,
-                )
+            scanned = await scan_tree(
+                scope.tree_root, policy.tree, budget_tokens=window.budget_tokens, chars_per_token=window.chars_per_token
             )
+            window.set_directory_tree(scanned.text, scanned.paths)
         report.team_merged = window.ledger.merge_team(scope.team_facts)
         if policy.hot_set is not None:  # the frozen block holds the files the rule picks now
             costs = window.hold_costs(policy.hot_set.read_share, policy.hot_set.write_share)
@@ -253,7 +249,7 @@ def _exchanges(history: list[Turn]) -> list[list[Turn]]:
     for turn in history:
         if turn.kind == "question":
             current = [turn]
-        elif turn.kind == "tool" and current is not None:
+        elif turn.kind in ("tool", "read") and current is not None:
             current.append(turn)
         elif turn.kind == "answer" and current is not None:
             current.append(turn)

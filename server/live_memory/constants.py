@@ -177,7 +177,10 @@ TRANSCRIPT_KEEP_SHARE = 0.0
 PASSIVE_INGESTION = True
 # Which files keep their bytes (see options.hold_files); measured by bench/session_bill.py.
 HOLD_FILES = "none"
-# The hot set (hot_set.py; hold_files "used"): at most this many tokens of held bytes...
+# The files the memory's own model read whole are held while their expected re-reads cost more than holding them
+# (read_hold.py; option hold_reads): measured by bench/session_bill.py on the content rows.
+HOLD_READS = True
+# The hot set (hot_set.py; hold_reads, hold_files "used"): at most this many tokens of held bytes...
 HOT_SET_TOKENS = 24_000
 # ...a file used once is taken to be as likely to be needed again as one used once in this many questions...
 HOT_SET_PRIOR_QUESTIONS = 30.0
@@ -185,14 +188,27 @@ HOT_SET_PRIOR_QUESTIONS = 30.0
 HOT_SET_HALF_LIFE_QUESTIONS = 8.0
 # ...a file entering the set is expected to stay about this many questions (until a compaction re-chooses)...
 HOT_SET_HORIZON_QUESTIONS = 10.0
-# ...and a question sends about this many requests, each carrying every held file (until measured).
+# ...and a question sends about this many requests, each carrying every held file (until measured: a running mean
+# with this weight on each new question).
 HOT_SET_REQUESTS_PER_QUESTION = 2.0
+REQUESTS_EMA_ALPHA = 0.2
 # A citation `path:first-last` spanning this many lines or more names a file, not lines to hold.
 CITED_LINES_MAX_LINES = 200
 # The code names a question mentions are looked up before the model sees it (question_names.py), at most
 # this many per question (0: none); measured by bench/session_bill.py: a "where" question then takes one
 # request, and the others read only the lines they need without a search round.
 QUESTION_NAMES_MAX = 4
+# A question about files or directories as a whole ("Walk me through `cli.py`", "How is expiry handled in
+# `auth/`?") gets the files read before the model sees it (pre_read.py), at most this many files and tokens
+# (past that, a directory's matching files are named instead): reading them is the model's first step anyway, and
+# a round saved reads the whole cached prompt once less. Measured by bench/session_bill.py on the content rows.
+PRE_READ_MAX_FILES = 4
+PRE_READ_TOKENS = 12_000
+# A file a question names that is too long to read ahead is summed up in the hint instead (file_summary.py): its
+# docstring's first paragraph (cut at this many characters), at most this many imports and definitions.
+SUMMARY_DOC_CHARS = 300
+SUMMARY_IMPORTS_MAX = 15
+SUMMARY_DEFINITIONS_MAX = 40
 PASSIVE_MAX_FILE_BYTES = 256 * 1024
 PRELOAD_MAX_TOTAL_BYTES = 2 * 1024 * 1024
 NOTIFY_MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -231,6 +247,13 @@ MAX_OBSERVED_BYTES = 256 * 1024 * 1024
 ASYNC_TOOLS = False
 JOB_TTL_S = 900.0
 MAX_JOBS = 256
+
+# An earlier answer to the same need (the files, directory and names asked about, not the exact words), whose files
+# are unchanged, is given again with no model call (answer_reuse.py); a workspace keeps the answers of this many
+# needs (the least recently asked go first), the newest few of each.
+REUSE_ANSWERS = True
+ANSWERS_KEPT = 256
+ANSWERS_KEPT_PER_NEED = 2
 
 # Files whose lookups (find_symbol) a window remembers as the grounds of what it learns (newest kept).
 LOOKED_UP_MAX = 2000

@@ -26,12 +26,14 @@ from live_memory.cited_lines import render as render_cited
 from live_memory.constants import (
     CHARS_PER_TOKEN,
     COMPACTION_THRESHOLD,
+    HOT_SET_REQUESTS_PER_QUESTION,
     LOOKED_UP_MAX,
+    REQUESTS_EMA_ALPHA,
     TRANSCRIPT_KEEP_SHARE,
 )
 from live_memory.file_context import Delta, FileContext, changed_lines, file_block, named
 from live_memory.history import EXCHANGE_KINDS, HistoryTally, Sent, Turn, message_text, tally
-from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses
+from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses, returns
 from live_memory.ledger import Ledger
 from live_memory.messages import Message, TextPart
 from live_memory.prompts import (
@@ -48,6 +50,7 @@ from live_memory.prompts import (
     SYSTEM_PROMPT,
 )
 from live_memory.records import estimate_tokens
+from live_memory.workspace_paths import WorkspacePaths
 
 
 class ContextWindow:
@@ -78,7 +81,9 @@ class ContextWindow:
         self.transcript_keep_share = transcript_keep_share
         self._tally: HistoryTally | None = None  # running figures over `history` (see history.py)
         self.file_uses: dict[str, FileUse] = {}  # reads and tees per file, for the hot set (persisted)
+        self.requests_per_question = HOT_SET_REQUESTS_PER_QUESTION  # measured as questions are answered
         self.cited = HeldLines()  # lines answers cited, held (the hot set)
+        self.paths = WorkspacePaths()  # the files the tree was listed from (never persisted: listed at load)
         # Files a lookup outlined (find_symbol), path -> SHA-256 of the bytes it outlined: never shown in the
         # prompt, but what is learned from them rests on them (the ledger's grounds).
         self.looked_up: dict[str, str] = {}
@@ -134,9 +139,12 @@ class ContextWindow:
         self.calibration = (1 - alpha) * self.calibration + alpha * ratio
 
     # --- the stable prefix and the frozen block ------------------------------------------------
-    def set_directory_tree(self, tree: str) -> None:
-        """Only called on load and at compaction: these bytes sit under breakpoint 1."""
+    def set_directory_tree(self, tree: str, paths: WorkspacePaths | None = None) -> None:
+        """Only called on load and at compaction: these bytes sit under breakpoint 1. `paths`: the files the
+        tree was listed from (what a question's names of files resolve to)."""
         self.stable_prefix = f"{SYSTEM_PROMPT}\n\n{DIRECTORY_TREE_HEADING}\n{tree.rstrip()}"
+        if paths is not None:
+            self.paths = paths
 
     def render_volatile(self) -> str:
         parts = [self.ledger.render()]
@@ -233,6 +241,15 @@ class ContextWindow:
             self.pending.content[path] = None
         return True
 
+    def hold_read(self, path: str, content: str, sha256: str) -> None:
+        """Hold the bytes of a file the model read whole this question (the hot set took it): the question's
+        tool rounds, which the history keeps (`add_exchange(reads=...)`), show them, so no delta repeats them;
+        the next freeze shows them in the frozen block."""
+        self.files[path] = FileContext(path, sha256, len(content.encode()), content=content, last_used=self._touch())
+        self._drop_cited(path, keep_sha=sha256)
+        for queued in (self.pending.content, self.pending.diffs, self.pending.seen, self.pending.notices):
+            queued.pop(path, None)
+
     def note_seen(self, path: str, sha256: str, size: int, *, edited: bool) -> bool:
         """An agent read or edited a file whose bytes are not worth holding: a manifest entry and one short line
         in the next delta (read, then edited before it: still that line); if the memory knew an older version,
@@ -287,8 +304,15 @@ class ContextWindow:
         self.cited.drop(path, self.pending.cited, keep_sha)
 
     def hold_costs(self, read_share: float, write_share: float) -> HoldCosts:
-        """What holding and re-reading cost in this window now (an extra round reads its whole prompt)."""
-        return HoldCosts(read_share, write_share, self.prompt_tokens())
+        """What holding and re-reading cost in this window now (an extra round reads its whole prompt), with the
+        requests a question sends as measured here and the workspace's rate of using a file again."""
+        came_back = returns(self.file_uses, self.questions_asked())
+        return HoldCosts(read_share, write_share, self.prompt_tokens(), self.requests_per_question, came_back)
+
+    def note_requests(self, sent: int) -> None:
+        """A question was answered with `sent` requests: the running mean a held file is carried by."""
+        if sent > 0:
+            self.requests_per_question += REQUESTS_EMA_ALPHA * (sent - self.requests_per_question)
 
     def admit_cited(self, lines: CitedLines, policy: HotSetPolicy, costs: HoldCosts) -> bool:
         """Hold these cited lines if the hot set's rule takes them (they fit its budget and are worth more
@@ -452,12 +476,17 @@ class ContextWindow:
         cites: Iterable[str],
         transcript: Sequence[Message] = (),
         sent_at: float | None = None,
+        reads: Sequence[Message] = (),
     ) -> None:
         """Append the exchange exactly as it was sent (without the hint): the question, the tool turns,
         then the final answer. The next question's prefix then extends the last request byte for byte.
-        `sent_at`: the monotonic time the question was first sent (for a fold's cache estimate)."""
+        `sent_at`: the monotonic time the question was first sent (for a fold's cache estimate). `reads`: the
+        first tool rounds as sent, kept because they hold files the window took in whole (`hold_read`)."""
         sent = Sent(self.epoch, len(self.history), sent_at) if sent_at is not None else None
         self.history.append(Turn("question", question_message, question=question, sent=sent))
+        if reads:
+            self.history.extend(Turn("read", m) for m in reads)
+            transcript = ()
         transcript_tokens = sum(self.tokens(message_text(m)) for m in transcript)
         # A large transcript, or one that would push the window past its compaction threshold, is not
         # kept: the file contents it holds are re-readable, and a window that grows by whole files per

@@ -14,7 +14,9 @@ from live_memory.messages import Message, TextPart, ToolResultPart
 from live_memory.records import estimate_tokens
 
 EXCHANGE_KINDS = ("question", "tool", "answer")  # what a re-freeze keeps (deltas fold into file contexts)
-TurnKind = Literal["question", "tool", "answer", "observation", "ack"]
+# "read": a question's tool rounds kept because they hold the bytes of a file the window now holds (hot_set.py):
+# like a delta, not counted in the Q&A history's size and dropped at a re-freeze (the frozen block shows the file).
+TurnKind = Literal["question", "tool", "answer", "observation", "ack", "read"]
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,10 @@ file is worth holding while its expected re-reads cost more than holding it. Bot
 what the workspace has seen:
 
 - use: every read by the memory's model, every read or edit an agent teed in, every answer citing it;
-- the rate of use: uses over the questions since the first one, with a prior (a file used once is taken to
-  be as likely to be needed again as one used once in `prior_questions`), halved for every `half_life`
-  questions since its last use;
+- the rate of use: its uses again over the questions since the first one, with a prior worth
+  `prior_questions` questions at the workspace's own rate (how often a file used once was used again, over all
+  its files: where work keeps returning to the same files a file just read is likely needed again), halved for
+  every `half_life` questions since its last use;
 - the cost: the model's cache-read and cache-write shares of its input price, the prompt an extra round
   reads, and how many requests a question sends (measured).
 
@@ -55,6 +56,7 @@ class HoldCosts:
     write_share: float  # a token written to the cache (Anthropic: 1.25; an implicit cache: 1.0)
     round_tokens: int  # the prompt a re-read's extra round reads from the cache
     requests_per_question: float = HOT_SET_REQUESTS_PER_QUESTION  # requests that carry a held file, per question
+    returns: Returns | None = None  # how the workspace's files came back (`returns`); None: no record
 
 
 @dataclass(frozen=True)
@@ -64,11 +66,13 @@ class HotSetPolicy:
     half_life: float = HOT_SET_HALF_LIFE_QUESTIONS
     horizon: float = HOT_SET_HORIZON_QUESTIONS  # questions a file entering the set is expected to stay
 
-    def rate(self, use: FileUse, now: int) -> float:
-        """Expected uses per question from here on."""
+    def rate(self, use: FileUse, now: int, returns: Returns | None = None) -> float:
+        """Expected uses per question from here on (`returns`: how the workspace's files came back)."""
         if use.uses == 0:
             return 0.0
-        rate = use.uses / (max(0, now - use.first) + self.prior_questions)
+        files, questions = returns or (0.0, 0.0)
+        pooled = (files + 1) / (questions + self.prior_questions)  # with no record: one return in prior_questions
+        rate = (use.uses - 1 + pooled * self.prior_questions) / (max(0, now - use.first) + self.prior_questions)
         decay: float = 0.5 ** (max(0, now - use.last) / self.half_life)
         return rate * decay
 
@@ -76,7 +80,7 @@ class HotSetPolicy:
         """What holding the file saves per question, in uncached input tokens (negative: it costs more)."""
         reread = tokens * costs.write_share + tokens * costs.read_share + costs.round_tokens * costs.read_share
         hold = tokens * costs.read_share * costs.requests_per_question
-        return self.rate(use, now) * reread - hold
+        return self.rate(use, now, costs.returns) * reread - hold
 
     def admits(self, tokens: int, use: FileUse, now: int, costs: HoldCosts, held_tokens: int) -> bool:
         """Whether a file not held should enter now: it fits the budget, and over the horizon it saves more
@@ -107,6 +111,27 @@ class HotSetPolicy:
         return kept
 
 
+class Returns(NamedTuple):
+    """How soon the workspace's files, once used, were used again: the files that came back, and the questions
+    each waited (a file that came back, its mean gap between uses; one that has not, the questions since its use).
+    Counted per file, not per use: a file used in every question says little of the next file read. The policy
+    reads a rate from it with its own prior, one return in `prior_questions`."""
+
+    files: float
+    questions: float
+
+
+def returns(uses: Mapping[str, FileUse], now: int) -> Returns:
+    files = questions = 0.0
+    for use in uses.values():
+        if use.uses > 1:
+            files += 1
+            questions += (use.last - use.first) / (use.uses - 1)
+        else:
+            questions += max(0, now - use.first)
+    return Returns(files, questions)
+
+
 def count_uses(uses: dict[str, FileUse], paths: Iterable[str], now: int) -> None:
     """One use of each path (a path named twice in one event counts once)."""
     for path in dict.fromkeys(paths):
@@ -122,17 +147,22 @@ def used_recently(uses: Mapping[str, FileUse], limit: int) -> list[str]:
 
 @dataclass(frozen=True)
 class HotSet:
-    """The hot set as configured for one runtime: the rule, the answering model's prices, the file cap."""
+    """The hot set as configured for one runtime: the rule, the answering model's prices, the file cap, and what
+    it takes in: the files the memory's model read whole (`reads`), the lines answers cite (`cited`)."""
 
     policy: HotSetPolicy
     read_share: float
     write_share: float
     max_file_bytes: int
+    reads: bool = True
+    cited: bool = False
 
 
 def hot_set_of(settings: Settings, read_share: float, write_share: float) -> HotSet | None:
-    """The configured hot set, or None when `hold_files` is not "used"."""
-    if settings.hold_files != "used":
+    """The configured hot set: the files read whole with `hold_reads`, the lines cited with `hold_files` "used";
+    None with neither."""
+    cited = settings.hold_files == "used"
+    if not (cited or settings.hold_reads):
         return None
     policy = HotSetPolicy(settings.hot_set_tokens)
-    return HotSet(policy, read_share, write_share, settings.passive_max_file_bytes)
+    return HotSet(policy, read_share, write_share, settings.passive_max_file_bytes, settings.hold_reads, cited)

@@ -52,7 +52,7 @@ async def load_workspace(
             chars_per_token=window.chars_per_token,
         )
         scanned, _ = await asyncio.gather(tree, _team_facts_in_time(state, team_wait_s))
-        window.set_directory_tree(scanned)
+        window.set_directory_tree(scanned.text, scanned.paths)
         state.team_merged += window.ledger.merge_team(state.team_inbox)
         state.team_inbox = []
         await preload(state, settings)

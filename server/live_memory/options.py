@@ -216,9 +216,26 @@ class Options:
         "re-reads cost more than holding them, within `hot_set_tokens`; measured dearer on the session bill), "
         "`earned` (teed files an answer cited or a fact came from), `all` teed files, or `none`.",
     )
+    hold_reads: bool = option(
+        C.HOLD_READS,
+        "Hold the files the memory's model read whole while their expected re-reads cost more than holding them "
+        "(the hot set, within `hot_set_tokens`): asked about again, it answers without reading them again.",
+    )
+    reuse_answers: bool = option(
+        C.REUSE_ANSWERS,
+        "Give an earlier answer again, with no model call, to a question that asks for the same thing (the same "
+        "files, directories, code names and topic words, however worded) while the files it rests on are unchanged.",
+    )
+    pre_read_tokens: int = option(
+        C.PRE_READ_TOKENS,
+        'Most tokens of the files a question asks about as a whole ("walk me through `cli.py`", "how is expiry '
+        'handled in `auth/`?") read before the model sees it, saving its first round; 0: never.',
+        low=0,
+        high=200_000,
+    )
     hot_set_tokens: int = option(
         C.HOT_SET_TOKENS,
-        "Most tokens the hot set holds (`hold_files` used); what is worth most per token stays.",
+        "Most tokens the hot set holds (`hold_reads`, `hold_files` used); what is worth most per token stays.",
         low=0,
         high=1_000_000,
     )

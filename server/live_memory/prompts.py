@@ -70,13 +70,20 @@ OBSERVATION_ACK = "Noted."
 
 
 DEFINITIONS_HEADING = "## The question's names, looked up just now in the current files"
+NAMED_FILES_HEADING = "## The files the question's directories hold on its words (read the ones you need)"
 
 
 def question_hint(
-    *, time_budget_s: float, answer_tokens: int, recently_modified: list[str], definitions: Sequence[str] = ()
+    *,
+    time_budget_s: float,
+    answer_tokens: int,
+    recently_modified: list[str],
+    definitions: Sequence[str] = (),
+    named_files: str = "",
 ) -> str:
     """The per-question trailing hint: never cached, never stored in history. `definitions`: what
-    find_symbol found for the names the question mentions."""
+    find_symbol found for the names the question mentions; `named_files`: the files under a directory it names
+    that mention its words, when there were too many to read ahead (pre_read.py)."""
     lines = [
         HINT_HEADING,
         f"- Time: about {time_budget_s:.0f} s, then a best-effort answer is taken.",
@@ -90,6 +97,8 @@ def question_hint(
         )
     if definitions:
         lines += ["", DEFINITIONS_HEADING, *definitions]
+    if named_files:
+        lines += ["", NAMED_FILES_HEADING, named_files]
     return "\n".join(lines)
 
 

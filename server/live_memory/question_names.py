@@ -12,6 +12,7 @@ need would be paid for as uncached input. The hint is sent with this question on
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from live_memory.constants import QUESTION_NAMES_MAX
 
@@ -48,6 +49,27 @@ _WHO_USES = re.compile(
 )
 
 
+# A directory as a question names it: in backticks with a final "/" (`tools/`), or a bare path ending in "/".
+_DIRECTORY = re.compile(r"`\.?/?((?:[\w.-]+/)*[\w.-]+)/`|(?<![\w./`-])((?:[\w.-]+/)+)(?=[\s,;:?!)]|\.?$|\.\s)")
+_QUOTED_SPAN = re.compile(r"`[^`\n]*`")
+_WORD = re.compile(r"[A-Za-z]+|\d+")  # numbers count: "line 10" and "line 20" are two questions
+# Words that ask for a review: the same files asked about for critique are another need than a walkthrough.
+_REVIEW_LIST = "review reviews audit check checks recheck problem problems issue issues bug bugs flaw flaws"
+REVIEW_WORDS = frozenset(_REVIEW_LIST.split())
+# The scaffolding of a question: words that do not change what is asked (question words, pronouns, "walk me
+# through", "how is it organised", "again"), and the words every question about code uses ("file", "handle").
+_SCAFFOLDING_WORDS = """
+    a about again all also an and any anything are as at be been being briefly but by can code could deal deals
+    dealing describe detail details did directory directories do does doing done each explain file files fit fits
+    folder folders for from give handle handled handles handling has have having here how i in inside into is it
+    its just laid layout look looks me module modules more my of on once or organisation organised organization
+    organized our out overview package packages part parts please quick remind show so some structure structured
+    summarise summarize summary tell than that the their them then there these they this those through to
+    together too under us walk was we were what whats when where which who whole will with within would you your
+"""
+_SCAFFOLDING = frozenset(_SCAFFOLDING_WORDS.split())
+
+
 def location_kind(question: str) -> str | None:
     """The `find_symbol` kind for a question that asks only where a name is: "definition" (where is it
     defined) or "both" (who calls or uses it, and where it is defined); None for any other question (how it
@@ -80,3 +102,19 @@ def found_definitions(tool_text: str, is_error: bool) -> str | None:
     if tool_text.startswith(_NO_DEFINITION) and _USED_IN not in tool_text:
         return None
     return tool_text.strip()
+
+
+def directories_in(question: str) -> list[str]:
+    """The directories a question names (`tools/`, `src/auth/`), each once, in order, without the final "/"."""
+    return list(dict.fromkeys((m.group(1) or m.group(2)).rstrip("/") for m in _DIRECTORY.finditer(question)))
+
+
+def question_words(question: str, named: Sequence[str] = ()) -> list[str]:
+    """The words of a question that say what it asks about, lowercased, in order: what is left once the files
+    (`named`) and directories it names, the text in backticks and the scaffolding of a question are taken out
+    ("How is session expiry handled in `auth/`?" -> ["session", "expiry"]); numbers count ("line 10")."""
+    for name in named:
+        question = question.replace(name, " ")
+    text = _QUOTED_SPAN.sub(" ", _DIRECTORY.sub(" ", question))
+    words = [w.lower() for w in _WORD.findall(text)]
+    return [w for w in words if (len(w) > 2 or w.isdigit()) and w not in _SCAFFOLDING]

@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # the team store's driver loads only when `team_store` is set
 from live_memory import constants as C
 from live_memory import team_work
 from live_memory.admission import AdmissionLimits
-from live_memory.agent_loop import LoopOutcome, ToolRunner
+from live_memory.agent_loop import LoopOutcome
+from live_memory.answer_reuse import Asked, KeptAnswer, answer_grounds, asked_about, rests_on, still_holds
 from live_memory.compaction import CompactionReport
 from live_memory.config import Settings
 from live_memory.context_window import ContextWindow
@@ -39,10 +40,12 @@ from live_memory.messages import ChatProvider
 from live_memory.options import changed_options
 from live_memory.records import FileEvent, IngestResult, TeamAnswer
 from live_memory.runtime import Runtime
+from live_memory.safe_files import disk_hashes
 from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import Caps, SpendTracker
 from live_memory.store import SnapshotStore
 from live_memory.telemetry import Telemetry
+from live_memory.tool_runner import ToolRunner
 from live_memory.watcher import WorkspaceWatcher
 from live_memory.workspace import (
     Location,
@@ -102,6 +105,8 @@ class OpenWorkspace:
     tools: ToolRunner
     may_distill: bool = True  # background summaries allowed (off near a spend cap, or with `background` off)
     team_answer: TeamAnswer | None = None  # a teammate's answer to the question, its files unchanged here
+    asked: Asked | None = None  # what the question asks about (answer_reuse.py), when it can be matched
+    earlier: KeptAnswer | None = None  # this memory's earlier answer to the same need, its files unchanged
 
 
 class WorkspaceService:
@@ -217,7 +222,24 @@ class WorkspaceService:
         may_distill = settings.background and (caps is None or self.spend.background_allowed(state.id, caps))
         team = self.team
         shared = await team_work.teammates_answer(team, state, question) if team is not None and question else None
-        return OpenWorkspace(state, location.root, tools, may_distill, shared)
+        asked = await asyncio.to_thread(asked_about, question, state.window.paths) if question else None
+        earlier = None
+        if asked is not None and shared is None and settings.reuse_answers:
+            earlier = await self._earlier_answer(state, asked)
+        return OpenWorkspace(state, location.root, tools, may_distill, shared, asked, earlier)
+
+    async def _earlier_answer(self, state: WorkspaceState, asked: Asked) -> KeptAnswer | None:
+        """The newest earlier answer to what `asked` asks whose every file has the same bytes on disk now
+        (checked off the event loop); None without one."""
+        candidates = state.answers.candidates(asked)
+        if not candidates:
+            return None
+        paths = {path for kept in candidates for path in kept.grounds}
+        current = await asyncio.to_thread(disk_hashes, state.tree_root, paths)
+        kept = next((k for k in candidates if still_holds(k, current)), None)
+        if kept is not None:
+            state.answers.given_again += 1
+        return kept
 
     async def settle(
         self,
@@ -227,16 +249,21 @@ class WorkspaceService:
         runtime: Runtime,
         out: LoopOutcome,
         question: str,
+        asked: Asked | None = None,
     ) -> Settled:
         """After an answer: commit its fork, count what it and its compactions cost, and journal the state
         (it survives a kill from now on; the snapshot and the day's spend are written behind, a moment
-        later, once for every answer meanwhile). A complete answer is queued for the team when answers are
-        shared."""
+        later, once for every answer meanwhile). A complete answer is kept to be given again to the same need
+        (`asked`), and queued for the team when answers are shared."""
         state.commit(fork_id, window)
         team = self.team
         complete = out.answer and not out.partial and not out.timed_out
+        if complete and asked is not None and runtime.settings.reuse_answers:
+            grounds = answer_grounds(window, out.answer, out.files_read)
+            if rests_on(asked, grounds):
+                state.answers.keep(asked, KeptAnswer(question, out.answer, grounds, self.wall_clock()))
         if complete and team is not None and team.policy.share_answers:
-            sources = team_work.answer_grounds(window, out.answer, out.files_read)
+            sources = answer_grounds(window, out.answer, out.files_read)
             self._in_background(functools.partial(team_work.share_answer, team, question, out.answer, sources), state)
         if out.compactions and team is not None:  # share what the summaries wrote; ask the team again
             known = {f.grounds for f in state.window.ledger.facts}

@@ -12,14 +12,12 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from live_memory.ledger import attribute
 from live_memory.records import TeamAnswer, question_key
 from live_memory.repo_identity import repository_identity
 from live_memory.safe_files import disk_hashes
 from live_memory.workspace import WorkspaceState
 
 if TYPE_CHECKING:
-    from live_memory.context_window import ContextWindow
     from live_memory.team_sync import TeamSync
 
 logger = logging.getLogger(__name__)
@@ -68,13 +66,6 @@ async def share_answer(
         await team.share_answer(await _repo_of(state), question, answer, sources)
     except Exception:
         logger.exception("queueing an answer about %s for the team store failed", state.root)
-
-
-def answer_grounds(window: ContextWindow, answer: str, files_read: list[str]) -> dict[str, str]:
-    """What an answer rests on: the files its model read and the files it names, each as the window knows it."""
-    grounds = window.grounds()
-    read = {path: grounds[path] for path in files_read if path in grounds}
-    return read | attribute(answer, grounds)
 
 
 async def teammates_answer(team: TeamSync, state: WorkspaceState, question: str) -> TeamAnswer | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from live_memory.cards import language_for, read_card
@@ -27,6 +28,7 @@ from live_memory.directory_tree import TreePolicy, list_workspace, render_tree
 from live_memory.errors import JailRefusal
 from live_memory.jail import Jail
 from live_memory.prompts import OUTLINE_HEADING
+from live_memory.workspace_paths import WorkspacePaths
 
 _NOT_OUTLINED = frozenset({"text", "markdown"})  # prose and data: nothing to locate a name in
 _NOT_LISTED = frozenset({"variable", "heading"})  # module constants would crowd out the classes and functions
@@ -34,17 +36,26 @@ _NOT_LISTED = frozenset({"variable", "heading"})  # module constants would crowd
 _names_by_stat: dict[tuple[str, str, int, int], tuple[str, ...]] = {}
 
 
-async def scan_tree(root: Path, policy: TreePolicy, *, budget_tokens: int, chars_per_token: float) -> str:
+@dataclass(frozen=True)
+class ScannedTree:
+    """The tree's text for the prompt, and the files it was listed from (what a question's names resolve to)."""
+
+    text: str
+    paths: WorkspacePaths
+
+
+async def scan_tree(root: Path, policy: TreePolicy, *, budget_tokens: int, chars_per_token: float) -> ScannedTree:
     """The tree of `root` for a window of `budget_tokens` (at its `chars_per_token`), as `policy` sizes it, and
     the files' definitions in the room it leaves under the cache minimum."""
     listing = await list_workspace(root, policy.secret_globs)
+    paths = await asyncio.to_thread(WorkspacePaths, listing.paths)
     budget = policy.budget_chars(budget_tokens, chars_per_token)
     tree = await asyncio.to_thread(render_tree, listing.paths, budget, listing.jail.secrets, listing.complete)
     room = policy.room_below_floor(len(tree) + 2, budget_tokens, chars_per_token)  # 2: the blank line between
     if not listing.complete or room < OUTLINE_MIN_CHARS:
-        return tree
+        return ScannedTree(tree, paths)
     outline = await asyncio.to_thread(render_outline, listing.jail, listing.paths, room)
-    return f"{tree}\n\n{outline}" if outline else tree
+    return ScannedTree(f"{tree}\n\n{outline}" if outline else tree, paths)
 
 
 def render_outline(jail: Jail, paths: Sequence[str], room_chars: int) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from live_memory.admission import Admission, AdmissionLimits, DistillGate
+from live_memory.answer_reuse import AnswerBook
 from live_memory.constants import MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
 from live_memory.context_window import ContextWindow
 from live_memory.errors import InputError
@@ -178,6 +179,7 @@ class WorkspaceState:
         self.team_answers: dict[str, list[TeamAnswer]] = {}
         self.team_pulled = asyncio.Event()
         self.team_merged = 0
+        self.answers = AnswerBook()  # earlier answers to give again (answer_reuse.py)
         self._journal: list[tuple[int, WindowChange]] = []
         self._seq = 0
         self._forks: dict[int, _ForkBase] = {}

@@ -86,6 +86,9 @@ def workspace_stats(state: WorkspaceState, service: WorkspaceService | None = No
         "ledger_facts": len(window.ledger.facts),
         "stale_ledger_facts": sum(1 for f in window.ledger.facts if f.stale),
         "questions_answered": stats.questions,
+        # Earlier answers kept to give again, and how often one was given again (not persisted: a restart forgets)
+        "answers_kept": len(state.answers),
+        "answers_given_again": state.answers.given_again,
         "rebased_commits": stats.rebased_commits,
         "qa_summarized": window.summarized_pairs,
         "cost_usd": round(stats.cost_usd + stats.background_cost_usd, 6),

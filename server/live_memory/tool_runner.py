@@ -1,0 +1,37 @@
+"""The seam between the engine and the read-only tools: what the answer path asks of them (the `tools` package
+implements it), so the engine never imports a tool."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+
+class FileReadLike(Protocol):
+    """A file a tool returned, fingerprinted from the descriptor it was read from."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
+
+
+class ToolOutcomeLike(Protocol):
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def is_error(self) -> bool: ...
+
+    @property
+    def files_read(self) -> Sequence[FileReadLike]: ...
+
+
+class ToolRunner(Protocol):
+    """The one seam every tool call goes through (the `tools` package implements it)."""
+
+    async def run(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcomeLike: ...
