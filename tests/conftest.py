@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
 
-from live_memory.team_store import SCHEMA as TEAM_SCHEMA
+from live_memory.team_sql import SCHEMA as TEAM_SCHEMA
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.postgres import PostgresCluster, unavailable_reason
 

@@ -20,9 +20,9 @@ from live_memory.ledger import LedgerFact
 from live_memory.messages import ChatRequest, ChatResponse, ToolResultPart
 from live_memory.records import FileEvent, TeamAnswer, ToolCall, Usage
 from live_memory.repo_identity import normalize_remote, repository_identity
+from live_memory.team_policy import TeamPolicy
 from live_memory.team_queue import DiskQueue
 from live_memory.team_store import TeamStore
-from live_memory.team_sync import TeamPolicy
 from tests.conftest import TeamDatabase
 from tests.fakes.engine import Engine, engine_for, until
 from tests.fakes.live_server import live_server, settings_for
@@ -96,7 +96,7 @@ async def learn(engine: Engine, root: Path) -> None:
 async def facts_in_store(url: str) -> list[str]:
     store = await TeamStore.connect(url, pool_max=1, timeout_s=5.0)
     try:
-        return [f.text for f in await store.pull("example.com/team/app", limit=100)]
+        return [f.text for f in (await store.pull("example.com/team/app", limit=100)).rows]
     finally:
         await store.aclose()
 
@@ -121,7 +121,7 @@ async def test_what_one_server_learned_the_next_server_on_the_same_bytes_starts_
         state = await second.service.find(str(second_root))
         assert state is not None
         [merged] = [f for f in state.window.ledger.facts if f.text == FACT]
-        assert merged.team.endswith("@" + (first.service.team.policy.machine if first.service.team else ""))
+        assert merged.team == "live"  # its author: the role the store's database recorded, not a name it was given
         assert set(merged.sources) == {"app.py"}
         # The file changes here: the team's fact is no longer presented as current, as a local one would not be.
         off_loop((second_root / "app.py").write_text, "VERSION = 3\n")
@@ -344,7 +344,7 @@ async def answers_in_store(url: str) -> list[TeamAnswer]:
     store = await TeamStore.connect(url, pool_max=1, timeout_s=5.0)
     try:
         await store.migrate()
-        return await store.pull_answers("example.com/team/app", limit=100)
+        return (await store.pull_answers("example.com/team/app", limit=100, answer_max_chars=100_000)).rows
     finally:
         await store.aclose()
 
@@ -380,7 +380,7 @@ async def test_a_teammates_answer_on_the_same_bytes_answers_the_same_question_wi
     [stored] = await answers_in_store(team_db.url)
     assert (stored.question, stored.answer) == (QUESTION, given.answer)
     assert set(stored.sources) == {"app.py"}  # what the answer rests on: the file its model read
-    # A row naming a file outside the checkout holds nowhere, whatever its bytes.
+    # A row naming a file outside the checkout is refused as it arrives, whatever its bytes.
     outside = second_home / "src" / "outside.txt"
     off_loop(outside.write_text, "out\n")
     await push_answer(team_db.url, "what is outside?", {"../outside.txt": hashlib.sha256(b"out\n").hexdigest()})
@@ -393,11 +393,14 @@ async def test_a_teammates_answer_on_the_same_bytes_answers_the_same_question_wi
         off_loop((second_root / "app.py").write_text, APP)
         reused = await second.answerer.ask(str(second_root), "  where is version   DEFINED? ")
         assert len(second_model.requests) == 1  # no model call this time: the team paid for it once
-        assert reused.answer.startswith(given.answer) and "A teammate's answer" in reused.answer
-        assert "app.py" in reused.answer.splitlines()[-1] and (reused.cost_usd, reused.model) == (0.0, "team-answer")
+        attribution, _, body = reused.answer.partition("\n\n")
+        assert "A teammate's answer" in attribution and "written by live" in attribution and "app.py" in attribution
+        assert body == "> " + given.answer.rstrip()  # their words, quoted
+        assert (reused.cost_usd, reused.model) == (0.0, "team-answer")
         assert (await second.answerer.ask(str(second_root), "what is outside?")).answer == "my own answer"
         shown = team_stats(second.service)  # as /stats, /metrics and the status page show it
         assert (shown["answers_pulled"], shown["answers_pushed"], shown["answers_reused"]) == (1, 0, 1)
+        assert shown["rows_rejected"] == 1  # the row naming a path outside the checkout, refused at the edge
         # The file changes here: the teammate's answer about its old bytes is not given again.
         off_loop((second_root / "app.py").write_text, "VERSION = 3\n")
         assert (await second.answerer.ask(str(second_root), QUESTION)).answer == "my own answer"
