@@ -3,6 +3,7 @@ and nothing may talk to a host that is not loopback."""
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import gc
 import os
@@ -318,3 +319,26 @@ def team_db(postgres: PostgresCluster, team_database: str) -> Iterator[TeamDatab
     postgres.empty_database(team_database, TEAM_SCHEMA)
     yield TeamDatabase(postgres, team_database, postgres.url(team_database))
     postgres.ensure_running()
+
+
+@dataclass(frozen=True)
+class TeamRoles:
+    """The session's team database set up by `team-setup` with three teammates, each with a URL of their own."""
+
+    db: TeamDatabase
+    urls: dict[str, str]  # role -> URL
+
+
+TEAMMATES = ("ana", "ben", "mallory")
+
+
+@pytest.fixture
+async def team_roles(team_db: TeamDatabase) -> TeamRoles:
+    """The team database as its administrator sets it up: a role per teammate (ana, ben, mallory), authors
+    proven by row-level security."""
+    from live_memory.team_admin import set_up
+
+    await set_up(team_db.cluster.admin_url(team_db.name), TEAMMATES)
+    for role in TEAMMATES:
+        await asyncio.to_thread(team_db.cluster.give_password, role)
+    return TeamRoles(team_db, {role: team_db.cluster.role_url(team_db.name, role) for role in TEAMMATES})

@@ -56,9 +56,10 @@ def no_controls(text: str) -> str:
 def inside_checkout(path: str) -> str:
     """A path relative to a checkout, spelled as a checkout's file is: never absolute, never `..`."""
     parts = PurePosixPath(path).parts
-    if not parts or path.startswith("/") or "\\" in path or ".." in parts or str(PurePosixPath(path)) != path:
+    plain = path.isprintable() and str(PurePosixPath(path)) == path and "\\" not in path
+    if not parts or path.startswith("/") or ".." in parts or not plain:
         raise ValueError(f"path {path[:80]!r} is not a plain path inside a checkout")
-    return one_line(path)
+    return path
 
 
 def _sources(raw: object) -> dict[str, str]:
