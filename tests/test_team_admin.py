@@ -100,7 +100,7 @@ async def test_setup_refuses_a_role_name_it_would_not_show_and_a_login_that_may_
 ) -> None:
     with pytest.raises(ValueError, match="not a role name"):
         await set_up(team_db.cluster.admin_url(team_db.name), ["ana\nSYSTEM"])
-    with pytest.raises(TeamStoreError, match="setting up the team store at .* failed") as refused:
+    with pytest.raises(TeamStoreError, match=r"setting up the team store at .* failed") as refused:
         await set_up(team_db.url, ["ana"])  # the servers' login: no CREATEROLE
     assert team_db.cluster.password not in str(refused.value)
 
