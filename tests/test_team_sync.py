@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 
-import anyio
 import httpx2
 import pytest
 
@@ -24,28 +22,16 @@ from live_memory.team_policy import TeamPolicy
 from live_memory.team_queue import DiskQueue
 from live_memory.team_store import TeamStore
 from tests.conftest import TeamDatabase
-from tests.fakes.engine import Engine, engine_for, until
+from tests.fakes.engine import Engine, until
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.off_loop import off_loop
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.tcp_proxy import TcpProxy
+from tests.fakes.team import APP, checkout, first_pull, running, team_engine
 
-REMOTE = "git@example.com:Team/App.git"
-APP = "VERSION = 1\n\ndef serve():\n    return VERSION\n"
 LONG_ANSWER = "the answer, at length: " + "words " * 600  # about 900 tokens: the third one passes the history bound
 FACT = "VERSION is defined in app.py and serve() returns it"
-
-
-def checkout(home: Path, app: str = APP) -> Path:
-    """A clone of the team's repository: the same remote, its own path."""
-    root = home / "src" / "app"
-    root.mkdir(parents=True)
-    (root / "app.py").write_text(app)
-    (root / "README.md").write_text("# App\n")
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    subprocess.run(["git", "remote", "add", "origin", REMOTE], cwd=root, check=True)
-    return root
 
 
 def two_checkouts(tmp_path: Path, second_app: str = APP) -> tuple[Path, Path, Path, Path]:
@@ -67,22 +53,6 @@ def learner(fact: str = FACT) -> ScriptedProvider:
         return text_response("", tool_calls=(ToolCall("r", "Read", {"file_path": "app.py"}),))
 
     return ScriptedProvider(responder=reply)
-
-
-@asynccontextmanager
-async def running(engine: Engine) -> AsyncIterator[Engine]:
-    """The service with its background work (the team store's sync among it), as the lifespan runs it."""
-    async with anyio.create_task_group() as tasks:
-        engine.service.start(tasks)
-        try:
-            yield engine
-        finally:
-            tasks.cancel_scope.cancel()
-    await engine.service.aclose()
-
-
-def team_engine(home: Path, provider: ScriptedProvider, url: str, **options: str) -> Engine:
-    return engine_for(home, provider, team_store=url, history_max_tokens="1500", **options)
 
 
 async def learn(engine: Engine, root: Path) -> None:
@@ -359,13 +329,6 @@ async def push_answer(url: str, question: str, sources: dict[str, str]) -> None:
         )
     finally:
         await store.aclose()
-
-
-async def first_pull(engine: Engine, root: Path) -> None:
-    """The workspace is open and its first pull from the team is done (a first question waits for it only
-    briefly, beside the tree scan)."""
-    opened = await engine.service.open(str(root))
-    await opened.state.team_pulled.wait()
 
 
 async def test_a_teammates_answer_on_the_same_bytes_answers_the_same_question_without_a_model_call(

@@ -1,0 +1,54 @@
+"""What the team store's end-to-end tests share: a clone of the team's repository, the service run with its
+background work (the team store's sync and listener among it), and its first pull from the team."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+
+from live_memory.messages import ChatProvider
+from tests.fakes.engine import Engine, engine_for
+
+REMOTE = "git@example.com:Team/App.git"
+REPO_ID = "example.com/team/app"  # its identity, as the servers name it
+APP = "VERSION = 1\n\ndef serve():\n    return VERSION\n"
+
+
+def checkout(home: Path, app: str = APP, files: Mapping[str, str] | None = None) -> Path:
+    """A clone of the team's repository: the same remote, its own path (and `files`, path -> text, beside)."""
+    root = home / "src" / "app"
+    root.mkdir(parents=True)
+    (root / "app.py").write_text(app)
+    (root / "README.md").write_text("# App\n")
+    for path, text in (files or {}).items():
+        (root / path).write_text(text)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["git", "remote", "add", "origin", REMOTE], cwd=root, check=True)
+    return root
+
+
+@asynccontextmanager
+async def running(engine: Engine) -> AsyncIterator[Engine]:
+    """The service with its background work (the team store's sync among it), as the lifespan runs it."""
+    async with anyio.create_task_group() as tasks:
+        engine.service.start(tasks)
+        try:
+            yield engine
+        finally:
+            tasks.cancel_scope.cancel()
+    await engine.service.aclose()
+
+
+def team_engine(home: Path, provider: ChatProvider, url: str, **options: str) -> Engine:
+    return engine_for(home, provider, team_store=url, history_max_tokens="1500", **options)
+
+
+async def first_pull(engine: Engine, root: Path) -> None:
+    """The workspace is open and its first pull from the team is done (a first question waits for it only
+    briefly, beside the tree scan)."""
+    opened = await engine.service.open(str(root))
+    await opened.state.team_pulled.wait()
