@@ -10,8 +10,10 @@ from pathlib import Path
 
 import anyio
 
-from live_memory.messages import ChatProvider
+from live_memory.messages import ChatProvider, ChatRequest, ChatResponse, ToolResultPart
+from live_memory.records import ToolCall
 from tests.fakes.engine import Engine, engine_for
+from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 REMOTE = "git@example.com:Team/App.git"
 REPO_ID = "example.com/team/app"  # its identity, as the servers name it
@@ -52,3 +54,14 @@ async def first_pull(engine: Engine, root: Path) -> None:
     briefly, beside the tree scan)."""
     opened = await engine.service.open(str(root))
     await opened.state.team_pulled.wait()
+
+
+def reader(answer: str, path: str = "app.py") -> ScriptedProvider:
+    """A model that reads `path` for each question, then gives `answer` (grounded on that file: it may be shared)."""
+
+    def reply(request: ChatRequest) -> ChatResponse:
+        if any(isinstance(part, ToolResultPart) for part in request.messages[-1].parts):
+            return text_response(answer)
+        return text_response("", tool_calls=(ToolCall("r", "Read", {"file_path": path}),))
+
+    return ScriptedProvider(responder=reply)
