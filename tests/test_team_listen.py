@@ -9,15 +9,13 @@ import time
 from pathlib import Path
 
 from live_memory.team_listen import announced
-from live_memory.team_sync import TeamSync
 from tests.conftest import TeamRoles
 from tests.fakes.engine import Engine, until
 from tests.fakes.off_loop import off_loop
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.tcp_proxy import TcpProxy
-from tests.fakes.team import checkout, first_pull, reader, running, team_engine
+from tests.fakes.team import FRESH_S, arrives, checkout, first_pull, reader, running, sync, team_engine
 
-FRESH_S = 5.0  # the issue's bound: a teammate's answer usable this long after it is written
 QUESTION = "Where is VERSION defined?"
 
 
@@ -25,24 +23,6 @@ def server(tmp_path: Path, name: str, url: str) -> tuple[Engine, Path]:
     """A teammate's server and checkout; its model reads app.py and answers "VERSION is in app.py:1."."""
     root = off_loop(checkout, tmp_path / name)
     return team_engine(tmp_path / name, reader("VERSION is in app.py:1."), url, team_share_answers="1"), root
-
-
-def sync(engine: Engine) -> TeamSync:
-    assert engine.service.team is not None
-    return engine.service.team
-
-
-async def arrives(engine: Engine, root: Path, question: str, timeout_s: float = FRESH_S) -> None:
-    """Wait, batch by batch of the store's announcements and bounded, until the workspace holds an answer to
-    `question` from a teammate."""
-    state = await engine.service.find(str(root))
-    assert state is not None
-    async with asyncio.timeout(timeout_s):
-        while True:
-            arrival = sync(engine).news.next_arrival()
-            if " ".join(question.casefold().split()) in state.team_answers:
-                return
-            await arrival.wait()
 
 
 async def test_a_teammates_answer_is_usable_within_seconds_without_a_restart_or_a_compaction(

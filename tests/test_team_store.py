@@ -220,6 +220,29 @@ async def test_a_store_made_by_an_older_version_is_upgraded_and_keeps_its_facts(
         await store.aclose()
 
 
+async def test_a_version_2_store_gains_authors_its_rows_credited_to_the_role_that_owned_it(
+    team_db: TeamDatabase,
+) -> None:
+    store = await open_store(team_db.url)
+    try:
+        await store.migrate(migrations=MIGRATIONS[:2])  # as the release before authors left it
+        team_db.cluster.admin_execute(
+            team_db.name,
+            "INSERT INTO live_memory.facts (repo, text, sources, text_sha256, sources_sha256, machine, user_name,"
+            f" learned_at, confirmed_at) VALUES ('{REPO}', 'Learned before authors.',"
+            f" '{{\"src/cart.py\": \"{SHA_A}\"}}', '\\x01', '\\x02', 'laptop-1', 'ana', now(), now())",
+        )
+
+        assert await store.migrate() == len(MIGRATIONS)
+
+        [row] = (await store.pull(REPO, limit=10)).rows
+        assert (row.text, row.author) == ("Learned before authors.", "live")  # the role every server shared
+        assert await store.push([fact("Learned after.")]) == 1
+        assert (await store.whoami()).above_row_security  # that role owns the tables: it is told so
+    finally:
+        await store.aclose()
+
+
 async def test_a_store_made_by_a_newer_version_is_refused_and_left_alone(team_db: TeamDatabase) -> None:
     store = await open_store(team_db.url)
     try:

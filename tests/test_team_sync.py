@@ -397,3 +397,23 @@ def test_only_grounded_answers_without_secrets_or_credentials_leave_and_only_whe
     assert not policy.may_share_answer("where?", "here", {".env": "b" * 64})
     off = TeamPolicy("postgresql://x", 1.0, 1, (), (".env",), "dev", "m1")
     assert not off.may_share_answer("where is VERSION?", "app.py:1", digest)
+
+
+async def test_a_queued_line_holding_a_credential_is_withheld_when_pushed(
+    tmp_path: Path, team_db: TeamDatabase
+) -> None:
+    """A queue written under older rules (or by hand) is checked again on its way out: what holds a credential
+    stays on this machine, the rest goes."""
+    home = tmp_path / "dev"
+    root = off_loop(checkout, home)
+    line = {"repo": "example.com/team/app", "sources": {"app.py": "a" * 64}, "machine": "m", "user": "u"}
+    texts = ("app.py reads postgresql://admin:Sup3rS3cret@db/prod", "serve() returns VERSION")
+    lines = [line | {"text": text, "learned_at": 1.0e9} for text in texts]
+    off_loop(DiskQueue(home / "data", 10).append, lines)
+    async with running(team_engine(home, learner(), team_db.url)) as engine:
+        await first_pull(engine, root)
+        team = engine.service.team
+        assert team is not None
+        await until(lambda: team.figures.pushed + team.figures.withheld == 2)
+        assert (team.figures.pushed, team.figures.withheld, team.queued) == (1, 1, 0)
+    assert await facts_in_store(team_db.url) == ["serve() returns VERSION"]

@@ -3,6 +3,7 @@ background work (the team store's sync and listener among it), and its first pul
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -12,12 +13,14 @@ import anyio
 
 from live_memory.messages import ChatProvider, ChatRequest, ChatResponse, ToolResultPart
 from live_memory.records import ToolCall
+from live_memory.team_sync import TeamSync
 from tests.fakes.engine import Engine, engine_for
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 REMOTE = "git@example.com:Team/App.git"
 REPO_ID = "example.com/team/app"  # its identity, as the servers name it
 APP = "VERSION = 1\n\ndef serve():\n    return VERSION\n"
+FRESH_S = 5.0  # the issue's bound: a teammate's answer usable this long after it is written
 
 
 def checkout(home: Path, app: str = APP, files: Mapping[str, str] | None = None) -> Path:
@@ -65,3 +68,21 @@ def reader(answer: str, path: str = "app.py") -> ScriptedProvider:
         return text_response("", tool_calls=(ToolCall("r", "Read", {"file_path": path}),))
 
     return ScriptedProvider(responder=reply)
+
+
+def sync(engine: Engine) -> TeamSync:
+    assert engine.service.team is not None
+    return engine.service.team
+
+
+async def arrives(engine: Engine, root: Path, question: str, timeout_s: float = FRESH_S) -> None:
+    """Wait, batch by batch of the store's announcements and bounded, until the workspace holds an answer to
+    `question` from a teammate."""
+    state = await engine.service.find(str(root))
+    assert state is not None
+    async with asyncio.timeout(timeout_s):
+        while True:
+            arrival = sync(engine).news.next_arrival()
+            if " ".join(question.casefold().split()) in state.team_answers:
+                return
+            await arrival.wait()
