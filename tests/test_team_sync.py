@@ -259,6 +259,8 @@ def test_the_store_shows_in_health_stats_metrics_and_the_status_page_and_never_f
         team = client.get("/stats").json()["server"]["team"]
         assert "live" in team["store"] and team_db.url.split(":")[2].split("@")[0] not in str(team)  # no password
         assert {"facts_pulled", "facts_pushed", "facts_queued", "latency_ms", "schema_version"} <= team.keys()
+        assert (team["author"], team["row_security"], team["trusted_authors"]) == ("live", "bypassed", "all")
+        assert (team["rows_rejected"], team["pull_errors"]) == (0, 0)
         assert (team["answers_pulled"], team["answers_pushed"], team["answers_reused"]) == (0, 0, 0)
         health = client.get("/health").json()
         assert health["team_store"] == "up"
@@ -266,6 +268,7 @@ def test_the_store_shows_in_health_stats_metrics_and_the_status_page_and_never_f
         assert (
             "live_memory_team_store_up 1.0" in metrics and 'live_memory_team_answers_total{way="reused"} 0.0' in metrics
         )
+        assert "live_memory_team_rows_rejected_total 0.0" in metrics and "live_memory_team_pull_errors_total" in metrics
         assert "Team store" in client.get("/").text
         team_db.cluster.stop_now()
         try:
