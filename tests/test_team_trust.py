@@ -17,7 +17,7 @@ import pytest
 from live_memory import team_work
 from live_memory.http.stats import team_stats
 from tests.conftest import TeamRoles
-from tests.fakes.engine import Engine
+from tests.fakes.engine import Engine, until
 from tests.fakes.off_loop import off_loop
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.team import APP, REPO_ID, checkout, first_pull, running, team_engine
@@ -158,7 +158,10 @@ async def test_a_pull_that_fails_shows_as_an_error_not_as_up(tmp_path: Path, tea
     engine, root = ben(tmp_path, team_roles, ScriptedProvider(text_response(OWN_ANSWER)))
     async with running(engine):
         await first_pull(engine, root)
+        team = engine.service.team
+        assert team is not None and team.figures.state == "down"
+        await until(lambda: team.figures.state != "down")  # the store answers again: the pull still failed
         shown = team_stats(engine.service)
         assert (await engine.answerer.ask(str(root), QUESTION)).answer.startswith(OWN_ANSWER)  # asks unaffected
-    assert shown["state"] != "up" and "pulling answers" in shown["last_error"] and shown["pull_errors"] == 1
+    assert shown["state"] == "failing" and "pulling answers" in shown["last_error"] and shown["pull_errors"] == 1
     assert db.cluster.password not in shown["last_error"]

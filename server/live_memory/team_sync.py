@@ -75,6 +75,7 @@ class TeamSync:
     _queued: asyncio.Event = field(default_factory=asyncio.Event)
     _up: asyncio.Event = field(default_factory=asyncio.Event)  # connected and migrated
     _refused: set[str] = field(default_factory=set)  # the keys of refused rows already logged
+    _pull_error: str = ""  # why the last pull failed ("" once one succeeds)
     news: News = field(init=False)  # the store's announcements, as `watch` follows them
 
     def __post_init__(self) -> None:
@@ -127,9 +128,9 @@ class TeamSync:
         if not self._up.is_set():
             logger.info("team store %s is up (schema %s)", store.masked_url, self.figures.schema_version)
         self._up.set()
-        if self.figures.state != "failing":  # a pull's failure stays shown until a pull succeeds
-            self.figures.state = "up"
-            self.figures.last_error = ""
+        # Answering again is not enough: a pull's failure stays shown until a pull succeeds.
+        self.figures.state = "failing" if self._pull_error else "up"
+        self.figures.last_error = self._pull_error
         return store
 
     async def _drain(self, store: TeamStore) -> None:
@@ -278,17 +279,20 @@ class TeamSync:
             result = await call
         except TeamStoreError as exc:
             self.figures.pull_errors += 1
-            self._down(exc)
+            self._pull_error = str(exc)
+            self._down(exc)  # shown "down" until the store answers again, then "failing" until a pull works
             return None
         except Exception as exc:
             logger.exception("%s from the team store failed", what)
             self.figures.pull_errors += 1
-            self.figures.state = "failing"
-            self.figures.last_error = f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            self._pull_error = f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            self.figures.state, self.figures.last_error = "failing", self._pull_error
             return None
         self.figures.latency_s = time.monotonic() - started
-        if self.figures.state == "failing":
-            self.figures.state, self.figures.last_error = "up", ""
+        if self._pull_error:
+            self._pull_error = ""
+            if self.figures.state == "failing":
+                self.figures.state, self.figures.last_error = "up", ""
         return result
 
     def _accepted(self, pulled: Pulled[Grounded] | None) -> list[Grounded]:

@@ -153,13 +153,20 @@ async def _uses_grounds(tools: CheckoutTools, state: WorkspaceState, question: s
     return hashes if len(hashes) == len(paths) else None
 
 
+def candidates_for(state: WorkspaceState, question: str) -> list[TeamAnswer]:
+    """The teammates' answers that may answer `question`, newest first: today those to the very same question
+    (case and whitespace folded). The one place where a match by the names and paths a question is about would
+    widen the choice; whatever it picks is still checked against the disk (and, for uses, the search) below."""
+    return state.team_answers.get(question_key(question), []) if state.team_answers else []
+
+
 async def teammates_answer(
     team: TeamSync, state: WorkspaceState, question: str, tools: CheckoutTools
 ) -> TeamAnswer | None:
     """The newest teammate's answer to this very question (case and whitespace folded) whose every file has
     the same bytes here now, checked against the disk, off the event loop; for a question about uses, only one
     resting on every file here that mentions the name. None without one."""
-    candidates = state.team_answers.get(question_key(question), []) if state.team_answers else []
+    candidates = candidates_for(state, question)
     if not candidates:
         return None
     users = await _mentioning(tools, question)
