@@ -176,6 +176,7 @@ class TeamSync:
         self._queued.set()  # wakes `run`, which reconnects with backoff
 
     async def aclose(self) -> None:
+        self._up.clear()
         if self._store is not None:
             await self._store.aclose()
             self._store = None
