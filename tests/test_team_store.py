@@ -21,6 +21,7 @@ from live_memory.records import TeamFact
 from live_memory.team_sql import SCHEMA
 from live_memory.team_store import Migration, TeamStore, bundled_migrations
 from tests.conftest import TeamDatabase
+from tests.fakes.off_loop import off_loop
 from tests.fakes.ports import free_port
 from tests.fakes.postgres import PostgresCluster
 from tests.fakes.tcp_proxy import TcpProxy
@@ -226,7 +227,8 @@ async def test_a_version_2_store_gains_authors_its_rows_credited_to_the_role_tha
     store = await open_store(team_db.url)
     try:
         await store.migrate(migrations=MIGRATIONS[:2])  # as the release before authors left it
-        team_db.cluster.admin_execute(
+        off_loop(
+            team_db.cluster.admin_execute,
             team_db.name,
             "INSERT INTO live_memory.facts (repo, text, sources, text_sha256, sources_sha256, machine, user_name,"
             f" learned_at, confirmed_at) VALUES ('{REPO}', 'Learned before authors.',"

@@ -108,7 +108,9 @@ async def test_each_bad_row_is_refused_alone_counted_logged_once_and_the_good_ro
 ) -> None:
     db = team_roles.db
     for table in ("answers", "facts"):  # what only the tables' owner may do: a NULL where none belongs
-        db.cluster.admin_execute(db.name, f"ALTER TABLE live_memory.{table} ALTER COLUMN learned_at DROP NOT NULL")
+        off_loop(
+            db.cluster.admin_execute, db.name, f"ALTER TABLE live_memory.{table} ALTER COLUMN learned_at DROP NOT NULL"
+        )
     ana, mallory = team_roles.urls["ana"], team_roles.urls["mallory"]
     await write_row(ana, "answers", "VERSION is defined in app.py:1.")
     await write_row(ana, "facts", "VERSION is defined in app.py")
@@ -152,16 +154,24 @@ async def test_each_bad_row_is_refused_alone_counted_logged_once_and_the_good_ro
     assert not any("xxxxxxxxxx" in line or "Instructions" in line for line in refusals)
 
 
-async def test_a_pull_that_fails_shows_as_an_error_not_as_up(tmp_path: Path, team_roles: TeamRoles) -> None:
+async def test_a_pull_that_fails_shows_as_an_error_and_keeps_the_answers_held(
+    tmp_path: Path, team_roles: TeamRoles
+) -> None:
     db = team_roles.db
-    db.cluster.admin_execute(db.name, "ALTER TABLE live_memory.answers RENAME COLUMN answer TO answer_text")
+    await write_row(team_roles.urls["ana"], "answers", "VERSION is defined in app.py:1.")
     engine, root = ben(tmp_path, team_roles, ScriptedProvider(text_response(OWN_ANSWER)))
     async with running(engine):
         await first_pull(engine, root)
         team = engine.service.team
-        assert team is not None and team.figures.state == "down"
+        state = await engine.service.find(str(root))
+        assert team is not None and state is not None
+        off_loop(
+            db.cluster.admin_execute, db.name, "ALTER TABLE live_memory.answers RENAME COLUMN answer TO answer_text"
+        )
+        await team_work.pull_into(team, 1 << 20, state)  # the periodic pull, say
+        assert team.figures.state == "down"
         await until(lambda: team.figures.state != "down")  # the store answers again: the pull still failed
         shown = team_stats(engine.service)
-        assert (await engine.answerer.ask(str(root), QUESTION)).answer.startswith(OWN_ANSWER)  # asks unaffected
+        assert (await engine.answerer.ask(str(root), QUESTION)).model == "team-answer"  # what was held still serves
     assert shown["state"] == "failing" and "pulling answers" in shown["last_error"] and shown["pull_errors"] == 1
     assert db.cluster.password not in shown["last_error"]

@@ -221,17 +221,18 @@ class TeamSync:
         pulled = await self._call("pulling facts", store.pull(repo or "", **self._pull_args()))
         return await self._as_ledger_facts(pulled, root, max_file_bytes)
 
-    async def pull_answers(self, repo: str | None) -> list[TeamAnswer]:
-        """The teammates' answers for this repository, newest first; none unless answers are shared, or when
-        the store is down or slow. Whether an answer's files hold is checked when its question is asked: an
-        answer about bytes this checkout has not reached yet may hold later."""
+    async def pull_answers(self, repo: str | None) -> list[TeamAnswer] | None:
+        """The teammates' answers for this repository, newest first; none unless answers are shared; None when
+        the store is down or slow (what is held is kept then). Whether an answer's files hold is checked when
+        its question is asked: an answer about bytes this checkout has not reached yet may hold later."""
         if not self.policy.share_answers:
             return []
         store = await self._store_for(repo)
         if store is None:
-            return []
+            return None
         call = store.pull_answers(repo or "", answer_max_chars=self.policy.answer_max_chars, **self._pull_args())
-        return self._accepted(await self._call("pulling answers", call))
+        pulled = await self._call("pulling answers", call)
+        return None if pulled is None else self._accepted(pulled)
 
     async def fetch_facts(self, repo: str, ids: Collection[int], root: Path, max_file_bytes: int) -> list[LedgerFact]:
         """The announced facts with these ids that hold in the checkout at `root` (as `pull`)."""

@@ -54,7 +54,9 @@ async def pull_into(team: TeamSync, max_file_bytes: int, state: WorkspaceState) 
     try:
         repo = await _repo_of(state)
         _to_inbox(state, await team.pull(repo, state.tree_root, max_file_bytes))
-        state.team_answers = _by_question({}, await team.pull_answers(repo))
+        answers = await team.pull_answers(repo)
+        if answers is not None:  # a failed pull keeps what is held (each answer is checked on disk when used)
+            state.team_answers = _by_question({}, answers)
     except Exception:  # a background pull must never take the service down; answers go on without it
         logger.exception("pulling the team's facts for %s failed", state.root)
     finally:
