@@ -98,8 +98,8 @@ class QuestionResult:
 @dataclass(frozen=True)
 class TeamFact:
     """One ledger fact as the team store keeps it: where it holds (the repository's identity, and each file it
-        rests on with that file's SHA-256 when learned), who learned it, and when it was learned and last confirmed
-        (unix seconds). Only the fact travels, never the questions or answers it came from. `user` and `machine` are
+    rests on with that file's SHA-256 when learned), who learned it, and when it was learned and last confirmed
+    (unix seconds). Only the fact travels, never the questions or answers it came from. `user` and `machine` are
     what the writer says of itself; `author` is what the store's database proves."""
 
     repo: str
