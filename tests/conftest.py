@@ -323,7 +323,7 @@ def team_db(postgres: PostgresCluster, team_database: str) -> Iterator[TeamDatab
 
 @dataclass(frozen=True)
 class TeamRoles:
-    """The session's team database set up by `team-setup` with three teammates, each with a URL of their own."""
+    """The team database of this test process as `team-setup` leaves it: three teammates, each with a URL."""
 
     db: TeamDatabase
     urls: dict[str, str]  # role -> URL

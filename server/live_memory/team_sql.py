@@ -1,6 +1,6 @@
 """The team store's SQL: the upserts that push, the SELECTs that pull (each column capped), and who-am-I.
 
-Text only (and the helpers that lay rows out as the upserts' columns): team_store.py runs them. Every table
+Text only (and the functions that lay rows out as the upserts' columns): team_store.py runs them. Every table
 lives in the schema SCHEMA, so the database may be shared with other programs.
 """
 
