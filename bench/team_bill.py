@@ -117,7 +117,7 @@ def team_checkout(repo: Repo, target: Path, remote: str) -> Path:
 async def _store_facts(url: str, repo_id: str) -> list[Any]:
     store = await TeamStore.connect(url, pool_max=1, timeout_s=STORE_TIMEOUT_S)
     try:
-        return list(await store.pull(repo_id, limit=PULL_ALL))
+        return (await store.pull(repo_id, limit=PULL_ALL)).rows
     finally:
         await store.aclose()
 

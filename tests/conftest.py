@@ -3,6 +3,7 @@ and nothing may talk to a host that is not loopback."""
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import gc
 import os
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
 
-from live_memory.team_store import SCHEMA as TEAM_SCHEMA
+from live_memory.team_sql import SCHEMA as TEAM_SCHEMA
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.postgres import PostgresCluster, unavailable_reason
 
@@ -318,3 +319,26 @@ def team_db(postgres: PostgresCluster, team_database: str) -> Iterator[TeamDatab
     postgres.empty_database(team_database, TEAM_SCHEMA)
     yield TeamDatabase(postgres, team_database, postgres.url(team_database))
     postgres.ensure_running()
+
+
+@dataclass(frozen=True)
+class TeamRoles:
+    """The team database of this test process as `team-setup` leaves it: three teammates, each with a URL."""
+
+    db: TeamDatabase
+    urls: dict[str, str]  # role -> URL
+
+
+TEAMMATES = ("ana", "ben", "mallory")
+
+
+@pytest.fixture
+async def team_roles(team_db: TeamDatabase) -> TeamRoles:
+    """The team database as its administrator sets it up: a role per teammate (ana, ben, mallory), authors
+    proven by row-level security."""
+    from live_memory.team_admin import set_up
+
+    await set_up(team_db.cluster.admin_url(team_db.name), TEAMMATES)
+    for role in TEAMMATES:
+        await asyncio.to_thread(team_db.cluster.give_password, role)
+    return TeamRoles(team_db, {role: team_db.cluster.role_url(team_db.name, role) for role in TEAMMATES})

@@ -5,6 +5,7 @@ packets, restarted. Every call must end within its timeout, as TeamStoreError, w
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import tomllib
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,8 +18,10 @@ import pytest
 from live_memory import constants as C
 from live_memory.errors import LiveMemoryError, TeamStoreError
 from live_memory.records import TeamFact
-from live_memory.team_store import SCHEMA, Migration, TeamStore, bundled_migrations, mask_url
+from live_memory.team_sql import SCHEMA
+from live_memory.team_store import Migration, TeamStore, bundled_migrations
 from tests.conftest import TeamDatabase
+from tests.fakes.off_loop import off_loop
 from tests.fakes.ports import free_port
 from tests.fakes.postgres import PostgresCluster
 from tests.fakes.tcp_proxy import TcpProxy
@@ -50,6 +53,13 @@ def fact(text: str, *, sources: dict[str, str] | None = None, at: float = T0, le
     )
 
 
+async def pulled(store: TeamStore, limit: int = 10) -> list[TeamFact]:
+    """The repository's facts as pushed: none refused, and without what the store adds (author, row id)."""
+    got = await store.pull(REPO, limit=limit)
+    assert got.refused == []
+    return [dataclasses.replace(row, author="", row_id=0) for row in got.rows]
+
+
 async def open_store(url: str, *, timeout_s: float = C.TEAM_STORE_TIMEOUT_S) -> TeamStore:
     return await TeamStore.connect(url, pool_max=C.TEAM_STORE_POOL_MAX, timeout_s=timeout_s)
 
@@ -72,9 +82,9 @@ async def test_pushed_facts_come_back_with_their_sources_newest_confirmation_fir
 
     assert await store.push([older, newer, elsewhere]) == 3
 
-    assert await store.pull(REPO, limit=C.TEAM_STORE_PULL_LIMIT) == [newer, older]
+    assert await pulled(store, C.TEAM_STORE_PULL_LIMIT) == [newer, older]
     assert await store.counts(REPO) == 2 and await store.counts() == 3
-    assert await store.pull(REPO, limit=1) == [newer]
+    assert await pulled(store, 1) == [newer]
 
 
 async def test_the_same_fact_on_the_same_bytes_is_one_row_whose_confirmation_moves_forward(store: TeamStore) -> None:
@@ -86,7 +96,7 @@ async def test_the_same_fact_on_the_same_bytes_is_one_row_whose_confirmation_mov
     assert await store.push([again]) == 0  # nothing new: the row is not rewritten
     assert await store.push([first]) == 0  # an older confirmation does not move it back
 
-    [row] = await store.pull(REPO, limit=10)
+    [row] = await pulled(store)
     assert row.confirmed_at == T0 + 60
     assert (row.learned_at, row.machine, row.user) == (T0, "laptop-1", "ana")  # who learned it first, and when
 
@@ -96,7 +106,7 @@ async def test_duplicates_within_one_push_become_one_row(store: TeamStore) -> No
     written = await store.push([fact(text, at=T0 + 1), fact(text, at=T0 + 9, learned=T0 - 3, user="ben")])
 
     assert written == 1
-    [row] = await store.pull(REPO, limit=10)
+    [row] = await pulled(store)
     assert (row.learned_at, row.confirmed_at, row.user) == (T0 - 3, T0 + 9, "ben")
 
 
@@ -107,25 +117,27 @@ async def test_contradicting_facts_on_the_same_bytes_are_both_kept_newest_first(
 
     assert await store.push([says_yes, says_no, same_text_other_bytes]) == 3
 
-    assert await store.pull(REPO, limit=10) == [says_no, same_text_other_bytes, says_yes]
+    assert await pulled(store) == [says_no, same_text_other_bytes, says_yes]
 
 
-async def test_since_returns_only_facts_confirmed_after_it(store: TeamStore) -> None:
-    facts = [fact(f"Fact number {n}.", at=T0 + n) for n in range(5)]
-    await store.push(facts)
+async def test_fetch_returns_only_the_rows_named_by_id(store: TeamStore) -> None:
+    await store.push([fact(f"Fact number {n}.", at=T0 + n) for n in range(5)])
+    ids = {row.text: row.row_id for row in (await store.pull(REPO, limit=10)).rows}
 
-    newest_first = await store.pull(REPO, limit=10)
-    assert [f.text for f in await store.pull(REPO, since=T0 + 2, limit=10)] == ["Fact number 4.", "Fact number 3."]
-    assert await store.pull(REPO, since=newest_first[0].confirmed_at, limit=10) == []  # a pull's own mark
+    got = await store.fetch("facts", REPO, [ids["Fact number 1."], ids["Fact number 3."]], answer_max_chars=100)
+
+    assert [row.text for row in got.rows if isinstance(row, TeamFact)] == ["Fact number 3.", "Fact number 1."]
+    assert (
+        await store.fetch("facts", "github.com/acme/blog", [ids["Fact number 1."]], answer_max_chars=100)
+    ).rows == []
 
 
 async def test_text_and_paths_of_any_kind_round_trip(store: TeamStore) -> None:
     odd = fact("Ünïcode, 'quotes', \"doubles\", back\\slash; emoji 🧪.", sources={"dir with space/ß.py": SHA_A})
-    no_sources = fact("A fact resting on no file.", sources={})
 
-    await store.push([odd, no_sources])
+    await store.push([odd])
 
-    assert sorted(await store.pull(REPO, limit=10), key=lambda f: f.text) == [no_sources, odd]
+    assert await pulled(store) == [odd]
 
 
 # --- schema ----------------------------------------------------------------------------------------------
@@ -157,7 +169,7 @@ async def test_an_emptied_database_is_what_a_fresh_one_is_to_a_store(team_db: Te
         try:
             assert await fresh.schema_version() is None
             await fresh.migrate()
-            assert await fresh.pull(REPO, limit=10) == []
+            assert await pulled(fresh) == []
         finally:
             await fresh.aclose()
     finally:
@@ -201,10 +213,34 @@ async def test_a_store_made_by_an_older_version_is_upgraded_and_keeps_its_facts(
         assert await store.migrate(migrations=next_version()) == len(next_version())
 
         assert await store.schema_version() == len(next_version())
-        assert [f.text for f in await store.pull(REPO, limit=10)] == ["Kept across the upgrade."]
+        assert [f.text for f in await pulled(store)] == ["Kept across the upgrade."]
         assert team_db.cluster.admin_execute(
             team_db.name, "SELECT column_name FROM information_schema.columns WHERE column_name = 'later'"
         ) == [("later",)]
+    finally:
+        await store.aclose()
+
+
+async def test_a_version_2_store_gains_authors_its_rows_credited_to_the_role_that_owned_it(
+    team_db: TeamDatabase,
+) -> None:
+    store = await open_store(team_db.url)
+    try:
+        await store.migrate(migrations=MIGRATIONS[:2])  # as the release before authors left it
+        off_loop(
+            team_db.cluster.admin_execute,
+            team_db.name,
+            "INSERT INTO live_memory.facts (repo, text, sources, text_sha256, sources_sha256, machine, user_name,"
+            f" learned_at, confirmed_at) VALUES ('{REPO}', 'Learned before authors.',"
+            f" '{{\"src/cart.py\": \"{SHA_A}\"}}', '\\x01', '\\x02', 'laptop-1', 'ana', now(), now())",
+        )
+
+        assert await store.migrate() == len(MIGRATIONS)
+
+        [row] = (await store.pull(REPO, limit=10)).rows
+        assert (row.text, row.author) == ("Learned before authors.", "live")  # the role every server shared
+        assert await store.push([fact("Learned after.")]) == 1
+        assert (await store.whoami()).above_row_security  # that role owns the tables: it is told so
     finally:
         await store.aclose()
 
@@ -313,40 +349,9 @@ async def test_after_the_server_restarts_the_same_store_works_again(team_db: Tea
             await open_store(team_db.url, timeout_s=FAST)
 
         await team_db.cluster.start()
-        assert [f.text for f in await store.pull(REPO, limit=10)] == ["Survives a restart."]
+        assert [f.text for f in await pulled(store)] == ["Survives a restart."]
     finally:
         await store.aclose()
-
-
-# --- masking ---------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("url", "masked"),
-    [
-        ("postgresql://ana:s3cret@db.example:5432/team", "postgresql://ana:***@db.example:5432/team"),
-        ("postgres://ana:p%40ss%2Fw@db/team?sslmode=require", "postgres://ana:***@db/team?sslmode=require"),
-        ("postgresql://ana:raw@pass/word@db/team", "postgresql://ana:***@db/team"),
-        ("postgresql://ana:pw@h1:5432,h2:5433/team", "postgresql://ana:***@h1:5432,h2:5433/team"),
-        (
-            "postgresql://db/team?user=ana&password=s3cret&sslmode=verify-full&sslpassword=k3y",
-            "postgresql://db/team?user=ana&password=***&sslmode=verify-full&sslpassword=***",
-        ),
-        ("postgresql://db/team?PassWord=s3cret", "postgresql://db/team?PassWord=***"),
-        ("postgresql://ana@db/team", "postgresql://ana@db/team"),
-        ("postgresql:///team?host=/run/postgresql", "postgresql:///team?host=/run/postgresql"),
-        ("host=db user=ana password=s3cret dbname=team", "host=db user=ana password=*** dbname=team"),
-        ("host=db password = 'two words' dbname=team", "host=db password = *** dbname=team"),
-    ],
-)
-def test_mask_url_hides_every_password_and_keeps_the_rest(url: str, masked: str) -> None:
-    assert mask_url(url) == masked
-
-
-def test_mask_url_hides_a_password_holding_url_delimiters() -> None:
-    masked = mask_url("postgresql://ana:pa?ss-word@db/team")
-
-    assert "pa?ss" not in masked and "ss-word" not in masked and masked.startswith("postgresql://ana:")
 
 
 async def test_a_malformed_url_is_refused_without_echoing_it() -> None:

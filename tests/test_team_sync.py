@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 
-import anyio
 import httpx2
 import pytest
 
@@ -20,32 +18,20 @@ from live_memory.ledger import LedgerFact
 from live_memory.messages import ChatRequest, ChatResponse, ToolResultPart
 from live_memory.records import FileEvent, TeamAnswer, ToolCall, Usage
 from live_memory.repo_identity import normalize_remote, repository_identity
+from live_memory.team_policy import TeamPolicy
 from live_memory.team_queue import DiskQueue
 from live_memory.team_store import TeamStore
-from live_memory.team_sync import TeamPolicy
 from tests.conftest import TeamDatabase
-from tests.fakes.engine import Engine, engine_for, until
+from tests.fakes.engine import Engine, until
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.off_loop import off_loop
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.tcp_proxy import TcpProxy
+from tests.fakes.team import APP, checkout, first_pull, running, team_engine
 
-REMOTE = "git@example.com:Team/App.git"
-APP = "VERSION = 1\n\ndef serve():\n    return VERSION\n"
 LONG_ANSWER = "the answer, at length: " + "words " * 600  # about 900 tokens: the third one passes the history bound
 FACT = "VERSION is defined in app.py and serve() returns it"
-
-
-def checkout(home: Path, app: str = APP) -> Path:
-    """A clone of the team's repository: the same remote, its own path."""
-    root = home / "src" / "app"
-    root.mkdir(parents=True)
-    (root / "app.py").write_text(app)
-    (root / "README.md").write_text("# App\n")
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    subprocess.run(["git", "remote", "add", "origin", REMOTE], cwd=root, check=True)
-    return root
 
 
 def two_checkouts(tmp_path: Path, second_app: str = APP) -> tuple[Path, Path, Path, Path]:
@@ -69,22 +55,6 @@ def learner(fact: str = FACT) -> ScriptedProvider:
     return ScriptedProvider(responder=reply)
 
 
-@asynccontextmanager
-async def running(engine: Engine) -> AsyncIterator[Engine]:
-    """The service with its background work (the team store's sync among it), as the lifespan runs it."""
-    async with anyio.create_task_group() as tasks:
-        engine.service.start(tasks)
-        try:
-            yield engine
-        finally:
-            tasks.cancel_scope.cancel()
-    await engine.service.aclose()
-
-
-def team_engine(home: Path, provider: ScriptedProvider, url: str, **options: str) -> Engine:
-    return engine_for(home, provider, team_store=url, history_max_tokens="1500", **options)
-
-
 async def learn(engine: Engine, root: Path) -> None:
     """Questions until a fold wrote the fact into the ledger, and the team's queue took it."""
     for index in range(4):
@@ -96,7 +66,7 @@ async def learn(engine: Engine, root: Path) -> None:
 async def facts_in_store(url: str) -> list[str]:
     store = await TeamStore.connect(url, pool_max=1, timeout_s=5.0)
     try:
-        return [f.text for f in await store.pull("example.com/team/app", limit=100)]
+        return [f.text for f in (await store.pull("example.com/team/app", limit=100)).rows]
     finally:
         await store.aclose()
 
@@ -121,7 +91,7 @@ async def test_what_one_server_learned_the_next_server_on_the_same_bytes_starts_
         state = await second.service.find(str(second_root))
         assert state is not None
         [merged] = [f for f in state.window.ledger.facts if f.text == FACT]
-        assert merged.team.endswith("@" + (first.service.team.policy.machine if first.service.team else ""))
+        assert merged.team == "live"  # its author: the role the store's database recorded, not a name it was given
         assert set(merged.sources) == {"app.py"}
         # The file changes here: the team's fact is no longer presented as current, as a local one would not be.
         off_loop((second_root / "app.py").write_text, "VERSION = 3\n")
@@ -289,6 +259,8 @@ def test_the_store_shows_in_health_stats_metrics_and_the_status_page_and_never_f
         team = client.get("/stats").json()["server"]["team"]
         assert "live" in team["store"] and team_db.url.split(":")[2].split("@")[0] not in str(team)  # no password
         assert {"facts_pulled", "facts_pushed", "facts_queued", "latency_ms", "schema_version"} <= team.keys()
+        assert (team["author"], team["row_security"], team["trusted_authors"]) == ("live", "bypassed", "all")
+        assert (team["rows_rejected"], team["pull_errors"]) == (0, 0)
         assert (team["answers_pulled"], team["answers_pushed"], team["answers_reused"]) == (0, 0, 0)
         health = client.get("/health").json()
         assert health["team_store"] == "up"
@@ -296,6 +268,7 @@ def test_the_store_shows_in_health_stats_metrics_and_the_status_page_and_never_f
         assert (
             "live_memory_team_store_up 1.0" in metrics and 'live_memory_team_answers_total{way="reused"} 0.0' in metrics
         )
+        assert "live_memory_team_rows_rejected_total 0.0" in metrics and "live_memory_team_pull_errors_total" in metrics
         assert "Team store" in client.get("/").text
         team_db.cluster.stop_now()
         try:
@@ -344,7 +317,7 @@ async def answers_in_store(url: str) -> list[TeamAnswer]:
     store = await TeamStore.connect(url, pool_max=1, timeout_s=5.0)
     try:
         await store.migrate()
-        return await store.pull_answers("example.com/team/app", limit=100)
+        return (await store.pull_answers("example.com/team/app", limit=100, answer_max_chars=100_000)).rows
     finally:
         await store.aclose()
 
@@ -361,13 +334,6 @@ async def push_answer(url: str, question: str, sources: dict[str, str]) -> None:
         await store.aclose()
 
 
-async def first_pull(engine: Engine, root: Path) -> None:
-    """The workspace is open and its first pull from the team is done (a first question waits for it only
-    briefly, beside the tree scan)."""
-    opened = await engine.service.open(str(root))
-    await opened.state.team_pulled.wait()
-
-
 async def test_a_teammates_answer_on_the_same_bytes_answers_the_same_question_without_a_model_call(
     tmp_path: Path, team_db: TeamDatabase
 ) -> None:
@@ -380,7 +346,7 @@ async def test_a_teammates_answer_on_the_same_bytes_answers_the_same_question_wi
     [stored] = await answers_in_store(team_db.url)
     assert (stored.question, stored.answer) == (QUESTION, given.answer)
     assert set(stored.sources) == {"app.py"}  # what the answer rests on: the file its model read
-    # A row naming a file outside the checkout holds nowhere, whatever its bytes.
+    # A row naming a file outside the checkout is refused as it arrives, whatever its bytes.
     outside = second_home / "src" / "outside.txt"
     off_loop(outside.write_text, "out\n")
     await push_answer(team_db.url, "what is outside?", {"../outside.txt": hashlib.sha256(b"out\n").hexdigest()})
@@ -393,11 +359,14 @@ async def test_a_teammates_answer_on_the_same_bytes_answers_the_same_question_wi
         off_loop((second_root / "app.py").write_text, APP)
         reused = await second.answerer.ask(str(second_root), "  where is version   DEFINED? ")
         assert len(second_model.requests) == 1  # no model call this time: the team paid for it once
-        assert reused.answer.startswith(given.answer) and "A teammate's answer" in reused.answer
-        assert "app.py" in reused.answer.splitlines()[-1] and (reused.cost_usd, reused.model) == (0.0, "team-answer")
+        attribution, _, body = reused.answer.partition("\n\n")
+        assert "A teammate's answer" in attribution and "written by live" in attribution and "app.py" in attribution
+        assert body == "> " + given.answer.rstrip()  # their words, quoted
+        assert (reused.cost_usd, reused.model) == (0.0, "team-answer")
         assert (await second.answerer.ask(str(second_root), "what is outside?")).answer == "my own answer"
         shown = team_stats(second.service)  # as /stats, /metrics and the status page show it
         assert (shown["answers_pulled"], shown["answers_pushed"], shown["answers_reused"]) == (1, 0, 1)
+        assert shown["rows_rejected"] == 1  # the row naming a path outside the checkout, refused at the edge
         # The file changes here: the teammate's answer about its old bytes is not given again.
         off_loop((second_root / "app.py").write_text, "VERSION = 3\n")
         assert (await second.answerer.ask(str(second_root), QUESTION)).answer == "my own answer"
@@ -431,3 +400,23 @@ def test_only_grounded_answers_without_secrets_or_credentials_leave_and_only_whe
     assert not policy.may_share_answer("where?", "here", {".env": "b" * 64})
     off = TeamPolicy("postgresql://x", 1.0, 1, (), (".env",), "dev", "m1")
     assert not off.may_share_answer("where is VERSION?", "app.py:1", digest)
+
+
+async def test_a_queued_line_holding_a_credential_is_withheld_when_pushed(
+    tmp_path: Path, team_db: TeamDatabase
+) -> None:
+    """A queue written under older rules (or by hand) is checked again on its way out: what holds a credential
+    stays on this machine, the rest goes."""
+    home = tmp_path / "dev"
+    root = off_loop(checkout, home)
+    line = {"repo": "example.com/team/app", "sources": {"app.py": "a" * 64}, "machine": "m", "user": "u"}
+    texts = ("app.py reads postgresql://admin:Sup3rS3cret@db/prod", "serve() returns VERSION")
+    lines = [line | {"text": text, "learned_at": 1.0e9} for text in texts]
+    off_loop(DiskQueue(home / "data", 10).append, lines)
+    async with running(team_engine(home, learner(), team_db.url)) as engine:
+        await first_pull(engine, root)
+        team = engine.service.team
+        assert team is not None
+        await until(lambda: team.figures.pushed + team.figures.withheld == 2)
+        assert (team.figures.pushed, team.figures.withheld, team.queued) == (1, 1, 0)
+    assert await facts_in_store(team_db.url) == ["serve() returns VERSION"]

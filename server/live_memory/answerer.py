@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from live_memory import constants as C
+from live_memory import team_work
 from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
 from live_memory.answer_reuse import KeptAnswer, given_again
 from live_memory.compaction import CompactionPolicy, CompactionScope, Compactor
@@ -156,14 +157,10 @@ class Answerer:
     def _from_team(
         self, state: WorkspaceState, shared: TeamAnswer, question: str, started: float, agent: str
     ) -> QuestionResult:
-        """A teammate's answer to the same question on the same bytes: given as it was, with whose it is, at no
-        model cost (it does not join this memory's conversation)."""
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(shared.confirmed_at))
-        files = ", ".join(sorted(shared.sources))
-        answer = (
-            f"{shared.answer.rstrip()}\n\n(A teammate's answer, {shared.user}@{shared.machine}, {when}: the same "
-            f"question, asked of the same bytes of {files}.)"
-        )
+        """A teammate's answer to the same question on the same bytes: given quoted, with whose it is (the store's
+        database's word), at no model cost (it does not join this memory's conversation), and audited."""
+        answer = team_work.quoted_answer(shared)
+        team_work.audit_served(shared, str(state.root))
         return self._without_model(state, answer, TEAM_ANSWER_MODEL, question, started, agent)
 
     def _given_again(
@@ -273,7 +270,9 @@ class Answerer:
             C.CALIBRATION_MIN_RATIO,
             C.CALIBRATION_MAX_RATIO,
         )
-        settled = await self.service.settle(state, fork_id, window, runtime, out, question, workspace.asked)
+        settled = await self.service.settle(
+            state, fork_id, window, runtime, out, question, workspace.tools, workspace.asked
+        )
         if settled.unsaved is not None:  # the answer stands; the caller learns it is not durable yet, and why
             out.answer = f"{out.answer}\n\n(answer given, not yet saved: {settled.unsaved}; see the server log)"
         return settled.cost_usd

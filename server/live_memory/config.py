@@ -250,6 +250,7 @@ def load_settings(env: Mapping[str, str] | None = None, data_dir: Path | None = 
         team_timeout_s=read.number("team_timeout_s"),
         team_pool_size=read.integer("team_pool_size"),
         team_user=read.text("team_user"),
+        team_trust=read.texts("team_trust"),
         team_share_answers=read.flag("team_share_answers"),
         async_tools=read.flag("async_tools"),
         status_show_questions=read.flag("status_show_questions"),

@@ -277,6 +277,14 @@ TEAM_RETRY_MAX_S = 300.0
 # question from it, without a model call. A question is the same when it matches after case and whitespace
 # are folded.
 TEAM_SHARE_ANSWERS = False
+# Authors whose facts and answers this server uses (team_trust); empty: every author of the store, each shown
+# by the role the database proves wrote the row.
+TEAM_TRUST: tuple[str, ...] = ()
+# Team facts take at most this much of the ledger (newest first); past it the ledger sheds them before its own.
+TEAM_FACTS_MAX_TOKENS = SUMMARY_MAX_TOKENS // 2
+# An answer about who uses a name is shared only when it rests on every file that mentions the name: found by
+# a search of the whole checkout, at most this many files (more, or a search cut short: not shared).
+TEAM_USES_MAX_FILES = 100
 
 # --- operations --------------------------------------------------------------------------------
 KEEP_WARM = False
@@ -402,6 +410,32 @@ TEAM_STORE_PULL_LIMIT = 2000
 TEAM_STORE_PUSH_BATCH = 500
 # On close, calls abandoned at their deadline get this long to hang up, and the pool as long to close.
 TEAM_STORE_CLOSE_S = 1.0
+# A row is checked on its own as it arrives (team_rows.py) and refused past these: a fact is one line of dense
+# prose (the ledger's own are a few hundred characters; the whole ledger is SUMMARY_MAX_TOKENS); an answer is
+# held to this server's max_answer_tokens at this many characters a token (a token is rarely longer: an answer
+# its model could have written fits); grounds name at most this many files, each path at most this long. The
+# store sends no more than one character past a cap, so a 10 MB row costs a pull nothing.
+TEAM_FACT_MAX_CHARS = 1000
+TEAM_ANSWER_CHARS_PER_TOKEN = 8
+TEAM_SOURCES_MAX_PATHS = 256
+TEAM_PATH_MAX_CHARS = 1024
+TEAM_SOURCES_MAX_CHARS = TEAM_SOURCES_MAX_PATHS * (TEAM_PATH_MAX_CHARS + 72)
+TEAM_REPO_MAX_CHARS = 512
+TEAM_NAME_MAX_CHARS = 128  # the writer's own user_name and machine
+TEAM_AUTHOR_MAX_CHARS = 63  # a PostgreSQL role name (NAMEDATALEN - 1)
+# Refused rows are logged once each; the keys remembered for that are bounded (the count goes on).
+TEAM_REFUSED_KEYS_MAX = 10_000
+# Freshness (team_listen.py): each row written is announced by the store (LISTEN/NOTIFY) and fetched at once;
+# a listener idle this long pings its connection (a network that swallows packets is found out), and every
+# workspace pulls everything this often anyway (what a listener that was away missed).
+TEAM_LISTEN_PING_S = 10.0
+TEAM_PULL_INTERVAL_S = 60.0
+# Rows one announcement batch fetches at most (more were announced: everything is pulled instead).
+TEAM_FETCH_MAX_IDS = 500
+# The roles `live-memory team-setup` makes: the tables' owner (never a teammate's login) and the group every
+# teammate's role joins (read everything, write only its own rows).
+TEAM_OWNER_ROLE = "live_memory_owner"
+TEAM_MEMBER_ROLE = "live_memory_team"
 
 # --- cost --------------------------------------------------------------------------------------
 # Background model calls (distillation, keep-warm) stop once this share of a spend cap is used.

@@ -8,6 +8,11 @@ of being trusted. A legacy ledger (a plain string, no facts) still renders.
 The summarizer answers with changes, not the whole ledger (`apply_summary`): its output is the
 dearest token it writes, and a ledger repeated at every compaction would cost more the more the
 memory knows.
+
+Teammates' facts (from the team store) are other people's words: they render under a heading of their
+own, each after its author, with line breaks and Markdown headings escaped (`quoted`), so no fact can
+open a section of the prompt; they take at most TEAM_FACTS_MAX_TOKENS of the ledger, and go before
+this memory's own facts when the ledger is over its size.
 """
 
 from __future__ import annotations
@@ -18,13 +23,26 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from live_memory.prompts import EMPTY_LEDGER_TEXT, LEDGER_HEADING, STALE_LEDGER_HEADING
+from live_memory.constants import TEAM_FACTS_MAX_TOKENS
+from live_memory.prompts import EMPTY_LEDGER_TEXT, LEDGER_HEADING, STALE_LEDGER_HEADING, TEAM_LEDGER_HEADING
 from live_memory.records import estimate_tokens
 
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _CHANGE = re.compile(r"^\s*(?:(?P<add>\+)\s*(?P<fact>\S.*?)|(?P<op>[-=])\s*#?(?P<number>\d+)\.?)\s*$")
 NO_CHANGE = "(no change)"
 _PATH_WORD = re.compile(r"[\w./-]+")  # a maximal run of path characters (a trailing period ends a sentence)
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+_HEADING_MARK = re.compile(r"(^|\s)(#{1,6})(?=\s|$)")
+AUTHOR_SHOWN_MAX = 80
+
+
+def quoted(text: str, limit: int | None = None) -> str:
+    """Someone else's words fit for one line of the prompt: line breaks shown as `\\n`, Markdown heading
+    marks escaped, other control characters dropped; cut at `limit` characters when given."""
+    text = _LINE_BREAK.sub(" \\\\n ", text)
+    text = "".join(c for c in text if c.isprintable() or c == "\t")
+    text = _HEADING_MARK.sub(lambda match: match.group(1) + "\\" + match.group(2), text)
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -112,10 +130,12 @@ class Ledger:
 
     def text_for_summary(self) -> str:
         """What the summarizer changes: every fact numbered (its changes name them by number), stale ones
-        flagged so it can re-check them."""
+        flagged so it can re-check them, teammates' marked and quoted as in the prompt."""
         if not self.facts:
             return self.legacy_text.strip()
-        return "\n".join(f"{n}. {'(possibly stale) ' if f.stale else ''}{f.text}" for n, f in enumerate(self.facts, 1))
+        return "\n".join(
+            f"{n}. {'(possibly stale) ' if f.stale else ''}{_shown(f)}" for n, f in enumerate(self.facts, 1)
+        )
 
     def state(self) -> tuple[tuple[str, bool], ...]:
         """Each fact's text and staleness, in order: what `render` numbers."""
@@ -168,7 +188,8 @@ class Ledger:
         size = sum(estimate_tokens(f.text) + 1 for f in self.facts)
         if size <= max_tokens:
             return
-        order = [i for i, f in enumerate(self.facts) if f.stale] + [i for i, f in enumerate(self.facts) if not f.stale]
+        # Possibly stale facts go first, then teammates', then this memory's own; the oldest first in each.
+        order = sorted(range(len(self.facts)), key=lambda i: (not self.facts[i].stale, not self.facts[i].team))
         dropped: set[int] = set()
         for index in order:
             if size <= max_tokens:
@@ -177,16 +198,19 @@ class Ledger:
             size -= estimate_tokens(self.facts[index].text) + 1
         self.facts = [f for i, f in enumerate(self.facts) if i not in dropped]
 
-    def merge_team(self, facts: Iterable[LedgerFact]) -> int:
+    def merge_team(self, facts: Iterable[LedgerFact], max_tokens: int = TEAM_FACTS_MAX_TOKENS) -> int:
         """Add the team's facts this ledger has neither (the same text on the same bytes) nor dropped, in
-        the order given (newest confirmation first); returns how many were added. Takes effect in the
-        prompt at the next freeze, like every ledger change."""
+        the order given (newest confirmation first), while the team's facts take at most `max_tokens`;
+        returns how many were added. Takes effect in the prompt at the next freeze, like every ledger change."""
         known = {f.grounds for f in self.facts} | self.dropped
+        room = max_tokens - sum(estimate_tokens(f.text) + 1 for f in self.facts if f.team)
         added: list[LedgerFact] = []
         for fact in facts:
-            if fact.grounds not in known:
+            size = estimate_tokens(fact.text) + 1
+            if fact.grounds not in known and size <= room:
                 known.add(fact.grounds)
                 added.append(fact)
+                room -= size
         self.facts = [*self.facts, *added]
         return len(added)
 
@@ -257,12 +281,21 @@ class Ledger:
         if not self.facts:
             return f"{LEDGER_HEADING}\n{self.legacy_text.strip()}"
         # Numbered as in `text_for_summary`, so a fold can name facts without sending the ledger again.
-        fresh = [f"{n}. {f.text}" for n, f in enumerate(self.facts, 1) if not f.stale]
-        stale = [f"{n}. {f.text}" for n, f in enumerate(self.facts, 1) if f.stale]
+        numbered = list(enumerate(self.facts, 1))
+        fresh = [f"{n}. {f.text}" for n, f in numbered if not f.stale and not f.team]
+        team = [f"{n}. {_shown(f)}" for n, f in numbered if not f.stale and f.team]
+        stale = [f"{n}. {_shown(f)}" for n, f in numbered if f.stale]
         parts = [LEDGER_HEADING, "\n".join(fresh) if fresh else EMPTY_LEDGER_TEXT]
+        if team:
+            parts += ["", TEAM_LEDGER_HEADING, "\n".join(team)]
         if stale:
             parts += ["", STALE_LEDGER_HEADING, "\n".join(stale)]
         return "\n".join(parts)
+
+
+def _shown(fact: LedgerFact) -> str:
+    """A fact as the prompt shows it: a teammate's after its author, quoted (their words, never a heading)."""
+    return f"[{quoted(fact.team, AUTHOR_SHOWN_MAX)}] {quoted(fact.text)}" if fact.team else fact.text
 
 
 def _confirmed(fact: LedgerFact, manifest: Mapping[str, str]) -> LedgerFact:

@@ -329,7 +329,15 @@ class Options:
     )
     team_user: str = option(
         "",
-        "Who this server's facts are credited to in the team store; empty: the server user's login name.",
+        "A name this server writes beside its rows in the team store (empty: the server user's login name); "
+        "never shown as their author, which is the database role that wrote them.",
+        restart=True,
+    )
+    team_trust: tuple[str, ...] = option(
+        C.TEAM_TRUST,
+        "The authors whose facts and answers this server uses: the PostgreSQL roles that wrote them, as the team "
+        "store's database records them (`live-memory team-setup` gives each teammate one). Empty: every author "
+        "of the store is used, each fact and answer still shown with the role the database proves wrote it.",
         restart=True,
     )
     team_share_answers: bool = option(

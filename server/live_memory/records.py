@@ -99,7 +99,8 @@ class QuestionResult:
 class TeamFact:
     """One ledger fact as the team store keeps it: where it holds (the repository's identity, and each file it
     rests on with that file's SHA-256 when learned), who learned it, and when it was learned and last confirmed
-    (unix seconds). Only the fact travels, never the questions or answers it came from."""
+    (unix seconds). Only the fact travels, never the questions or answers it came from. `user` and `machine` are
+    what the writer says of itself; `author` is what the store's database proves."""
 
     repo: str
     text: str
@@ -108,6 +109,8 @@ class TeamFact:
     user: str
     learned_at: float
     confirmed_at: float
+    author: str = ""  # the role the store's database recorded as the writer (empty: not pulled, not proven)
+    row_id: int = 0  # the store's id of the row (0: not pulled)
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,8 @@ class TeamAnswer:
     user: str
     learned_at: float
     confirmed_at: float
+    author: str = ""  # the role the store's database recorded as the writer (empty: not pulled, not proven)
+    row_id: int = 0  # the store's id of the row (0: not pulled)
 
     @property
     def key(self) -> str:

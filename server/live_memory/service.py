@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anyio.abc
 
 if TYPE_CHECKING:  # the team store's driver loads only when `team_store` is set
+    from live_memory.team_listen import Changes
     from live_memory.team_sync import TeamSync
 
 from live_memory import constants as C
@@ -45,12 +46,13 @@ from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, sn
 from live_memory.spend import Caps, SpendTracker
 from live_memory.store import SnapshotStore
 from live_memory.telemetry import Telemetry
-from live_memory.tool_runner import ToolRunner
+from live_memory.tool_runner import CheckoutTools
 from live_memory.watcher import WorkspaceWatcher
 from live_memory.workspace import (
     Location,
     WorkspacePolicy,
     WorkspaceState,
+    allowed_roots,
     locate_workspace,
     new_state,
     workspace_id,
@@ -59,7 +61,7 @@ from live_memory.workspace import (
 logger = logging.getLogger(__name__)
 
 # Builds the read-only tools for one checkout (blocking: it resolves paths and finds ripgrep).
-ToolFactory = Callable[[Path, Settings], ToolRunner]
+ToolFactory = Callable[[Path, Settings], CheckoutTools]
 
 LOCATION_CACHE_SIZE = 1024
 
@@ -77,15 +79,8 @@ def workspace_policy(settings: Settings) -> WorkspacePolicy:
         canonicalize=settings.canonicalize_workspace,
         repo_root_mode=settings.repo_root_mode,
         share_worktrees=settings.share_worktrees,
-        allowed_roots=allowed_roots(settings),
+        allowed_roots=allowed_roots(settings.allowed_roots, settings.env),
     )
-
-
-def allowed_roots(settings: Settings) -> tuple[Path, ...]:
-    if settings.allowed_roots:
-        return tuple(Path(r).expanduser().resolve() for r in settings.allowed_roots)
-    home = settings.env.get("HOME") or str(Path.home())
-    return (Path(home).resolve(),)
 
 
 @dataclass(frozen=True)
@@ -102,7 +97,7 @@ class OpenWorkspace:
 
     state: WorkspaceState
     root: Path
-    tools: ToolRunner
+    tools: CheckoutTools
     may_distill: bool = True  # background summaries allowed (off near a spend cap, or with `background` off)
     team_answer: TeamAnswer | None = None  # a teammate's answer to the question, its files unchanged here
     asked: Asked | None = None  # what the question asks about (answer_reuse.py), when it can be matched
@@ -137,7 +132,7 @@ class WorkspaceService:
         self.stopping = False
         self._states: dict[Path, WorkspaceState] = {}
         self._locations: OrderedDict[str, Location] = OrderedDict()
-        self._toolboxes: dict[tuple[Path, tuple[str, ...]], ToolRunner] = {}
+        self._toolboxes: dict[tuple[Path, tuple[str, ...]], CheckoutTools] = {}
         self._retired: list[ChatProvider] = []
         self._encoders: dict[str, HistoryEncoder] = {}  # workspace id -> its turns' JSON, encoded once
         self.write_behind_s = write_behind_s
@@ -157,6 +152,7 @@ class WorkspaceService:
         self._tasks = tasks
         if self.team is not None:
             tasks.start_soon(self.team.run, name="live-memory team store")
+            tasks.start_soon(self.team.watch, self._team_changed, name="live-memory team store announcements")
 
     async def _write_behind(self) -> None:
         """Write the snapshots of journaled workspaces, `write_behind_s` after the first journaled one (so one
@@ -221,7 +217,7 @@ class WorkspaceService:
             raise WorkspaceLoadError(f"the workspace {state.root} could not be loaded: {exc}") from None
         may_distill = settings.background and (caps is None or self.spend.background_allowed(state.id, caps))
         team = self.team
-        shared = await team_work.teammates_answer(team, state, question) if team is not None and question else None
+        shared = await team_work.teammates_answer(team, state, question, tools) if team and question else None
         asked = await asyncio.to_thread(asked_about, question, state.window.paths) if question else None
         earlier = None
         if asked is not None and shared is None and settings.reuse_answers:
@@ -249,6 +245,7 @@ class WorkspaceService:
         runtime: Runtime,
         out: LoopOutcome,
         question: str,
+        tools: CheckoutTools,
         asked: Asked | None = None,
     ) -> Settled:
         """After an answer: commit its fork, count what it and its compactions cost, and journal the state
@@ -264,7 +261,8 @@ class WorkspaceService:
                 state.answers.keep(asked, KeptAnswer(question, out.answer, grounds, self.wall_clock()))
         if complete and team is not None and team.policy.share_answers:
             sources = answer_grounds(window, out.answer, out.files_read)
-            self._in_background(functools.partial(team_work.share_answer, team, question, out.answer, sources), state)
+            share = functools.partial(team_work.share_answer, team, question, out.answer, sources, tools)
+            self._in_background(share, state)
         if out.compactions and team is not None:  # share what the summaries wrote; ask the team again
             known = {f.grounds for f in state.window.ledger.facts}
             state.team_merged += sum(report.team_merged for report in out.compactions)
@@ -324,7 +322,7 @@ class WorkspaceService:
     def states(self) -> list[WorkspaceState]:
         return list(self._states.values())
 
-    async def _toolbox(self, root: Path, settings: Settings) -> ToolRunner:
+    async def _toolbox(self, root: Path, settings: Settings) -> CheckoutTools:
         key = (root, settings.secret_globs)
         tools = self._toolboxes.get(key)
         if tools is None:
@@ -345,10 +343,15 @@ class WorkspaceService:
     def _pull_team(self, state: WorkspaceState) -> None:
         if self.team is None:
             state.team_pulled.set()
-            return
-        self._in_background(
-            functools.partial(team_work.pull_into, self.team, self.settings.passive_max_file_bytes), state
-        )
+        else:
+            bytes_cap = self.settings.passive_max_file_bytes
+            self._in_background(functools.partial(team_work.pull_into, self.team, bytes_cap), state)
+
+    async def _team_changed(self, changes: Changes) -> None:
+        """What the store announced, taken by each loaded workspace of its repository (team_work.py)."""
+        for state in list(self._states.values()):
+            if self.team is not None:
+                await team_work.take_changes(self.team, self.settings.passive_max_file_bytes, state, changes)
 
     def _share_team(self, state: WorkspaceState) -> None:
         if self.team is not None:

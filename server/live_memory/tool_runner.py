@@ -35,3 +35,12 @@ class ToolRunner(Protocol):
     """The one seam every tool call goes through (the `tools` package implements it)."""
 
     async def run(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcomeLike: ...
+
+
+class CheckoutTools(ToolRunner, Protocol):
+    """A checkout's tools as the service holds them: the loop's seam, and the search a shared answer about a
+    name's uses rests on (team_work.py)."""
+
+    async def files_mentioning(self, names: list[str], max_files: int) -> tuple[str, ...] | None:
+        """Every file of the checkout that mentions one of `names` as a word; None when not all can be told."""
+        ...

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,13 @@ def validate_cwd(cwd: str) -> Path:
         return path.resolve()
     except OSError as exc:  # e.g. a loop of symlinks, or a path the OS refuses
         raise InputError(f"cwd cannot be used: {exc.strerror or exc}") from None
+
+
+def allowed_roots(roots: tuple[str, ...], env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The directories workspaces may be under (`allowed_roots`), resolved; none given: the user's home."""
+    if roots:
+        return tuple(Path(r).expanduser().resolve() for r in roots)
+    return (Path(env.get("HOME") or str(Path.home())).resolve(),)
 
 
 @dataclass(frozen=True)

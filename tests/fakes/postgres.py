@@ -101,6 +101,21 @@ class PostgresCluster:
         secret = self.password if password is None else password
         return f"postgresql://{ROLE}:{secret}@127.0.0.1:{port or self.port}/{database}"
 
+    def admin_url(self, database: str) -> str:
+        """A URL for the superuser, over the Unix socket (what an administrator's `team-setup` logs in as)."""
+        return f"postgresql:///{database}?host={self.socket_dir}&port={self.port}&user=postgres"
+
+    def role_url(self, database: str, role: str) -> str:
+        """A URL for a teammate's role made by `team-setup` (its password: `member_password`)."""
+        return f"postgresql://{role}:{self.member_password(role)}@127.0.0.1:{self.port}/{database}"
+
+    def member_password(self, role: str) -> str:
+        return f"{self.password}-{role}"
+
+    def give_password(self, role: str) -> None:
+        with self._admin() as admin:
+            admin.execute(f"ALTER ROLE \"{role}\" PASSWORD '{self.member_password(role)}'".encode())
+
     # --- lifecycle -------------------------------------------------------------------------------
 
     @classmethod

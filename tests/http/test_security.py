@@ -277,10 +277,10 @@ async def test_cwd_outside_the_allowed_roots_is_refused_naming_the_setting(
 
 
 def test_default_allowed_root_is_the_home_directory(tmp_path: Path) -> None:
-    from live_memory.service import allowed_roots
+    from live_memory.workspace import allowed_roots
 
     settings = load_settings(env={"HOME": str(tmp_path)}, data_dir=tmp_path / "d")
-    assert allowed_roots(settings) == (tmp_path.resolve(),)
+    assert allowed_roots(settings.allowed_roots, settings.env) == (tmp_path.resolve(),)
 
 
 @pytest.mark.parametrize(

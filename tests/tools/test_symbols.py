@@ -278,3 +278,15 @@ async def test_the_scan_finds_a_nested_repositorys_definitions_its_parent_ignore
         pytest.skip("ripgrep is not installed (the `ripgrep` wheel provides it): the workspace scan needs it")
     text = await _text(box, name="hello_world", kind="definition")
     assert text.splitlines()[1:] == ["src/app.py:1-2  hello_world (function)  def hello_world()"]  # not build/
+
+
+async def test_files_mentioning_lists_every_file_naming_a_name_or_none_when_it_cannot_tell_them_all(
+    tmp_path: Path,
+) -> None:
+    files = {"net.py": "def retry():\n    pass\n", "a.py": "retry()\n", "b.py": "x = retry\n", "c.py": "retrying()\n"}
+    box = await Toolbox.create(_workspace(tmp_path, files))
+    assert await box.files_mentioning(["retry"], 10) == ("a.py", "b.py", "net.py")
+    assert await box.files_mentioning(["net.retry", "retrying"], 10) == ("a.py", "b.py", "c.py", "net.py")
+    assert await box.files_mentioning(["retry"], 2) is None  # more than it may list
+    assert await box.files_mentioning(["not a name"], 10) is None
+    assert await box.files_mentioning([], 10) is None

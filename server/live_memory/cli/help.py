@@ -48,6 +48,15 @@ HELP: dict[str, tuple[str, str, str]] = {
         "the model and (with --plugin-dir) the plugin's URL; print a fix for each failure. Exits 1 if any fails.",
         _ALL_OPTIONS_ENV,
     ),
+    "team-setup": (
+        "set a team store up: a role per teammate, authors proven (docs/team-store.md)",
+        "For the team store's administrator. Create the schema, the owner and team roles, the row-level\n"
+        "security that proves who wrote each row, and a login role for each --member (or add an existing\n"
+        "role to the team); take over a store made before by a shared role. Idempotent: run it again after\n"
+        "each upgrade and to add teammates. Sets no password.",
+        "LIVE_MEMORY_TEAM_STORE   the URL when --url is not given (it must log in as an administrator)\n"
+        "  PGHOST, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE... (libpq's own, for what the URL leaves out)",
+    ),
     "install-service": (
         "install the systemd unit and start it (docs/operations.md)",
         "Render the systemd unit for this installation, write it (and a 0600 environment file if none\n"

@@ -40,6 +40,7 @@ from live_memory.cli.client import (
     who_answers,
 )
 from live_memory.cli.help import HELP
+from live_memory.cli.team_setup import add_team_setup_arguments, cmd_team_setup
 from live_memory.config import Settings, load_settings, write_config_value
 from live_memory.constants import (
     KEEP_ALIVE_TIMEOUT_S,
@@ -416,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("item", nargs="?", default="", help="key (get) or key=value (set)")
     for name in ("install", "uninstall"):
         add_agent_arguments(_subparser(sub, name), install=name == "install")
+    add_team_setup_arguments(_subparser(sub, "team-setup"))
     demo = _subparser(sub, "demo")
     demo.add_argument("--repo", default="", help="the checkout to ask about (default: the one holding this package)")
     return parser
@@ -434,6 +436,8 @@ def _run(args: argparse.Namespace) -> int:
         return cmd_doctor(args)
     if args.command == "demo":  # its own settings, whatever the environment says
         return cmd_demo(args)
+    if args.command == "team-setup":  # an administrator's command: no server settings needed
+        return cmd_team_setup(args)
     if args.command == "install-service":  # works even with a broken config.json
         try:
             return cmd_install_service(args)

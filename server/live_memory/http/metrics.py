@@ -80,10 +80,19 @@ def collect_families(service: WorkspaceService, started_at: float) -> list[Metri
         )
         for way in ("pulled", "pushed", "reused"):
             answers.add_metric([way], team[f"answers_{way}"])
+        rejected = CounterMetricFamily(
+            "live_memory_team_rows_rejected", "Rows of the team store refused at the edge (malformed, oversized)."
+        )
+        rejected.add_metric([], team["rows_rejected"])
+        pull_errors = CounterMetricFamily("live_memory_team_pull_errors", "Pulls from the team store that failed.")
+        pull_errors.add_metric([], team["pull_errors"])
         families += [
             facts,
             answers,
+            rejected,
+            pull_errors,
             _gauge("live_memory_team_facts_queued", "Facts waiting on disk for the team store.", team["facts_queued"]),
+            _gauge("live_memory_team_listening", "1 when the store's announcements arrive.", int(team["listening"])),
         ]
         if team["latency_ms"] is not None:
             families.append(

@@ -156,12 +156,13 @@ def server_stats(service: WorkspaceService, started_at: float) -> dict[str, Any]
 
 
 def team_stats(service: WorkspaceService) -> dict[str, Any]:
-    """The team store: its state and latency, the facts pulled (taken into a ledger), pushed and queued, and
-    the answers held (pulled), pushed and given again; only its state when it is off."""
+    """The team store: its state and latency, who this server is to it and whose rows it takes, the facts
+    pulled (taken into a ledger), pushed and queued, the answers held (pulled), pushed and given again, the
+    rows refused at the edge and the pulls that failed; only its state when it is off."""
     team = service.team
     if team is None:
         return {"state": "off"}
     states = service.states()
     pulled = sum(state.team_merged for state in states)
     answers = sum(len(held) for state in states for held in state.team_answers.values())
-    return team.figures.to_json(team.queued, pulled, team.policy.url, answers)
+    return team.figures.to_json(team.queued, pulled, team.policy.url, answers, team.policy.trusted)

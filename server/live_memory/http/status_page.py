@@ -109,6 +109,7 @@ def _team_line(team: dict[str, Any]) -> str:
         return ""
     latency = f" · {team['latency_ms']:.0f} ms" if team["latency_ms"] is not None else ""
     error = f' · <span class="muted">{html.escape(team["last_error"])}</span>' if team["last_error"] else ""
+    error = (f" · {team['rows_rejected']} rows refused" if team["rows_rejected"] else "") + error
     shared = (team["answers_pulled"], team["answers_pushed"], team["answers_reused"])
     answers = " · answers pulled {}, pushed {}, reused {}".format(*shared) if any(shared) else ""
     return (

@@ -30,7 +30,7 @@ from live_memory.tools.git import run_get_changed_files, run_git_search
 from live_memory.tools.read import run_read
 from live_memory.tools.schemas import TOOL_SCHEMAS
 from live_memory.tools.search import run_glob, run_grep
-from live_memory.tools.symbols import run_find_symbol
+from live_memory.tools.symbols import files_mentioning, run_find_symbol
 
 __all__ = ["TOOL_NAMES", "TOOL_SCHEMAS", "FileRead", "Jail", "ToolLimits", "ToolOutcome", "Toolbox"]
 
@@ -97,6 +97,11 @@ class Toolbox:
     def ripgrep(self) -> str | None:
         """The ripgrep binary in use, or None when the pure-Python search is used."""
         return self.context.ripgrep
+
+    async def files_mentioning(self, names: list[str], max_files: int) -> tuple[str, ...] | None:
+        """Every file that mentions one of `names` as a word, or None when the search cannot tell them all (not
+        a tool the model calls: what a shared answer about a name's uses must rest on)."""
+        return await files_mentioning(self.context, names, max_files)
 
     async def run(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
         """Run one tool call. Never raises except asyncio.CancelledError."""

@@ -47,7 +47,7 @@ from live_memory.tools.context import FileRead, ToolContext, ToolOutcome, bound_
 from live_memory.tools.grep_engines import GrepHits, GrepQuery, ripgrep_grep
 from live_memory.tools.recheck import Recheck
 
-__all__ = ["run_find_symbol"]
+__all__ = ["files_mentioning", "run_find_symbol"]
 
 _KINDS = ("definition", "uses", "both")
 _ARGUMENTS = ("name", "kind", "code", "prefer", "held")
@@ -159,7 +159,7 @@ async def _scan(ctx: ToolContext, name: str, kind: str, prefer: list[str]) -> _F
     assignment = rf"^{word}[ \t]*(?::[^=\n]*)?=(?:[^=]|$)"  # a top-level NAME = ... or NAME: T = ...
     heading = rf"^ {{0,3}}#{{1,6}}[ \t]+(?:.*[^\w$])?{word}{_NOT_AFTER_NAME}"  # a Markdown heading naming it
     definition = f"{definition_regex(word, variables=True)}{_NOT_AFTER_NAME}|{assignment}|{heading}"
-    mention = rf"(?:^|[^\w$]){word}{_NOT_AFTER_NAME}"
+    mention = _mention(word)
     lines: list[tuple[str, int, str]] = []
     mentions: list[str] = []
     try:
@@ -175,6 +175,28 @@ async def _scan(ctx: ToolContext, name: str, kind: str, prefer: list[str]) -> _F
         return await asyncio.to_thread(_examine, ctx, name, lines, mentions, prefer, found, stop)
     finally:
         stop.set()  # on cancellation the thread stops at its next file
+
+
+def _mention(word: str) -> str:
+    """A ripgrep pattern for the (escaped) name as a word."""
+    return rf"(?:^|[^\w$]){word}{_NOT_AFTER_NAME}"
+
+
+async def files_mentioning(ctx: ToolContext, names: list[str], max_files: int) -> tuple[str, ...] | None:
+    """Every file of the workspace that mentions one of `names` as a word (Grep's ignore rules and secret
+    excludes), sorted; None when that cannot be told in full: a name that is not an identifier, no ripgrep, a
+    search cut short, a path that may not be shown, or more than `max_files` files."""
+    if not names or ctx.ripgrep is None or not all(_DOTTED.fullmatch(name) for name in names):
+        return None
+    words = sorted({name.rsplit(".", 1)[-1].replace("$", r"\$") for name in names})
+    found = _Found("workspace scan")
+    try:
+        hits = await _ripgrep(ctx, _mention(f"(?:{'|'.join(words)})"), "files_with_matches", found)
+    except (GrepError, JailRefusal, OSError):
+        return None
+    if not hits.complete or len(hits.files) > max_files or not all(_shown(ctx, path) for path in hits.files):
+        return None
+    return tuple(hits.files)
 
 
 async def _ripgrep(ctx: ToolContext, pattern: str, mode: str, found: _Found) -> GrepHits:
