@@ -308,10 +308,15 @@ class MainAgent:
         self.compactions += 1
 
     async def read_files(self, task: Task, paths: Sequence[str], tee: Tee | None = None) -> bool:
-        """One parallel Read turn; the results stay in context."""
+        """One parallel Read turn; the results stay in context. A question that needs whole files (a content
+        question) reads the rest of a file longer than one Read shows in a second turn."""
         calls = [tool_use("Read", {"file_path": self.abs(p)}) for p in paths]
         if not self.turn(task, calls):
             return False
+        rest = [(p, window) for p in paths for window in rest_windows(self.files.text(p))] if task.need else []
+        if rest and self.turn(task, [tool_use("Read", window_arguments(self.abs(p), w)) for p, w in rest]):
+            for path, (first, last) in rest:
+                self.context.add(tool_result(window_result(self.files.text(path), first, last), "file reads"))
         for path in paths:
             text = self.files.text(path)
             self.context.add(tool_result(read_result(text), "file reads"))
@@ -395,6 +400,18 @@ def cited_lines(answer: str, path: str) -> tuple[int, int] | None:
     """The first `path:first-last` an answer cites for `path`."""
     found = re.search(rf"(?<![\w/.-]){re.escape(path)}:(\d+)-(\d+)", answer)
     return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def rest_windows(text: str) -> list[tuple[int, int]]:
+    """The (first, last) lines of the further Reads a file needs after one Read from its start, which shows at
+    most READ_MAX_LINES lines or READ_MAX_TOKENS tokens: READ_MAX_LINES lines each."""
+    shown = read_result(text).count("\n") + 1
+    total = len(text.split("\n"))
+    return [(first, min(first + READ_MAX_LINES - 1, total)) for first in range(shown + 1, total + 1, READ_MAX_LINES)]
+
+
+def window_arguments(path: str, window: tuple[int, int]) -> dict[str, object]:
+    return {"file_path": path, "offset": window[0], "limit": window[1] - window[0] + 1}
 
 
 def window_result(text: str, first: int, last: int) -> str:
@@ -554,5 +571,10 @@ class SubagentExplorer:
             text = self.files.text(path)
             ctx.add(tool_result(read_result(text), "file reads"))
             self.reads.note(path, text, task.index)
+        rest = [(p, window) for p in task.files for window in rest_windows(self.files.text(p))] if task.need else []
+        if rest:  # a content question needs whole files: the rest of one longer than a Read shows
+            ctx.request(task.index, [tool_use("Read", window_arguments(PROJECT_ROOT + p, w)) for p, w in rest])
+            for path, (first, last) in rest:
+                ctx.add(tool_result(window_result(self.files.text(path), first, last), "file reads"))
         ctx.request(task.index, [Block("assistant:text", task.answer, "report")], "output")
         return task.answer

@@ -65,6 +65,7 @@ SERVER_START_TIMEOUT_S = 60.0
 SERVER_STOP_TIMEOUT_S = 20.0
 MAX_TOOL_CALLS = 24  # per question: a safety stop, far above what the script ever asks for
 READ_MAX_LINE_CHARS = 2000  # the Read tool cuts longer lines
+READ_DEFAULT_LINES = 2000  # a Read without a limit shows this many lines
 ANSWER_LEAD_CHARS = 120  # what of an answer's first line identifies it (the history keeps an answer's lead)
 
 _FENCE = re.compile(r"^### (\S+)[^\n]*\n```\n.*?\n```", re.S | re.M)  # held files and held cited lines
@@ -402,14 +403,20 @@ class MemoryModel:
             if need.kind == "area":
                 return Reply.tool_calls([("Grep", {"pattern": task.pattern, "path": need.area, "-i": True})])
             return Reply.tool_calls([("Glob", {"pattern": f"**/{task.pattern}"})])
-        return Reply.tool_calls([("Read", self.rest_of(p, segs[at + 1 :])) for p in missing])
+        return Reply.tool_calls([("Read", self.rest_of(p, segs, at)) for p in missing])
 
-    def rest_of(self, path: str, tail: Sequence[Seg]) -> dict[str, object]:
-        """Read the file whole, or, after a Read in this question that stopped short (a file past the Read's
-        2,000 lines), from the first line it did not show."""
-        reads = [s.text for s in tail if s.kind == "tool_result" and s.path == path]
+    def rest_of(self, path: str, segs: Sequence[Seg], at: int) -> dict[str, object]:
+        """Read the file whole (all of it at once when the prompt says how many lines it has and that is more than
+        a Read shows), or, after a Read in this question that stopped short, from the first line it did not
+        show."""
+        reads = [s.text for s in segs[at + 1 :] if s.kind == "tool_result" and s.path == path]
         shown = [int(n) for text in reads for n, _ in _NUMBERED_LINE.findall(text)]
-        return {"file_path": path, "offset": max(shown) + 1} if shown else {"file_path": path}
+        if shown:
+            return {"file_path": path, "offset": max(shown) + 1}
+        told = [int(m) for s in segs if s.kind == "text" for m in _lines_told(path).findall(s.text)]
+        return (
+            {"file_path": path, "limit": max(told)} if told and max(told) > READ_DEFAULT_LINES else {"file_path": path}
+        )
 
     def whole(self, path: str, segs: Sequence[Seg]) -> bool:
         """The prompt shows every line of the file as it is now: a held copy (with the diffs after it applied),
@@ -585,6 +592,11 @@ def tree_paths(system_text: str) -> set[str]:
         elif " (" not in name:
             out.add("/".join([*stack, name]))
     return out
+
+
+def _lines_told(path: str) -> re.Pattern[str]:
+    """How the prompt says a file's length: "path (N lines" (a card's or a summary's header)."""
+    return re.compile(rf"(?<![\w/.-]){re.escape(path)}`? \((\d+) lines?\b")
 
 
 def _edited(text: str, path: str) -> str | None:

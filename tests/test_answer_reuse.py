@@ -80,14 +80,15 @@ def test_an_answer_rests_on_the_files_it_names_and_holds_while_they_keep_their_b
     assert not still_holds(kept, {"src/auth/session.py": None})  # gone
 
 
-def test_the_book_keeps_the_most_recently_asked_needs_and_the_newest_answer_first() -> None:
+def test_the_book_keeps_the_newest_answer_to_the_most_recently_asked_needs() -> None:
     book = AnswerBook()
     needs = [Asked(frozenset({f"f{i}.py"}), frozenset(), frozenset(), frozenset()) for i in range(ANSWERS_KEPT + 1)]
     for need in needs:
         book.keep(need, KeptAnswer("q", "old", {}, 0.0))
-    assert len(book) == ANSWERS_KEPT and book.candidates(needs[0]) == []  # the least recently asked went
+    assert len(book) == ANSWERS_KEPT and book.answer_to(needs[0]) is None  # the least recently asked went
     book.keep(needs[-1], KeptAnswer("q2", "new", {}, 1.0))
-    assert [k.answer for k in book.candidates(needs[-1])] == ["new", "old"]
+    kept = book.answer_to(needs[-1])
+    assert kept is not None and kept.answer == "new"
 
 
 # -- through the service: one model call, then the same need answered again without one -----------------------

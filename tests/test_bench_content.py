@@ -9,12 +9,21 @@ import asyncio
 import difflib
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bench import session_bill
-from bench.bill_agents import Files, MainAgent, SelfExplorer, claude_code_prefix, worth_exploring
+from bench.bill_agents import (
+    Files,
+    MainAgent,
+    SelfExplorer,
+    SubagentExplorer,
+    claude_code_prefix,
+    rest_windows,
+    worth_exploring,
+)
 from bench.bill_cache import CacheSim, Ledger, VirtualClock
 from bench.bill_content import CONTENT_KINDS, FOLLOW_UP_MIN_GAP, Need, area_topics, need_answer, short_names
 from bench.bill_memory import MemoryExplorer, MemoryModel, tree_paths
@@ -244,3 +253,25 @@ def test_an_answer_that_is_not_the_question_s_is_counted_wrong(right: bool) -> N
     )
     asyncio.run(explorer.explore(agent, task))
     assert explorer.wrong == ([] if right else [task.index])
+
+
+def test_a_content_question_about_a_long_file_reads_it_whole_in_every_arm(tmp_path: Path) -> None:
+    long = "".join(f"line_{n} = {n}\n" for n in range(1, 4501))
+    assert rest_windows(long) == [(2001, 4000), (4001, 4501)]  # a Read shows 2,000 lines; the rest in windows
+    task = replace(WALK, files=("pkg/long.py",), named=("pkg/long.py",), need=Need("walkthrough", ("pkg/long.py",)))
+    clock = VirtualClock()
+    explorer = SubagentExplorer(Files({"pkg/long.py": long}), CacheSim(clock, "haiku"), Ledger("sub"), clock)
+    explorer.run_subagent(task, task.question)
+    assert len(explorer.ledger.calls) == 3  # Read, the rest, the report
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "long.py").write_text(long)
+    repo: Any = type("R", (), {"files": {"pkg/long.py": long}})()
+    model = MemoryModel(tmp_path, repo, [task], "strict", VirtualClock())
+    told = "### pkg/long.py (4500 lines): what it holds"  # a summary says how long it is: one Read, all of it
+    body = {
+        "tools": [{"name": "Read"}],
+        "system": [{"type": "text", "text": "prompt"}, {"type": "text", "text": told}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": task.question}]}],
+    }
+    request = RecordedRequest("anthropic", "/v1/messages", {}, json.dumps(body).encode(), False, None, 0, 0.0)
+    assert _calls(model(request)) == [("Read", {"file_path": "pkg/long.py", "limit": 4500})]

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from live_memory.cards import looks_like_file
-from live_memory.constants import ANSWERS_KEPT, ANSWERS_KEPT_PER_NEED
+from live_memory.constants import ANSWERS_KEPT
 from live_memory.context_window import ContextWindow
 from live_memory.ledger import attribute
 from live_memory.question_names import REVIEW_WORDS, directories_in, location_kind, names_in, paths_in, question_words
@@ -50,20 +50,19 @@ class KeptAnswer:
 
 @dataclass
 class AnswerBook:
-    """Earlier answers by what they were asked about: at most ANSWERS_KEPT needs (the least recently asked go),
-    the newest ANSWERS_KEPT_PER_NEED answers of each, newest first."""
+    """The newest answer to each need asked, at most ANSWERS_KEPT needs (the least recently asked go first)."""
 
-    entries: OrderedDict[Asked, list[KeptAnswer]] = field(default_factory=OrderedDict)
+    entries: OrderedDict[Asked, KeptAnswer] = field(default_factory=OrderedDict)
     given_again: int = 0  # answers given again from the book (for /stats)
 
     def keep(self, asked: Asked, kept: KeptAnswer) -> None:
-        answers = [kept, *(a for a in self.entries.pop(asked, []) if a.question != kept.question)]
-        self.entries[asked] = answers[:ANSWERS_KEPT_PER_NEED]
+        self.entries.pop(asked, None)
+        self.entries[asked] = kept
         while len(self.entries) > ANSWERS_KEPT:
             self.entries.popitem(last=False)
 
-    def candidates(self, asked: Asked) -> list[KeptAnswer]:
-        return list(self.entries.get(asked, ()))
+    def answer_to(self, asked: Asked) -> KeptAnswer | None:
+        return self.entries.get(asked)
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -204,6 +204,7 @@ QUESTION_NAMES_MAX = 4
 # a round saved reads the whole cached prompt once less. Measured by bench/session_bill.py on the content rows.
 PRE_READ_MAX_FILES = 4
 PRE_READ_TOKENS = 12_000
+PRE_READ_MAX_LINES = 20_000  # a file read ahead is read whole, not in the Read tool's default window
 # A file a question names that is too long to read ahead is summed up in the hint instead (file_summary.py): its
 # docstring's first paragraph (cut at this many characters), at most this many imports and definitions.
 SUMMARY_DOC_CHARS = 300
@@ -249,11 +250,10 @@ JOB_TTL_S = 900.0
 MAX_JOBS = 256
 
 # An earlier answer to the same need (the files, directory and names asked about, not the exact words), whose files
-# are unchanged, is given again with no model call (answer_reuse.py); a workspace keeps the answers of this many
-# needs (the least recently asked go first), the newest few of each.
+# are unchanged, is given again with no model call (answer_reuse.py); a workspace keeps the newest answer to each of
+# this many needs (the least recently asked go first; an answer is at most max_answer_tokens).
 REUSE_ANSWERS = True
 ANSWERS_KEPT = 256
-ANSWERS_KEPT_PER_NEED = 2
 
 # Files whose lookups (find_symbol) a window remembers as the grounds of what it learns (newest kept).
 LOOKED_UP_MAX = 2000

@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from live_memory.constants import PRE_READ_MAX_LINES
 from live_memory.context_window import ContextWindow
 from live_memory.file_summary import module_doc, summary
 from live_memory.messages import Message, ToolResultPart, ToolUsePart
@@ -79,13 +80,16 @@ async def pre_read(
     listed += cards
     if not found or len(found) > max_files:
         return PreRead(listed="\n".join(listed))
-    outcomes = await asyncio.gather(*(tools.run(READ_TOOL, {"file_path": p}) for p in found))
+    whole = {"limit": PRE_READ_MAX_LINES}  # all of it: what the question asks about (max_chars bounds it below)
+    outcomes = await asyncio.gather(*(tools.run(READ_TOOL, {"file_path": p, **whole}) for p in found))
     if sum(len(o.text) for o in outcomes) > max_chars:  # summed up, for the model to read what it needs of them
         read = dict(zip(found, outcomes, strict=True))
         named_files = [summary(p, _unnumbered(read[p].text)) for p in files if p in read and not read[p].is_error]
         return PreRead(listed="\n".join([*listed, *named_files]))
     asked = window.questions_asked()  # call ids stay unique in a history that keeps them
-    calls = tuple(ToolUsePart(f"pre_read_{asked}_{i}", READ_TOOL, {"file_path": p}) for i, p in enumerate(found, 1))
+    calls = tuple(
+        ToolUsePart(f"pre_read_{asked}_{i}", READ_TOOL, {"file_path": p, **whole}) for i, p in enumerate(found, 1)
+    )
     return PreRead(calls, tuple(outcomes))
 
 

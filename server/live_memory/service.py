@@ -225,16 +225,15 @@ class WorkspaceService:
         return OpenWorkspace(state, location.root, tools, may_distill, shared, asked, earlier)
 
     async def _earlier_answer(self, state: WorkspaceState, asked: Asked) -> KeptAnswer | None:
-        """The newest earlier answer to what `asked` asks whose every file has the same bytes on disk now
-        (checked off the event loop); None without one."""
-        candidates = state.answers.candidates(asked)
-        if not candidates:
+        """The newest earlier answer to what `asked` asks, if every file it rests on has the same bytes on disk now
+        (checked off the event loop); None otherwise."""
+        kept = state.answers.answer_to(asked)
+        if kept is None:
             return None
-        paths = {path for kept in candidates for path in kept.grounds}
-        current = await asyncio.to_thread(disk_hashes, state.tree_root, paths)
-        kept = next((k for k in candidates if still_holds(k, current)), None)
-        if kept is not None:
-            state.answers.given_again += 1
+        current = await asyncio.to_thread(disk_hashes, state.tree_root, set(kept.grounds))
+        if not still_holds(kept, current):
+            return None
+        state.answers.given_again += 1
         return kept
 
     async def settle(
