@@ -9,6 +9,7 @@ from dataclasses import replace
 from live_memory.cited_lines import Citation, CitedLines, cut
 from live_memory.context_window import ContextWindow
 from live_memory.file_context import file_block
+from live_memory.holding import admit_cited, hold_costs, rechoose_hot_set
 from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy
 from live_memory.messages import Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.prompt_layout import build_prompt
@@ -246,11 +247,11 @@ def test_lines_of_a_file_in_steady_use_are_admitted_and_those_of_an_unused_file_
     window = ContextWindow(budget_tokens=100_000)
     used_every_question(window, "src/app.py", 6)
     policy = HotSetPolicy(budget_tokens=24_000)
-    costs = window.hold_costs(0.1, 1.25)
+    costs = hold_costs(window, 0.1, 1.25)
     assert costs.round_tokens == window.prompt_tokens()
-    assert window.admit_cited(lines_of(APP, 4, 6), policy, costs)
-    assert not window.admit_cited(lines_of(APP, 4, 6), policy, costs)  # held already
-    assert not window.admit_cited(lines_of("URL = 1\n", 1, 1, path="src/db.py"), policy, costs)
+    assert admit_cited(window, lines_of(APP, 4, 6), policy, costs)
+    assert not admit_cited(window, lines_of(APP, 4, 6), policy, costs)  # held already
+    assert not admit_cited(window, lines_of("URL = 1\n", 1, 1, path="src/db.py"), policy, costs)
     assert list(window.cited) == [("src/app.py", 4, 6)]
 
 
@@ -260,8 +261,8 @@ def test_cited_lines_are_not_admitted_past_the_hot_set_budget() -> None:
     first, second = lines_of(APP, 4, 6), lines_of(APP, 1, 2)
     room = window.tokens(first.block()) + window.tokens(second.block()) - 1
     policy = HotSetPolicy(budget_tokens=room)
-    assert window.admit_cited(first, policy, ANTHROPIC)
-    assert not window.admit_cited(second, policy, ANTHROPIC)  # the first one left too little room
+    assert admit_cited(window, first, policy, ANTHROPIC)
+    assert not admit_cited(window, second, policy, ANTHROPIC)  # the first one left too little room
     assert list(window.cited) == [first.key]
 
 
@@ -331,12 +332,12 @@ def test_a_compaction_sheds_held_lines_and_files_the_rule_no_longer_picks() -> N
     answered(window, 30)
     used_every_question(window, "src/app.py", 10)
     window.hold_cited(lines_of(APP, 4, 6))
-    shed = window.rechoose_hot_set(HotSetPolicy(budget_tokens=24_000), window.hold_costs(0.1, 1.25))
+    shed = rechoose_hot_set(window, HotSetPolicy(budget_tokens=24_000), hold_costs(window, 0.1, 1.25))
     assert shed == ["docs/old.md", "src/db.py:1-1"]
     assert list(window.cited) == [("src/app.py", 4, 6)]
     assert window.files["docs/old.md"].content is None  # known by name, still re-readable
     assert window.files["docs/intro.md"].content == "welcome\n"  # a preload stays
-    assert window.rechoose_hot_set(HotSetPolicy(budget_tokens=24_000), window.hold_costs(0.1, 1.25)) == []
+    assert rechoose_hot_set(window, HotSetPolicy(budget_tokens=24_000), hold_costs(window, 0.1, 1.25)) == []
 
 
 def test_a_forked_window_holds_its_cited_lines_independently() -> None:

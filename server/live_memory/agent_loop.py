@@ -23,6 +23,7 @@ from live_memory.cited_lines import citations, cut
 from live_memory.compaction import CompactionReport
 from live_memory.context_window import ContextWindow
 from live_memory.errors import PromptTooLongError, ProviderError
+from live_memory.holding import admit_cited, hold_costs
 from live_memory.hot_set import HotSet, used_recently
 from live_memory.kept_answer import kept_answer
 from live_memory.messages import (
@@ -246,14 +247,14 @@ class QuestionLoop:
             return
         paths = sorted({c.path for c in cited})
         disk = await asyncio.to_thread(read_for_revalidation, self.root, paths, paths, hot.max_file_bytes)
-        costs = window.hold_costs(hot.read_share, hot.write_share)
+        costs = hold_costs(window, hot.read_share, hot.write_share)
         for citation in cited:
             found, known_file = disk.get(citation.path), window.files.get(citation.path)
             if found is None or found.text is None or known_file is None or found.sha256 != known_file.sha256:
                 continue
             lines = cut(found.text, found.sha256, citation)
             if lines is not None:
-                window.admit_cited(lines, hot.policy, costs)
+                admit_cited(window, lines, hot.policy, costs)
 
     def cut_deadline(self, seconds_from_now: float) -> None:
         """Bring the soft deadline forward (shutdown): the loop then returns its best answer."""

@@ -28,6 +28,7 @@ from live_memory.directory_tree import TreePolicy
 from live_memory.errors import ProviderError
 from live_memory.file_context import FileContext, file_block
 from live_memory.history import Turn, message_text
+from live_memory.holding import hold_costs, rechoose_hot_set
 from live_memory.hot_set import HotSet
 from live_memory.ledger import LedgerFact
 from live_memory.records import Usage
@@ -113,8 +114,8 @@ class Compactor:
             window.set_directory_tree(scanned.text, scanned.paths)
         report.team_merged = window.ledger.merge_team(scope.team_facts)
         if policy.hot_set is not None:  # the frozen block holds the files the rule picks now
-            costs = window.hold_costs(policy.hot_set.read_share, policy.hot_set.write_share)
-            report.shed += window.rechoose_hot_set(policy.hot_set.policy, costs)
+            costs = hold_costs(window, policy.hot_set.read_share, policy.hot_set.write_share)
+            report.shed += rechoose_hot_set(window, policy.hot_set.policy, costs)
         window.freeze()
         window.transcript_room = policy.threshold
         report.after_tokens = window.prompt_tokens()

@@ -33,7 +33,7 @@ from live_memory.constants import (
 )
 from live_memory.file_context import Delta, FileContext, changed_lines, file_block, named
 from live_memory.history import EXCHANGE_KINDS, HistoryTally, Sent, Turn, message_text, tally
-from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses, returns
+from live_memory.hot_set import FileUse, count_uses
 from live_memory.ledger import Ledger
 from live_memory.messages import Message, TextPart
 from live_memory.prompts import (
@@ -303,39 +303,10 @@ class ContextWindow:
         """The file changed: its held lines are no longer current (those of `keep_sha` stay)."""
         self.cited.drop(path, self.pending.cited, keep_sha)
 
-    def hold_costs(self, read_share: float, write_share: float) -> HoldCosts:
-        """What holding and re-reading cost in this window now (an extra round reads its whole prompt), with the
-        requests a question sends as measured here and the workspace's rate of using a file again."""
-        came_back = returns(self.file_uses, self.questions_asked())
-        return HoldCosts(read_share, write_share, self.prompt_tokens(), self.requests_per_question, came_back)
-
     def note_requests(self, sent: int) -> None:
         """A question was answered with `sent` requests: the running mean a held file is carried by."""
         if sent > 0:
             self.requests_per_question += REQUESTS_EMA_ALPHA * (sent - self.requests_per_question)
-
-    def admit_cited(self, lines: CitedLines, policy: HotSetPolicy, costs: HoldCosts) -> bool:
-        """Hold these cited lines if the hot set's rule takes them (they fit its budget and are worth more
-        than their one cache write); True when they were taken in."""
-        if lines.key in self.cited:
-            return False
-        use = self.file_uses.get(lines.path, FileUse())
-        tokens = self.tokens(lines.block())
-        if not policy.admits(tokens, use, self.questions_asked(), costs, self.held_tokens()):
-            return False
-        return self.hold_cited(lines)
-
-    def rechoose_hot_set(self, policy: HotSetPolicy, costs: HoldCosts) -> list[str]:
-        """At a compaction: keep the held files and cited lines the rule still picks (preloads stay), shed
-        the others; returns what was shed (a path, or `path:first-last`)."""
-        files = {p: (p, self.tokens(file_block(f))) for p, f in self.files.items() if f.content and not f.preloaded}
-        lines = {f"{k[0]}:{k[1]}-{k[2]}": (k[0], self.tokens(v.block())) for k, v in self.cited.items()}
-        kept = set(policy.choose({**files, **lines}, self.file_uses, self.questions_asked(), costs))
-        for path in (k for k in files if k not in kept):
-            self.shed_content(path)
-        for key in [k for k in self.cited if f"{k[0]}:{k[1]}-{k[2]}" not in kept]:
-            del self.cited[key]
-        return sorted(k for k in (*files, *lines) if k not in kept)
 
     def earned(self, path: str) -> bool:
         """Whether a file has earned holding its bytes: it is held already, an answer cited it, or a

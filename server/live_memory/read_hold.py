@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from live_memory.context_window import ContextWindow
+from live_memory.holding import hold_costs
 from live_memory.hot_set import FileUse, HotSet
 from live_memory.safe_files import read_for_revalidation
 from live_memory.tool_runner import ToolOutcomeLike
@@ -45,7 +46,7 @@ async def hold_reads(window: ContextWindow, root: Path, hot: HotSet, outcomes: S
         found, (sha, lines) = disk.get(path), shown[path]
         if found is None or found.text is None or found.sha256 != sha or _line_count(found.text) != lines:
             continue  # changed since, or only a window of it was read
-        costs = window.hold_costs(hot.read_share, hot.write_share)
+        costs = hold_costs(window, hot.read_share, hot.write_share)
         use = window.file_uses.get(path, FileUse())
         if hot.policy.admits(window.tokens(found.text), use, window.questions_asked(), costs, window.held_tokens()):
             window.hold_read(path, found.text, sha)
