@@ -420,3 +420,18 @@ async def test_a_queued_line_holding_a_credential_is_withheld_when_pushed(
         await until(lambda: team.figures.pushed + team.figures.withheld == 2)
         assert (team.figures.pushed, team.figures.withheld, team.queued) == (1, 1, 0)
     assert await facts_in_store(team_db.url) == ["serve() returns VERSION"]
+
+
+async def test_a_teammates_answer_to_the_same_need_in_other_words_is_given_and_another_need_is_not(
+    tmp_path: Path, team_db: TeamDatabase
+) -> None:
+    _, _, second_home, second_root = two_checkouts(tmp_path)
+    grounds = {"app.py": hashlib.sha256(APP.encode()).hexdigest()}
+    await push_answer(team_db.url, "Walk me through `app.py`.", grounds)
+    second_model = ScriptedProvider(*[text_response("my own answer")] * 2)
+    async with running(team_engine(second_home, second_model, team_db.url, team_share_answers="1")) as second:
+        await first_pull(second, second_root)
+        reused = await second.answerer.ask(str(second_root), "How is `app.py` organised, again?")
+        assert (reused.model, len(second_model.requests)) == ("team-answer", 0)  # the same need, reworded
+        review = await second.answerer.ask(str(second_root), "Review `app.py` for error handling.")
+        assert review.answer == "my own answer"  # another need: the model answers

@@ -254,6 +254,8 @@ MAX_JOBS = 256
 # this many needs (the least recently asked go first; an answer is at most max_answer_tokens).
 REUSE_ANSWERS = True
 ANSWERS_KEPT = 256
+# What the teammates' questions ask about (answer_reuse.py), worked out once per question, for so many questions.
+TEAM_ASKED_KEPT = 4096
 
 # Files whose lookups (find_symbol) a window remembers as the grounds of what it learns (newest kept).
 LOOKED_UP_MAX = 2000

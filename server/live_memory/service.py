@@ -217,8 +217,8 @@ class WorkspaceService:
             raise WorkspaceLoadError(f"the workspace {state.root} could not be loaded: {exc}") from None
         may_distill = settings.background and (caps is None or self.spend.background_allowed(state.id, caps))
         team = self.team
-        shared = await team_work.teammates_answer(team, state, question, tools) if team and question else None
         asked = await asyncio.to_thread(asked_about, question, state.window.paths) if question else None
+        shared = await team_work.teammates_answer(team, state, question, tools, asked) if team and question else None
         earlier = None
         if asked is not None and shared is None and settings.reuse_answers:
             earlier = await self._earlier_answer(state, asked)

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from live_memory import constants as C
+from live_memory.answer_reuse import Asked, asked_about
 from live_memory.ledger import LedgerFact
 from live_memory.question_names import location_kind, names_in
 from live_memory.records import TeamAnswer, question_key
@@ -147,20 +148,42 @@ async def _uses_grounds(tools: CheckoutTools, state: WorkspaceState, question: s
     return hashes if len(hashes) == len(paths) else None
 
 
-def candidates_for(state: WorkspaceState, question: str) -> list[TeamAnswer]:
-    """The teammates' answers that may answer `question`, newest first: today those to the very same question
-    (case and whitespace folded). The one place where a match by the names and paths a question is about would
-    widen the choice; whatever it picks is still checked against the disk (and, for uses, the search) below."""
-    return state.team_answers.get(question_key(question), []) if state.team_answers else []
+def candidates_for(state: WorkspaceState, question: str, asked: Asked | None = None) -> list[TeamAnswer]:
+    """The teammates' answers that may answer `question`: those to the very same question (case and whitespace
+    folded), then, newest first, those to a question about the same things (`asked`: the same files, directories,
+    names and topic words however worded; answer_reuse.py), as this checkout resolves their names. Whatever it
+    picks is still checked against the disk (and, for uses, the search). Blocking (resolving names scans the
+    workspace's files): a worker thread."""
+    if not state.team_answers:
+        return []
+    same = state.team_answers.get(question_key(question), [])
+    if asked is None:
+        return same
+    alike = [
+        answer
+        for key, answers in state.team_answers.items()
+        if key != question_key(question) and _asked(state, key, answers[0].question) == asked
+        for answer in answers
+    ]
+    return [*same, *sorted(alike, key=lambda a: a.confirmed_at, reverse=True)]
+
+
+def _asked(state: WorkspaceState, key: str, question: str) -> Asked | None:
+    """What a teammate's question asks about, resolved in this checkout once per question."""
+    if key not in state.team_asked:
+        if len(state.team_asked) >= C.TEAM_ASKED_KEPT:
+            state.team_asked.clear()
+        state.team_asked[key] = asked_about(question, state.window.paths)
+    return state.team_asked[key]
 
 
 async def teammates_answer(
-    team: TeamSync, state: WorkspaceState, question: str, tools: CheckoutTools
+    team: TeamSync, state: WorkspaceState, question: str, tools: CheckoutTools, asked: Asked | None = None
 ) -> TeamAnswer | None:
-    """The newest teammate's answer to this very question (case and whitespace folded) whose every file has
-    the same bytes here now, checked against the disk, off the event loop; for a question about uses, only one
-    resting on every file here that mentions the name. None without one."""
-    candidates = candidates_for(state, question)
+    """The newest teammate's answer to this very question, else to one about the same things (`asked`), whose
+    every file has the same bytes here now, checked against the disk, off the event loop; for a question about
+    uses, only one resting on every file here that mentions the name. None without one."""
+    candidates = await asyncio.to_thread(candidates_for, state, question, asked)
     if not candidates:
         return None
     users = await _mentioning(tools, question)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from live_memory.admission import Admission, AdmissionLimits, DistillGate
-from live_memory.answer_reuse import AnswerBook
+from live_memory.answer_reuse import AnswerBook, Asked
 from live_memory.constants import MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
 from live_memory.context_window import ContextWindow
 from live_memory.errors import InputError
@@ -187,6 +187,7 @@ class WorkspaceState:
         self.team_pulled = asyncio.Event()
         self.team_merged = 0
         self.answers = AnswerBook()  # earlier answers to give again (answer_reuse.py)
+        self.team_asked: dict[str, Asked | None] = {}  # a teammate's question (folded) -> what it asks about
         self._journal: list[tuple[int, WindowChange]] = []
         self._seq = 0
         self._forks: dict[int, _ForkBase] = {}
