@@ -124,6 +124,9 @@ _PROSE_WORD = re.compile(rf"(?<![\w.])[A-Za-z][a-z]{{{TOPIC_MIN_CHARS - 1},}}(?!
 _FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 
 
+Topics = list[tuple[str, tuple[str, ...]]]  # (topic, the files that mention it)
+
+
 @dataclass(frozen=True)
 class Need:
     """What a content question needs: the whole current bytes of `files`, for a walkthrough, a review for a
@@ -202,11 +205,24 @@ def prose_words(path: str, text: str) -> Mapping[str, int]:
     return counts
 
 
-def area_topics(files: Mapping[str, str], directory: str, defined: frozenset[str]) -> list[tuple[str, tuple[str, ...]]]:
+def area_topics(files: Mapping[str, str], directory: str, defined: frozenset[str]) -> Topics:
     """(topic, the files under `directory` that mention it), the most topical first: prose words of those files
     that 2-4 of them mention (as a word, any case) and their prose uses at least twice (a recurring theme of a few
     files, not a name any file defines, nor a part of the directory's path), ranked by those uses times how rare
-    the word is in the whole repository (`reason`, `value` are everywhere; `supervisor`, `quarantine` are not)."""
+    the word is in the whole repository (`reason`, `value` are everywhere; `supervisor`, `quarantine` are not).
+    Worked out once per repository and directory (the workload draws the same directories again and again)."""
+    key = (id(files), directory, defined)
+    if key not in _TOPICS:
+        _TOPICS[key] = _area_topics(files, directory, defined)
+    return _TOPICS[key]
+
+
+_TOPICS: dict[tuple[int, str, frozenset[str]], Topics] = {}
+
+
+def _area_topics(
+    files: Mapping[str, str], directory: str, defined: frozenset[str]
+) -> list[tuple[str, tuple[str, ...]]]:
     prefix = directory.rstrip("/") + "/"
     under = sorted(p for p in files if p.startswith(prefix))
     if len(under) < AREA_FILES[0]:

@@ -83,6 +83,11 @@ class Repo:
     eligible: tuple[str, ...]  # files a task may need (sorted)
     hits: dict[str, frozenset[str]] = field(repr=False)  # candidate symbol -> files that contain it as a word
 
+    @functools.cached_property
+    def defined(self) -> frozenset[str]:
+        """The names the eligible files define (what an area's topic must not be)."""
+        return frozenset(self.hits)
+
     def digest(self) -> str:
         h = hashlib.sha256()
         for path in sorted(self.files):
@@ -616,7 +621,7 @@ def _as_content(draft: Task, repo: Repo, load: Workload, seed: int, asked: list[
     if old and rng.random() < FOLLOW_UP_SHARE:
         need = rng.choice(sorted(old.values(), key=lambda n: n.key))
     else:
-        need = draw_need(rng, repo.files, draft.files[0], frozenset(repo.hits))
+        need = draw_need(rng, repo.files, draft.files[0], repo.defined)
         if any(a.need == need for a in asked) and need.key not in old:
             return draft  # the same need asked just before: the question stays as it was
     follow_up = any(a.need == need for a in asked)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import functools
 import json
 import re
 from dataclasses import replace
@@ -108,19 +109,28 @@ def test_a_need_s_answer_is_the_same_text_while_its_files_are_unchanged() -> Non
     assert "pkg/a.py:1-7" in need_answer(need, edited)
 
 
-def test_the_agent_asks_again_for_a_need_only_once_its_context_no_longer_holds_the_answer() -> None:
+@functools.lru_cache(maxsize=1)
+def first_content_task() -> Task:
     repo = load_repo("live-memory")
-    task = next(t for t in build_tasks(repo, workload("medium", "natural", (60,), content=True), SEED) if t.need)
+    return next(t for t in build_tasks(repo, workload("medium", "natural", (60,), content=True), SEED) if t.need)
+
+
+def agent_with(explorer: Any) -> MainAgent:
     clock = VirtualClock()
-    agent = MainAgent(
+    return MainAgent(
         "B",
-        Files(dict(repo.files)),
+        Files(dict(load_repo("live-memory").files)),
         CacheSim(clock, "sonnet"),
         Ledger("main"),
         clock,
-        SelfExplorer(),
+        explorer,
         prefix_for=lambda s: claude_code_prefix(session=s),
     )
+
+
+def test_the_agent_asks_again_for_a_need_only_once_its_context_no_longer_holds_the_answer() -> None:
+    task = first_content_task()
+    agent = agent_with(SelfExplorer())
     assert worth_exploring(agent, task)
     agent.heard(task)
     assert not worth_exploring(agent, task)  # the answer is in its context
@@ -237,20 +247,10 @@ class _Asker:
 
 @pytest.mark.parametrize("right", [True, False])
 def test_an_answer_that_is_not_the_question_s_is_counted_wrong(right: bool) -> None:
-    repo = load_repo("live-memory")
-    task = next(t for t in build_tasks(repo, workload("medium", "natural", (60,), content=True), SEED) if t.need)
-    clock = VirtualClock()
+    task = first_content_task()
     given = task.answer if right else "Short answer: `other.py` (other.py:1-9) is organised as follows."
-    explorer = MemoryExplorer(_Asker(given + "\n\n---\n[live-memory] model=m"), None, "/tmp/x")  # type: ignore[arg-type]
-    agent = MainAgent(
-        "B",
-        Files(dict(repo.files)),
-        CacheSim(clock, "sonnet"),
-        Ledger("main"),
-        clock,
-        explorer,
-        prefix_for=lambda s: claude_code_prefix(session=s),
-    )
+    explorer = MemoryExplorer(_Asker(given + "\n\n---\n[live-memory] model=m"), None, "/repo")  # type: ignore[arg-type]
+    agent = agent_with(explorer)
     asyncio.run(explorer.explore(agent, task))
     assert explorer.wrong == ([] if right else [task.index])
 
