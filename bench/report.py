@@ -903,9 +903,12 @@ def _content_goals(data: Mapping[str, Any], repos: Sequence[str]) -> list[str]:
         ),
         "",
         "Ranges are over the content rows of the run (60 tasks at high, medium and low locality, 3 × 20 and 6 × 10 "
-        "tasks); a content question is a walkthrough, a review, an area or a follow-up. An answer that is not the "
-        "question's would be an earlier answer given again for another need: the count checks that giving answers "
-        "again never answers the wrong question.",
+        "tasks); a content question is a walkthrough, a review, an area or a follow-up. The goals set for them: "
+        "memory $ per question at most 0.5x the subagent's on Haiku with the strict model and 0.35x with the "
+        "trusting one, re-reads at most 20%, at most 1.6 requests per question after the first 20, and a whole bill "
+        "at most 0.85x the subagent arm's and 0.65x exploring alone. An answer that is not the question's would be "
+        "an earlier answer given again for another need: the count checks that giving answers again never answers "
+        "the wrong question.",
         "",
     ]
 
