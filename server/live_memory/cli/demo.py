@@ -9,7 +9,8 @@ what it is given: the first answer asks for a `Read` of `server/live_memory/cons
 line it finds there; the second answers from what the service already put in its prompt (no tool call),
 and the simulated prompt cache reports that prompt's unchanged prefix as `cache_read_input_tokens`.
 
-Standard library only on the model's side, so the demo runs from a fresh clone with `pip install .`.
+Standard library only on the model's side, so the demo runs from a fresh clone with `pip install .`, and from a wheel
+installed anywhere: with no checkout at hand it asks about a copy of the installed package (`package_workspace`).
 """
 
 from __future__ import annotations
@@ -120,13 +121,25 @@ def script_reply(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
 
 def default_repo() -> Path | None:
     """The checkout this package was installed from (an editable install or a source tree), else the
-    repository around the current directory, if either holds the demo's file."""
+    repository around the current directory, if either holds the demo's file; None for neither (a wheel
+    installed elsewhere: `package_workspace` then stands in)."""
     here = Path(__file__).resolve().parents[3]
     candidates = [here, *[p for p in (Path.cwd(), *Path.cwd().parents) if (p / ".git").exists()][:1]]
     for candidate in candidates:
         if (candidate / DEMO_FILE).is_file():
             return candidate
     return None
+
+
+def package_workspace(scratch: Path) -> Path:
+    """A throwaway workspace holding a copy of the installed package's sources, laid out as in a checkout
+    (`server/live_memory/...`): what the demo asks about when no checkout is at hand."""
+    import live_memory
+
+    root = scratch / "live-memory"
+    package = Path(live_memory.__file__).resolve().parent
+    shutil.copytree(package, root / "server" / "live_memory", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return root
 
 
 def free_port() -> int:
@@ -230,11 +243,17 @@ def verdict(first: Asked, second: Asked) -> list[str]:
 
 def run_demo(ask_command: AskCommand, repo: Path | None = None, out: TextIO | None = None) -> int:
     out = sys.stdout if out is None else out
-    repo = (repo or default_repo() or Path.cwd()).resolve()
-    if not (repo / DEMO_FILE).is_file():
+    repo = repo or default_repo()
+    if repo is not None and not (repo / DEMO_FILE).is_file():
         print(f"live-memory demo: {repo} is not a checkout of Live Memory (no {DEMO_FILE}); pass --repo", file=out)
         return 2
     scratch = Path(tempfile.mkdtemp(prefix="live-memory-demo-"))  # 0700
+    if repo is None:
+        repo = package_workspace(scratch)
+        print(
+            f"demo: no checkout of Live Memory here: asking about a copy of the installed package in {repo}", file=out
+        )
+    repo = repo.resolve()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with ScriptedModel(
