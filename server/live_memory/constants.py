@@ -20,6 +20,9 @@ PROJECT_HEADER = "x-live-memory-project"
 AGENT_HEADER = "X-Live-Memory-Agent"
 # How long `serve` waits for an existing server's /health before deciding the port is foreign.
 HEALTH_PROBE_TIMEOUT_S = 2.0
+# `live-memory doctor`'s 1-token request to the model, sent by the server (POST /check): a dead endpoint fails
+# within the provider's connect timeout, a slow one is reported once this passes.
+DOCTOR_ROUND_TRIP_TIMEOUT_S = 30.0
 # /health sends a no-op to the worker threads (file I/O, hashing); no answer within this long: "stuck".
 HEALTH_WORKER_PROBE_S = 1.0
 # Client connections open at once (also at most half the open-file limit); past it the longest-open idle

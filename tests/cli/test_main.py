@@ -402,7 +402,7 @@ def test_serve_port_flag_wins_doctor_passes_and_an_open_client_stream_does_not_h
             use_env(monkeypatch, env)
             doctor = io.StringIO()
             with contextlib.redirect_stdout(doctor):
-                doctor_code = main(["doctor", "--plugin-dir", str(REPO)])
+                doctor_code = main(["doctor", "--plugin-dir", str(REPO), "--cwd", str(tmp_path)])
             with socket.create_connection(("127.0.0.1", port), timeout=10) as stream:
                 stream.sendall(
                     b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"

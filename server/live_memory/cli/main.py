@@ -320,7 +320,8 @@ def cmd_ledger(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from live_memory.cli.doctor import run_doctor  # imports the provider SDKs: only when needed
 
-    checks = run_doctor(os.environ, Path(args.plugin_dir) if args.plugin_dir else None, round_trip=not args.offline)
+    plugin_dir = Path(args.plugin_dir) if args.plugin_dir else None
+    checks = run_doctor(os.environ, plugin_dir, round_trip=not args.offline, cwd=os.path.abspath(args.cwd))
     for check in checks:
         print(check.line())
     failed = [c for c in checks if not c.ok]
@@ -400,6 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = _subparser(sub, "doctor")
     doctor.add_argument("--plugin-dir", default="", help="the plugin's directory, to check its .mcp.json URL")
     doctor.add_argument("--offline", action="store_true", help="skip the 1-token round trip to the model")
+    doctor.add_argument(
+        "--cwd", default=os.getcwd(), help="the checkout to check against the allowed roots (default: current)"
+    )
     svc = _subparser(sub, "install-service")
     scope = svc.add_mutually_exclusive_group()
     scope.add_argument("--user", dest="mode", action="store_const", const="user", help="a user unit (default)")

@@ -116,6 +116,19 @@ def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
     return changes.apply()
 
 
+def connection(home: Path) -> tuple[str, str | None] | None:
+    """(URL, token variable) of the installed entry; None when Codex has no Live Memory entry (or no config)."""
+    try:
+        data = tomllib.loads((home / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    entry = data.get("mcp_servers", {}).get(SERVER_NAME)
+    if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+        return None
+    token_env = entry.get("bearer_token_env_var")
+    return entry["url"], token_env if isinstance(token_env, str) else None
+
+
 # ------------------------------------------------------------------------------------------ config.toml
 
 

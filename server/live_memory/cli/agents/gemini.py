@@ -20,6 +20,7 @@ project's own hooks).
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,6 +45,8 @@ HOOK_TIMEOUT_MS = 5_000
 HOOK_MATCHER = "^(read_file|read_many_files|write_file|replace)$"
 HOOK_FILES = ("gemini_notify.py", "notify.py", "_client.py")
 NOTE_FILE = "GEMINI.md"
+# How install names the token in headers: Gemini CLI expands ${VAR} from its environment.
+TOKEN_REFERENCE = re.compile(r"^Bearer \$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 AGENT_KEY = "gemini"  # the agent's name on the command line and in the instructions note
 
 
@@ -98,6 +101,18 @@ def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
     if instructions_dir is not None:
         files.plan_note(changes, instructions_dir, NOTE_FILE, AGENT_KEY, install=False)
     return changes.apply()
+
+
+def connection(home: Path) -> tuple[str, str | None] | None:
+    """(URL, token variable) of the installed entry; None when Gemini CLI has none of Live Memory's."""
+    try:
+        server = Document(files.read_text(home / "settings.json")).get(["mcpServers", SERVER_NAME])
+    except (ConfigError, JsoncError):
+        return None
+    if not _is_our_server(server) or not isinstance(server.get("httpUrl"), str):
+        return None
+    token = TOKEN_REFERENCE.search(str((server.get("headers") or {}).get("Authorization", "")))
+    return server["httpUrl"], token.group(1) if token else None
 
 
 # ---------------------------------------------------------------------------------------- our entries

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -42,6 +43,8 @@ PLUGIN_MARKER = "// Live Memory file feed for OpenCode"
 # (the same bound the Claude Code plugin's .mcp.json sets).
 MCP_TIMEOUT_MS = 300_000
 NOTE_FILE = "AGENTS.md"  # the one note, shared with Codex (note.py)
+# How install names the token in headers: OpenCode replaces {env:NAME} with that variable at start.
+TOKEN_REFERENCE = re.compile(r"^Bearer \{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
 _URL_PLACEHOLDER = 'const INSTALLED_URL = "__LIVE_MEMORY_URL__"'
 _TOKEN_PLACEHOLDER = "const TOKEN_ENV = null"
 _SECRETS_PLACEHOLDER = "const SECRET_NAMES = []"
@@ -119,6 +122,18 @@ def uninstall(config_dir: Path, *, instructions_dir: Path | None) -> list[str]:
     if not changes.files and not any("left alone" in line for line in changes.said):
         return [f"{config_dir}: nothing of Live Memory's to remove"]
     return changes.apply()
+
+
+def connection(config_dir: Path) -> tuple[str, str | None] | None:
+    """(URL, token variable) of the installed entry; None when OpenCode has no Live Memory entry."""
+    try:
+        entry = Document(files.read_text(config_file(config_dir))).get(["mcp", SERVER_KEY])
+    except (ConfigError, JsoncError):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+        return None
+    token = TOKEN_REFERENCE.search(str((entry.get("headers") or {}).get("Authorization", "")))
+    return entry["url"], token.group(1) if token else None
 
 
 # ------------------------------------------------------------------------------------------------ config
