@@ -112,6 +112,13 @@ def test_serve_is_a_singleton_and_sigterm_mid_question_returns_a_best_effort_ans
             second_code, second_out, second_err = serve_in_process(env)
             assert (second_code, server.proc.poll()) == (0, None), second_err
             assert "already running" in second_out
+            # Another key and base URL: the running server would keep its own, so this is no "nothing to do".
+            other = {**env, "LIVE_MEMORY_BASE_URL": "http://127.0.0.1:9/v1", "LIVE_MEMORY_API_KEY": "a-new-key-5678"}
+            third_code, third_out, third_err = serve_in_process(other)
+            assert (third_code, third_out, server.proc.poll()) == (1, "", None), third_err
+            assert "already running" in third_err and "with other settings than this shell's" in third_err
+            assert "base_url" in third_err and "(here: http://127.0.0.1:9/v1)" in third_err
+            assert "(here: ****5678)" in third_err and "a-new-key" not in third_err  # masked, as config show does
             answers: list[tuple[int, str, str]] = []
             asking = threading.Thread(target=lambda: answers.append(ask_in_process(env, "slow question", workspace)))
             asking.start()

@@ -33,13 +33,13 @@ from live_memory.cli.client import (
     auth_headers,
     error_of,
     listen_url,
-    not_ours,
     request_json,
     server_url,
     wait_for_server,
     who_answers,
 )
 from live_memory.cli.help import HELP
+from live_memory.cli.running import other_settings, running_config
 from live_memory.cli.team_setup import add_team_setup_arguments, cmd_team_setup
 from live_memory.config import Settings, load_settings, write_config_value
 from live_memory.constants import (
@@ -93,6 +93,10 @@ def cmd_serve(settings: Settings, clock: Callable[[], float] = time.monotonic) -
             return 1
         holder, health = who_answers(listen_url(settings))
         if holder == "ours" and health is not None:
+            differ = other_settings(settings, health.get("pid"))
+            if differ is not None:
+                print(f"live-memory: {differ}", file=sys.stderr)
+                return 1
             print(
                 f"live-memory: already running at {listen_url(settings)} (pid {health.get('pid')}, "
                 f"version {health.get('version')}); nothing to do."
@@ -197,21 +201,6 @@ def ensure_data_dir(path: Path) -> None:
     except FileExistsError:  # created meanwhile by someone else: theirs to set
         return
     path.chmod(0o700)  # exact, whatever the umask
-
-
-def running_config(settings: Settings) -> tuple[str, dict[str, Any] | None]:
-    """(base URL, the running server's GET /config) or (base URL, None) when no Live Memory server answers
-    there; another program on the port is an error (ClientError)."""
-    base = server_url(settings)
-    state, _ = who_answers(base)
-    if state == "foreign":
-        raise ClientError(not_ours(base))
-    if state == "absent":
-        return base, None
-    status, data = request_json(settings, "GET", "/config")
-    if status != 200:
-        raise ClientError(f"the server at {base} did not show its configuration: {error_of(status, data)}")
-    return base, data
 
 
 def _server_label(config: dict[str, Any]) -> str:
