@@ -96,6 +96,7 @@ from bench._common import (
     map_jobs,
     print_table,
     warn_if_busy,
+    write_json,
     write_results,
 )
 from bench.bill_agents import (
@@ -1073,11 +1074,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 def _write(path: Path, data: dict[str, Any]) -> Path:
-    import json
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n")
-    return path
+    return write_json(path, data)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import secrets
 import subprocess
@@ -39,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bench._common import map_jobs, print_table, warn_if_busy, write_results
+from bench._common import map_jobs, print_table, warn_if_busy, write_json, write_results
 from bench.bill_cache import VirtualClock
 from bench.bill_memory import ServerCommand, ServerProcess, copy_workspace, fake_provider
 from bench.bill_workload import Repo, Workload, build_tasks, load_repo
@@ -522,12 +521,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         seed=args.seed,
     )
     print_figures(data)
-    if args.out:
-        path = Path(args.out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2) + "\n")
-    else:
-        path = write_results(NAME, data)
+    path = write_json(Path(args.out), data) if args.out else write_results(NAME, data)
     print(f"\nwrote {path} ({data['seconds']} s)")
     return data
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import os
 import re
 import shlex
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from live_memory.constants import CHARS_PER_TOKEN
 from live_memory.testing.prompt_cache import PromptCache
 from live_memory.testing.scripted_model import ScriptedModel
 
@@ -254,6 +256,7 @@ def run_demo(ask_command: AskCommand, repo: Path | None = None, out: TextIO | No
             f"demo: no checkout of Live Memory here: asking about a copy of the installed package in {repo}", file=out
         )
     repo = repo.resolve()
+    file_text = (repo / DEMO_FILE).read_text(encoding="utf-8", errors="replace")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with ScriptedModel(
@@ -300,4 +303,39 @@ def run_demo(ask_command: AskCommand, repo: Path | None = None, out: TextIO | No
         f"(tool_calls=0) with {second.field('cached')} of its prompt read from the cache. Everything stopped.",
         file=out,
     )
+    for line in saved(file_text, first, second):
+        print(line, file=out)
     return 0
+
+
+def _tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def _dollars(field: str) -> float:
+    try:
+        return float(field.lstrip("$"))
+    except ValueError:
+        return 0.0
+
+
+def saved(file_text: str, first: Asked, second: Asked) -> list[str]:
+    """What these two answers saved the asking agent, against reading the file itself and against a subagent that
+    reads it for each question, and what the memory's own model spent (estimates from this run; the session bill
+    measures whole sessions)."""
+    # The file as an agent's Read returns it: numbered lines.
+    read = _tokens("".join(f"{n:6}\t{line}" for n, line in enumerate(file_text.splitlines(keepends=True), 1)))
+    answers = _tokens(first.answer) + _tokens(second.answer)
+    cost = _dollars(first.field("cost")) + _dollars(second.field("cost"))
+    return [
+        f"demo: what the agent saved, for these two questions (estimated at {CHARS_PER_TOKEN:g} characters a token):",
+        f"  - with Live Memory, its own context took the two answers: ~{answers:,} tokens;",
+        f"  - with no memory, it reads {DEMO_FILE} itself: ~{read:,} tokens, carried for the rest of its session;",
+        f"  - an Explore subagent reads the file for each question: ~{2 * read:,} tokens in contexts of its own,"
+        " then hands back a report;",
+        f"  - Live Memory's own model spent ${cost:.4f} at {first.field('model')} list prices: the first answer "
+        f"{first.field('cost')} (it read the file), the second {second.field('cost')} (from memory). It pays off "
+        "as questions return to what it holds.",
+        "demo: over whole generated sessions, with scripted models, the session bill measures it: "
+        "docs/benchmarks.md, `python -m bench.session_bill`.",
+    ]
