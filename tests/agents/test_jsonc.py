@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from live_memory.cli.agents.jsonc import Document, JsoncError, has_comments
+from live_memory.cli.agents.jsonc import Document, has_comments
+from live_memory.errors import JsoncError
 
 ENTRY: dict[str, Any] = {"url": "http://127.0.0.1:7711/mcp", "headers": {"X-Live-Memory-Agent": "opencode"}}
 OURS = ["mcp", "live_memory"]

@@ -4,38 +4,31 @@ from (`--port`, not LIVE_MEMORY_PORT) and the values it takes."""
 from __future__ import annotations
 
 import argparse
-import math
+import sys
 
 from live_memory.constants import MAX_ANSWER_TOKENS
 
 
-def port_number(raw: str) -> int:
-    """`--port`: a TCP port (1-65535), named as the option it came from when it is not one."""
+def _bounded(raw: str, cast: type[int] | type[float], low: float, high: float, what: str) -> float:
     try:
-        port = int(raw)
+        value = cast(raw)
     except ValueError:
-        port = -1
-    if not 0 < port <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535, got {raw!r}")
-    return port
+        value = low - 1
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {raw!r}")
+    return value
+
+
+def port_number(raw: str) -> int:
+    """`--port`: a TCP port (1-65535)."""
+    return int(_bounded(raw, int, 1, 65535, "a port number from 1 to 65535"))
 
 
 def answer_tokens(raw: str) -> int:
     """`--max-answer-tokens`: 0 (the server's max_answer_tokens) or a positive count."""
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= MAX_ANSWER_TOKENS:
-        raise argparse.ArgumentTypeError(f"must be 0 (the server's default) to {MAX_ANSWER_TOKENS}, got {raw!r}")
-    return value
+    return int(_bounded(raw, int, 0, MAX_ANSWER_TOKENS, f"0 (the server's default) to {MAX_ANSWER_TOKENS}"))
 
 
 def wait_seconds(raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, 0 or more, got {raw!r}")
-    return value
+    """`--wait`: seconds, 0 or more."""
+    return _bounded(raw, float, 0.0, sys.float_info.max, "a number of seconds, 0 or more")

@@ -108,12 +108,9 @@ def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
     config = home / "config.toml"
     text = files.read_text(config)
     new_text = _without_block(text, config)
-    changes = files.Changes()
-    files.plan_config_removal(changes, config, text, new_text, f"[mcp_servers.{SERVER_NAME}] and Live Memory's hook")
-    files.plan_hooks_removal(changes, home / HOOK_DIR_NAME, HOOK_FILES)
-    if instructions_dir is not None:
-        files.plan_note(changes, instructions_dir, NOTE_FILE, AGENT_NAME, install=False)
-    return changes.apply()
+    what = f"[mcp_servers.{SERVER_NAME}] and Live Memory's hook"
+    hooks = (home / HOOK_DIR_NAME, HOOK_FILES)
+    return files.uninstall_all(config, text, new_text, what, hooks, (instructions_dir, NOTE_FILE, AGENT_NAME))
 
 
 def connection(home: Path) -> tuple[str, str | None] | None:

@@ -183,6 +183,26 @@ def plan_config_removal(changes: Changes, path: Path, text: str, new_text: str, 
         changes.said.append(f"{path}: removed {what}")
 
 
+def uninstall_all(
+    path: Path,
+    text: str,
+    new_text: str,
+    what: str,
+    hooks: tuple[Path, Sequence[str]],
+    note_in: tuple[Path | None, str, str],
+) -> list[str]:
+    """The uninstall every installer shares: its configuration edit (`plan_config_removal`), its hook scripts, and
+    on request its name taken out of the note (`note_in`: repository or None, the note's file, the agent); all
+    written together. Returns what changed, in words."""
+    changes = Changes()
+    plan_config_removal(changes, path, text, new_text, what)
+    plan_hooks_removal(changes, *hooks)
+    repository, file_name, agent = note_in
+    if repository is not None:
+        plan_note(changes, repository, file_name, agent, install=False)
+    return changes.apply()
+
+
 def check_install(url: str, token_env: str | None) -> str:
     """The service's base URL, once it and the token's variable name are known to be usable."""
     check_token_env(token_env)

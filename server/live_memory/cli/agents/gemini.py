@@ -28,9 +28,9 @@ from typing import Any
 
 from live_memory.cli.agents import files
 from live_memory.cli.agents.files import HOOK_DIR_NAME, HOOKS_SOURCE
-from live_memory.cli.agents.jsonc import Document, JsoncError
+from live_memory.cli.agents.jsonc import Document
 from live_memory.constants import AGENT_HEADER
-from live_memory.errors import ConfigError
+from live_memory.errors import ConfigError, JsoncError
 
 SERVER_NAME = "live_memory"
 AGENT_NAME = "gemini-cli"  # what /stats counts its questions under (sent as AGENT_HEADER)
@@ -95,12 +95,9 @@ def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
     document = _parse(text, path)
     _take_ours(document)
     left = document.text if document.value not in ({}, None) else ""
-    changes = files.Changes()
-    files.plan_config_removal(changes, path, text, left, f"mcpServers.{SERVER_NAME} and Live Memory's hook")
-    files.plan_hooks_removal(changes, home / HOOK_DIR_NAME, HOOK_FILES)
-    if instructions_dir is not None:
-        files.plan_note(changes, instructions_dir, NOTE_FILE, AGENT_KEY, install=False)
-    return changes.apply()
+    what = f"mcpServers.{SERVER_NAME} and Live Memory's hook"
+    hooks = (home / HOOK_DIR_NAME, HOOK_FILES)
+    return files.uninstall_all(path, text, left, what, hooks, (instructions_dir, NOTE_FILE, AGENT_KEY))
 
 
 def connection(home: Path) -> tuple[str, str | None] | None:

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from live_memory.errors import JsoncError
+
 # A string (kept), a line comment, a block comment.
 _COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?(?:\*/|\Z)', re.S)
 # A string (kept), or a comma followed only by blanks up to a closing bracket (a trailing comma).
@@ -34,14 +36,6 @@ _SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|nu
 _BLANKS = " \t\r\n"
 
 Path = Sequence[str | int]  # keys of objects and indexes of arrays, from the top
-
-
-class JsoncError(ValueError):
-    """The text is not JSON (with comments); `line` and `column` say where, as an editor counts them."""
-
-    def __init__(self, message: str, line: int, column: int) -> None:
-        super().__init__(f"line {line}, column {column}: {message}")
-        self.line, self.column = line, column
 
 
 @dataclass
