@@ -5,8 +5,8 @@
 - `cumulative` / `first_index_staying_below`: running totals of a cost series and where one series stays
   below another (the break-even point).
 - `write_results` / `save_results` / `print_table` / `warn_if_busy`: the common output shape,
-  `bench/results/<name>.json`, stamped by `measured_on` with the commit and the date it was measured on
-  (`bench.report` prints them beside every figure).
+  `bench/results/<name>.json`, stamped with the commit and the date it was measured on (`bench.provenance`;
+  `bench.report` prints them beside every figure).
 - `McpAsker`: one official MCP client session (`mcp` + `httpx2`) reused for many `ask_live_memory` calls.
 - `scripted_settings`: the in-process server a scripted session (prefix_cache, savings) drives.
 - `server_process`: the real Live Memory app under uvicorn in a *child process* (spawned, so it has its
@@ -27,7 +27,6 @@ import os
 import re
 import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -38,6 +37,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
+from bench.provenance import write_json
 from live_memory.config import Settings
 from live_memory.prompts import (
     FOLD_PREAMBLE,
@@ -96,40 +96,6 @@ def first_index_staying_below(ours: Sequence[float], theirs: Sequence[float]) ->
 
 
 # -- output --------------------------------------------------------------------------------------------
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# What cannot change a figure: results, the report's pages and charts, prose. A change there is no change to the code.
-NOT_CODE = (":!bench/results", ":!docs", ":!*.md")
-
-
-def _git(*args: str) -> str:
-    try:
-        done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
-
-
-def measured_on() -> dict[str, str]:
-    """{"commit": `git rev-parse HEAD` (with "-dirty" when the code in the work tree differs from it), "date": the
-    UTC day}: what every result file records, so a figure always says what it was measured on."""
-    commit = _git("rev-parse", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--untracked-files=no", "--", ".", *NOT_CODE):
-        commit += "-dirty"
-    return {"commit": commit, "date": time.strftime("%Y-%m-%d", time.gmtime())}
-
-
-def stamped(figures: Mapping[str, Any]) -> dict[str, Any]:
-    """`figures` with the commit and date they were measured on first (`measured_on`)."""
-    return {**measured_on(), **{k: v for k, v in figures.items() if k not in ("commit", "date")}}
-
-
-def write_json(path: Path, figures: Mapping[str, Any]) -> Path:
-    """Write `figures`, stamped, to `path` (indented, trailing newline) and return the path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(stamped(figures), indent=2) + "\n")
-    return path
-
-
 def write_results(name: str, figures: Mapping[str, Any]) -> Path:
     """Write `bench/results/<name>.json`, stamped with the commit and date, and return its path."""
     return write_json(RESULTS_DIR / f"{name}.json", figures)
@@ -223,7 +189,6 @@ class McpAsker:
     async def tool_definitions(self) -> tuple[str, str]:
         """What a client puts in its model's prompt for this server: the tools' definitions (name,
         description, input schema, as JSON) and the server's instructions."""
-        import json
 
         listed = await self._client.list_tools()
         tools = [

@@ -35,7 +35,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 
-from bench._common import write_json
+from bench.provenance import write_json
 from live_memory.constants import RETRY_BASE_DELAY_S
 
 RESULTS = Path(__file__).parent / "results" / "load.json"

@@ -96,7 +96,6 @@ from bench._common import (
     map_jobs,
     print_table,
     warn_if_busy,
-    write_json,
     write_results,
 )
 from bench.bill_agents import (
@@ -140,6 +139,7 @@ from bench.bill_workload import (
     load_repo,
     workload,
 )
+from bench.provenance import write_json
 from live_memory.providers.pricing import Price
 from live_memory.testing.prompt_blocks import count_tokens
 

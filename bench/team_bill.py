@@ -38,10 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bench._common import map_jobs, print_table, warn_if_busy, write_json, write_results
+from bench._common import map_jobs, print_table, warn_if_busy, write_results
 from bench.bill_cache import VirtualClock
 from bench.bill_memory import ServerCommand, ServerProcess, copy_workspace, fake_provider
 from bench.bill_workload import Repo, Workload, build_tasks, load_repo
+from bench.provenance import write_json
 from bench.session_bill import MODES, RUNS_DIR, SEED, SERVER_OPTIONS, memory_workload, parse_workload
 from live_memory.repo_identity import normalize_remote
 from live_memory.store import SnapshotStore

@@ -24,7 +24,7 @@ from typing import Any
 
 from tests.fakes.repo_builder import git_env
 
-from bench._common import write_json
+from bench.provenance import write_json
 from live_memory.constants import DIRECTORY_TREE_SHARE, MAX_TOOL_OUTPUT_BYTES
 from live_memory.directory_tree import build_directory_tree
 from live_memory.tools import Toolbox
