@@ -5,7 +5,8 @@
 - `cumulative` / `first_index_staying_below`: running totals of a cost series and where one series stays
   below another (the break-even point).
 - `write_results` / `save_results` / `print_table` / `warn_if_busy`: the common output shape,
-  `bench/results/<name>.json`.
+  `bench/results/<name>.json`, stamped with the commit and the date it was measured on (`bench.provenance`;
+  `bench.report` prints them beside every figure).
 - `McpAsker`: one official MCP client session (`mcp` + `httpx2`) reused for many `ask_live_memory` calls.
 - `scripted_settings`: the in-process server a scripted session (prefix_cache, savings) drives.
 - `server_process`: the real Live Memory app under uvicorn in a *child process* (spawned, so it has its
@@ -36,6 +37,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
+from bench.provenance import write_json
 from live_memory.config import Settings
 from live_memory.prompts import (
     FOLD_PREAMBLE,
@@ -95,11 +97,8 @@ def first_index_staying_below(ours: Sequence[float], theirs: Sequence[float]) ->
 
 # -- output --------------------------------------------------------------------------------------------
 def write_results(name: str, figures: Mapping[str, Any]) -> Path:
-    """Write `bench/results/<name>.json` (indented, trailing newline) and return its path."""
-    path = RESULTS_DIR / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(figures, indent=2) + "\n")
-    return path
+    """Write `bench/results/<name>.json`, stamped with the commit and date, and return its path."""
+    return write_json(RESULTS_DIR / f"{name}.json", figures)
 
 
 def save_results(name: str, figures: Mapping[str, Any]) -> None:
@@ -190,7 +189,6 @@ class McpAsker:
     async def tool_definitions(self) -> tuple[str, str]:
         """What a client puts in its model's prompt for this server: the tools' definitions (name,
         description, input schema, as JSON) and the server's instructions."""
-        import json
 
         listed = await self._client.list_tools()
         tools = [

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import random
 import socket
@@ -36,6 +35,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 
+from bench.provenance import write_json
 from live_memory.constants import RETRY_BASE_DELAY_S
 
 RESULTS = Path(__file__).parent / "results" / "load.json"
@@ -265,8 +265,7 @@ def main() -> dict[str, Any]:
         figures["serial"] = run_load(
             Path(tmp), sessions=16, workspaces=4, questions=50, notifiers=8, events=20_000, concurrency="serial"
         )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
+    write_json(RESULTS, figures)
     print("load under chaos")
     for key, value in figures.items():
         print(f"  {key:<18} {value}")

@@ -139,6 +139,7 @@ from bench.bill_workload import (
     load_repo,
     workload,
 )
+from bench.provenance import write_json
 from live_memory.providers.pricing import Price
 from live_memory.testing.prompt_blocks import count_tokens
 
@@ -1073,11 +1074,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 def _write(path: Path, data: dict[str, Any]) -> Path:
-    import json
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n")
-    return path
+    return write_json(path, data)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import secrets
 import subprocess
@@ -43,6 +42,7 @@ from bench._common import map_jobs, print_table, warn_if_busy, write_results
 from bench.bill_cache import VirtualClock
 from bench.bill_memory import ServerCommand, ServerProcess, copy_workspace, fake_provider
 from bench.bill_workload import Repo, Workload, build_tasks, load_repo
+from bench.provenance import write_json
 from bench.session_bill import MODES, RUNS_DIR, SEED, SERVER_OPTIONS, memory_workload, parse_workload
 from live_memory.repo_identity import normalize_remote
 from live_memory.store import SnapshotStore
@@ -522,12 +522,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         seed=args.seed,
     )
     print_figures(data)
-    if args.out:
-        path = Path(args.out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2) + "\n")
-    else:
-        path = write_results(NAME, data)
+    path = write_json(Path(args.out), data) if args.out else write_results(NAME, data)
     print(f"\nwrote {path} ({data['seconds']} s)")
     return data
 

@@ -12,7 +12,6 @@ outlines of the files it finds) beside a Grep for the same definition in the sam
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import statistics
 import subprocess
@@ -25,6 +24,7 @@ from typing import Any
 
 from tests.fakes.repo_builder import git_env
 
+from bench.provenance import write_json
 from live_memory.constants import DIRECTORY_TREE_SHARE, MAX_TOOL_OUTPUT_BYTES
 from live_memory.directory_tree import build_directory_tree
 from live_memory.tools import Toolbox
@@ -273,9 +273,7 @@ def main() -> dict[str, Any]:
         "max_output_bytes": MAX_TOOL_OUTPUT_BYTES,
     }
     figures["results"] = results  # type: ignore[assignment]
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(figures, indent=2) + "\n")
-    print(f"\nwrote {RESULTS}")
+    print(f"\nwrote {write_json(RESULTS, figures)}")
     return figures
 
 

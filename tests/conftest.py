@@ -60,6 +60,8 @@ ONE_WORKER_MODULES = {
     # One recorded Claude Code session, which every test of the module reads.
     "tests/plugin/test_claude_code_e2e.py": "claude-e2e",
     "tests/test_workspace.py": "hypothesis",
+    # One wheel built and installed in a fresh venv, which every test of the module runs.
+    "tests/test_wheel.py": "wheel",
 }
 
 _SEALED_PREFIXES = ("LIVE_MEMORY_", "ANTHROPIC_", "OPENAI_", "CLAUDE_", "DEEPSEEK_", "OPENROUTER_")

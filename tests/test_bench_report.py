@@ -1,4 +1,5 @@
-"""bench.report renders docs/benchmarks.md from result dicts: tables, goals, "not run yet", and charts."""
+"""bench.report renders docs/benchmarks.md from result dicts: tables, goals, the commit and date each section was
+measured on, no section for a benchmark without results, and charts."""
 
 from __future__ import annotations
 
@@ -153,10 +154,12 @@ def test_tools_section_marks_each_ratio_against_its_goal() -> None:
     assert "| django | 6,810 | – | – | 2.50x (missed) | – | 1.10x (met) |" in text
 
 
-def test_document_says_not_run_yet_for_missing_results_and_lists_unknown_ones() -> None:
+def test_a_benchmark_without_results_gets_no_section_and_unknown_results_are_listed() -> None:
     text = report.render_document({"savings": savings_result(), "mystery": {"answer": 42}})
-    assert "Not run yet: `python -m bench.prefix_cache` writes `bench/results/prefix_cache.json`." in text
-    assert "- [Load under chaos](#load-under-chaos) (not run yet)" in text
+    assert "## Prompt-cache effectiveness" not in text and "Load under chaos" not in text
+    assert "not run yet" not in text.lower()
+    assert "No committed results, so no section: `python -m bench.session_bill`" in text
+    assert "`python -m bench.load`" in text.split("No committed results")[1]
     assert "## Other results: mystery" in text
     assert "| answer | 42 |" in text
     assert "![" not in text  # no charts were drawn
@@ -205,3 +208,17 @@ def test_charts_are_written_linked_and_byte_identical_when_redrawn(tmp_path: Pat
     # Regenerating one section keeps its charts linked (and the others' text as it was).
     assert report.main(["--only", "prefix_cache", *paths, "--dpi", "30"]) == 0
     assert "![Context fill per question: the watermark sawtooth](img/context_fill.png)" in doc.read_text()
+
+
+def test_every_section_says_the_commit_and_date_it_was_measured_on_and_a_dash_when_unknown() -> None:
+    stamped = {**prefix_cache_result(), "commit": "0123456789abcdef0123-dirty", "date": "2026-12-07"}
+    text = report.render_document({"prefix_cache": stamped, "savings": savings_result()})
+    where = "(`bench/results/prefix_cache.json`)"
+    assert f"_Figures measured at commit `0123456789ab-dirty` on 2026-12-07 {where}._" in text
+    assert "_Figures measured at commit – on – (`bench/results/savings.json`)._" in text  # written before the stamp
+
+
+def test_the_page_says_in_plain_words_that_the_sessions_are_generated_and_the_models_scripted() -> None:
+    text = " ".join(report.render_document({}).split())
+    assert "the Claude Code sessions are generated" in text and "the models" in text and "are scripted" in text
+    assert "not measurements of real use" in text

@@ -113,11 +113,12 @@ def test_the_report_section_shows_every_arm_and_splices_into_an_existing_documen
     for name in report.SESSION_ARM_NAMES.values():
         assert name in text
     assert "### live-memory" in text and LOAD.name in text
-    document = report.render_document({})  # every section "not run yet"
+    document = report.render_document({"overhead": {"questions": 3}})  # no session bill yet
     spliced = report.splice_sections(document, {"session_bill": quick}, ["session_bill"])
     assert "Session bill: a Claude Code user's whole bill](#session-bill-a-claude-code-users-whole-bill)\n" in spliced
     assert LOAD.name in spliced
-    untouched = document.split("## Cost: Live Memory vs no memory", 1)[1]
+    assert "`python -m bench.session_bill`" not in spliced.split("## ")[0]  # no longer listed as without results
+    untouched = document.split("## Per-question server overhead", 1)[1]
     assert spliced.endswith(untouched)  # the other sections are kept as they were
     with pytest.raises(ValueError, match="unknown benchmark section"):
         report.splice_sections(document, {}, ["no_such_benchmark"])

@@ -153,8 +153,9 @@ def test_the_docs_table_has_a_row_per_developer_and_the_goals() -> None:
     assert "Team bill" in report.render_document({"team_bill": data})
 
 
-def test_the_document_says_not_run_yet_without_results() -> None:
-    assert "- [Team bill: what the team store saves the next developers](#" in report.render_document({})
+def test_the_document_lists_the_team_bill_among_those_without_results_until_it_has_some() -> None:
+    assert "`python -m bench.team_bill`" in report.render_document({})
+    assert "- [Team bill: what the team store saves the next developers](#" in report.render_document({"team_bill": {}})
 
 
 def test_two_developers_share_what_the_first_learned_through_a_real_store(team_db: TeamDatabase) -> None:

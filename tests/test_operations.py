@@ -53,9 +53,15 @@ async def test_a_spent_cap_stops_questions_with_a_clear_message(fake: FakeLLM, w
         first, first_error = await ask_via_mcp(server.mcp_url, {"question": "q1", "cwd": str(workspace)})
         second, second_error = await ask_via_mcp(server.mcp_url, {"question": "q2", "cwd": str(workspace)})
         today = (await get(server, "/stats")).json()["server"]["today"]
+        health = (await get(server, "/health")).json()
+        page = (await get(server, "/")).text
     assert not first_error, first
-    assert second_error and "daily budget of $0.00 is spent" in second and "LIVE_MEMORY_DAILY_BUDGET_USD" in second
+    assert second_error and "daily budget of $0.000001 is spent" in second  # the cap as set, not "$0.00"
+    assert "`live-memory config set daily_budget_usd=N`" in second and "LIVE_MEMORY_DAILY_BUDGET_USD" in second
     assert today["remaining_usd"] == 0.0 and today["foreground_usd"] > 0
+    assert today["spent"].startswith("Live Memory's daily budget of $0.000001 is spent")
+    assert (health["status"], health["budget"]) == ("degraded", "spent")
+    assert '<p class="alert">Questions are refused: Live Memory&#x27;s daily budget of $0.000001 is spent' in page
     assert len(fake.requests) == 1
 
 
@@ -243,7 +249,7 @@ def test_doctor_passes_against_a_running_server_and_the_plugin(
             "LIVE_MEMORY_BASE_URL": fake.base_url,
             "LIVE_MEMORY_API_KEY": "test",
         }
-        code, out = doctor(monkeypatch, capsys, env, "--plugin-dir", str(plugin))
+        code, out = doctor(monkeypatch, capsys, env, "--plugin-dir", str(plugin), "--cwd", str(tmp_path))
     assert code == 0, out
     assert "[ok  ] model round trip" in out and "[ok  ] plugin .mcp.json" in out
 

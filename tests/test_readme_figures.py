@@ -194,6 +194,15 @@ def test_a_model_that_read_nothing_re_read_nothing() -> None:
     assert "of the strict model's Reads, 0–12% re-read a file" in _flat(report.render_readme_session_bill(data))
 
 
+def test_the_readme_block_says_what_the_figures_are_and_what_they_were_measured_on() -> None:
+    readme = f"# R\n\n{report.README_BEGIN}\n{report.README_END}\n"
+    with_stamp = _flat(report.splice_readme(readme, {"commit": "abcdef0123456789", "date": "2026-12-07"}))
+    without = _flat(report.splice_readme(readme, {}))
+    assert "the Claude Code sessions are generated" in with_stamp and "scripted" in with_stamp
+    assert "measured at commit `abcdef012345` on 2026-12-07" in with_stamp
+    assert "measured at commit – on –" in without  # a file written before commits and dates were recorded
+
+
 def test_a_result_file_without_runs_is_not_run_yet() -> None:
     text = report.render_readme_session_bill({})
     assert "Not run yet" in text and not any(c.isdigit() for c in text)
@@ -232,9 +241,8 @@ def test_report_main_rewrites_the_readme_block_in_place(tmp_path: Path) -> None:
     assert report.main(["--only", "savings", *paths]) == 0  # another section: the README is left as it is
     assert "9.99x, typed by hand" in readme.read_text()
     assert report.main(["--only", "session_bill", *paths]) == 0
-    block = (
-        f"{report.README_BEGIN}\n{report.README_NOTE}\n{report.render_readme_session_bill(bill())}\n{report.README_END}"
-    )
+    figures = f"{report.readme_intro(bill())}\n\n{report.render_readme_session_bill(bill())}"
+    block = f"{report.README_BEGIN}\n{report.README_NOTE}\n{figures}\n{report.README_END}"
     assert readme.read_text() == prose.format(block=block)
     changed = copy.deepcopy(bill())
     changed["runs"]["r/low-natural-60"]["compare"]["strict"]["b_over_a_sonnet"] = 0.41

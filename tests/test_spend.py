@@ -134,9 +134,17 @@ def test_the_daily_cap_refuses_questions_with_when_they_resume_and_the_knob() ->
     with pytest.raises(BudgetExceededError) as refused:
         tracker.check_question("ws", Caps(daily_usd=2.5))
     assert str(refused.value) == (
-        "Live Memory's daily budget of $2.50 is spent ($2.50 today); questions resume at 00:00 UTC, "
-        "or raise LIVE_MEMORY_DAILY_BUDGET_USD on the server"
+        "Live Memory's daily budget of $2.50 is spent ($2.50 today); questions resume at 00:00 UTC, or raise it: "
+        "`live-memory config set daily_budget_usd=N` (applies at once), or LIVE_MEMORY_DAILY_BUDGET_USD in the "
+        "server's environment when that is where it is set"
     )
+
+
+def test_a_cap_under_a_cent_is_shown_as_set_not_as_nothing() -> None:
+    tracker = SpendTracker(Path("/nonexistent"), Clock())
+    tracker.record("ws", 0.0012, background=False)
+    with pytest.raises(BudgetExceededError, match=r"daily budget of \$0\.001 is spent \(\$0\.0012 today\)"):
+        tracker.check_question("ws", Caps(daily_usd=0.001))
 
 
 def test_a_workspace_cap_refuses_only_that_workspace() -> None:
@@ -181,6 +189,7 @@ def test_the_report_shows_what_is_left_of_the_cap() -> None:
         "daily_budget_usd": 3.0,
         "remaining_usd": 2.0,
         "workspace_daily_budget_usd": 1.0,
+        "spent": None,
     }
     uncapped = tracker.report(Caps())
     assert (uncapped["daily_budget_usd"], uncapped["remaining_usd"], uncapped["workspace_daily_budget_usd"]) == (

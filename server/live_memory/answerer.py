@@ -120,7 +120,7 @@ class Answerer:
                 ) from None
             try:
                 remaining = max(timeout_s - (self.clock() - started), C.MIN_TIMEOUT_S)
-                cost = await self._answer(workspace, runtime, question, max_answer_tokens, remaining, out)
+                cost = await self._answer(workspace, runtime, question, max_answer_tokens, remaining, out, agent)
             except ProviderError as exc:
                 self.telemetry.provider_error(error_kind(exc))
                 raise
@@ -176,7 +176,7 @@ class Answerer:
     ) -> QuestionResult:
         """An answer that took no model call: counted as answered, at no cost."""
         latency = self.clock() - started
-        state.stats.questions += 1
+        state.stats.count_question(agent)
         self.telemetry.question(
             state.id, RecentQuestion(self.wall_clock(), latency, 0, 0.0, "answered", question, agent)
         )
@@ -215,8 +215,9 @@ class Answerer:
         max_answer_tokens: int,
         timeout_s: float,
         out: LoopOutcome,
+        agent: str = "",
     ) -> float | None:
-        """Fork -> loop -> settle (commit, charge, persist); returns the question's cost."""
+        """Fork -> loop -> settle (commit, charge, persist); returns the question's cost. `agent`: who asked."""
         assert runtime.provider is not None
         settings = runtime.settings
         state = workspace.state
@@ -271,7 +272,7 @@ class Answerer:
             C.CALIBRATION_MAX_RATIO,
         )
         settled = await self.service.settle(
-            state, fork_id, window, runtime, out, question, workspace.tools, workspace.asked
+            state, fork_id, window, runtime, out, question, workspace.tools, workspace.asked, agent
         )
         if settled.unsaved is not None:  # the answer stands; the caller learns it is not durable yet, and why
             out.answer = f"{out.answer}\n\n(answer given, not yet saved: {settled.unsaved}; see the server log)"

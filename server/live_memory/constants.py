@@ -18,8 +18,13 @@ PROJECT_HEADER = "x-live-memory-project"
 # Header an agent's MCP entry sets to the agent's name (the installers write it): some clients of a stateless
 # MCP server send their own name only in `initialize`, never with a tool call.
 AGENT_HEADER = "X-Live-Memory-Agent"
+# The name `live-memory ask` gives its MCP client: /stats counts the command line's questions under it.
+CLI_AGENT_NAME = "live-memory-cli"
 # How long `serve` waits for an existing server's /health before deciding the port is foreign.
 HEALTH_PROBE_TIMEOUT_S = 2.0
+# `live-memory doctor`'s 1-token request to the model, sent by the server (POST /check): a dead endpoint fails
+# within the provider's connect timeout, a slow one is reported once this passes.
+DOCTOR_ROUND_TRIP_TIMEOUT_S = 30.0
 # /health sends a no-op to the worker threads (file I/O, hashing); no answer within this long: "stuck".
 HEALTH_WORKER_PROBE_S = 1.0
 # Client connections open at once (also at most half the open-file limit); past it the longest-open idle

@@ -29,7 +29,8 @@ Exception
 └── GitFailure                  git could not answer; the message is for the model
 ValueError
 ├── ArgumentError               a tool argument is missing or malformed
-└── GlobError                   a glob cannot be compiled
+├── GlobError                   a glob cannot be compiled
+└── JsoncError                  an agent's configuration is not JSON (with comments); carries line and column
 OSError
 ├── NotRegularFileError         refused: a FIFO, device, directory or symbolic link where a file is read
 └── SnapshotNotSaved            a snapshot could not be written; carries the reason in words
@@ -162,6 +163,15 @@ class ArgumentError(ValueError):
 
 class GlobError(ValueError):
     """A glob that cannot be compiled (e.g. a reversed range "[z-a]"); the message says which."""
+
+
+class JsoncError(ValueError):
+    """A text is not JSON (comments and trailing commas allowed); `line` and `column` say where, as an editor
+    counts them."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(f"line {line}, column {column}: {message}")
+        self.line, self.column = line, column
 
 
 class NotRegularFileError(OSError):

@@ -246,6 +246,7 @@ class WorkspaceService:
         question: str,
         tools: CheckoutTools,
         asked: Asked | None = None,
+        agent: str = "",
     ) -> Settled:
         """After an answer: commit its fork, count what it and its compactions cost, and journal the state
         (it survives a kill from now on; the snapshot and the day's spend are written behind, a moment
@@ -274,7 +275,7 @@ class WorkspaceService:
         # What the tools returned (not whole files: a partial Read counts its lines only); stats.py nets
         # Live Memory's own token spend out of it.
         stats.tokens_saved += int(out.tool_output_chars / window.chars_per_token)
-        stats.questions += 1
+        stats.count_question(agent)
         stats.last_question_at = self.wall_clock()
         state.last_prompt_at = self.clock()
         unsaved = await self.persist(state, also=self.spend.pending_save((cost or 0.0) + spent), write_behind=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -128,6 +128,7 @@ class StatsIn(_Model):
     background_cost_usd: float = 0.0
     tokens_saved: int = 0
     rebased_commits: int = 0
+    agents: dict[str, int] = Field(default_factory=dict)  # absent in snapshots written before it was kept
 
 
 class SnapshotIn(_Model):
@@ -150,6 +151,7 @@ class SnapshotMeta:
     ledger_facts: int
     cost_usd: float
     saved_at: float = 0.0
+    agents: dict[str, int] = field(default_factory=dict)  # questions answered, by asking agent
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -164,6 +166,7 @@ class SnapshotMetaIn(_Model):
     ledger_facts: int = 0
     cost_usd: float = 0.0
     saved_at: float = 0.0
+    agents: dict[str, int] = Field(default_factory=dict)
 
 
 def snapshot_meta(state: WorkspaceState) -> SnapshotMeta:
@@ -176,6 +179,7 @@ def snapshot_meta(state: WorkspaceState) -> SnapshotMeta:
         qa_summarized=window.summarized_pairs,
         ledger_facts=len(window.ledger.facts),
         cost_usd=round(stats.cost_usd + stats.background_cost_usd, 6),
+        agents=dict(stats.agents),
     )
 
 
@@ -347,6 +351,7 @@ def restore_stats(data: StatsIn) -> WorkspaceStats:
     values = data.model_dump()
     values["usage"] = Usage(**values["usage"])
     values["background_usage"] = Usage(**values["background_usage"])
+    values["agents"] = dict(values["agents"])
     return WorkspaceStats(**values)
 
 

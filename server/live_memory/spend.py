@@ -57,6 +57,21 @@ class DaySpend:
         return self.foreground_usd + self.background_usd
 
 
+def dollars(amount: float) -> str:
+    """$2.50, and small amounts to their first digits ($0.000031), never a cap of a tenth of a cent as $0.00."""
+    if amount == 0 or round(amount, 2) == amount or amount >= 10:
+        return f"${amount:,.2f}"
+    return "$" + f"{amount:.6f}".rstrip("0")
+
+
+def raise_cap(key: str) -> str:
+    """How to raise a spend cap: the command (it applies at once), and the variable that overrides it."""
+    return (
+        f"raise it: `live-memory config set {key}=N` (applies at once), or LIVE_MEMORY_{key.upper()} in the "
+        "server's environment when that is where it is set"
+    )
+
+
 def utc_day(now: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(now))
 
@@ -186,18 +201,26 @@ class SpendTracker:
         spend.by_workspace[workspace_id] = spend.by_workspace.get(workspace_id, 0.0) + usd
 
     def check_question(self, workspace_id: str, caps: Caps) -> None:
+        spent = self.spent(workspace_id, caps)
+        if spent is not None:
+            raise BudgetExceededError(spent)
+
+    def spent(self, workspace_id: str | None, caps: Caps) -> str | None:
+        """Why questions are refused today (the server's cap, else `workspace_id`'s), with when they resume and
+        how to raise the cap; None while neither is spent."""
         spend = self.today()
         if caps.daily_usd and spend.total_usd >= caps.daily_usd:
-            raise BudgetExceededError(
-                f"Live Memory's daily budget of ${caps.daily_usd:.2f} is spent (${spend.total_usd:.2f} today); "
-                "questions resume at 00:00 UTC, or raise LIVE_MEMORY_DAILY_BUDGET_USD on the server"
+            return (
+                f"Live Memory's daily budget of {dollars(caps.daily_usd)} is spent ({dollars(spend.total_usd)} today);"
+                f" questions resume at 00:00 UTC, or {raise_cap('daily_budget_usd')}"
             )
-        used = spend.by_workspace.get(workspace_id, 0.0)
+        used = spend.by_workspace.get(workspace_id, 0.0) if workspace_id is not None else 0.0
         if caps.workspace_daily_usd and used >= caps.workspace_daily_usd:
-            raise BudgetExceededError(
-                f"this workspace's daily budget of ${caps.workspace_daily_usd:.2f} is spent (${used:.2f} today); "
-                "questions resume at 00:00 UTC, or raise LIVE_MEMORY_WORKSPACE_DAILY_BUDGET_USD on the server"
+            return (
+                f"this workspace's daily budget of {dollars(caps.workspace_daily_usd)} is spent ({dollars(used)} "
+                f"today); questions resume at 00:00 UTC, or {raise_cap('workspace_daily_budget_usd')}"
             )
+        return None
 
     def background_allowed(self, workspace_id: str, caps: Caps) -> bool:
         spend = self.today()
@@ -216,6 +239,7 @@ class SpendTracker:
             "daily_budget_usd": caps.daily_usd or None,
             "remaining_usd": None if remaining is None else round(remaining, 6),
             "workspace_daily_budget_usd": caps.workspace_daily_usd or None,
+            "spent": self.spent(None, caps),  # why questions are refused today, or None
         }
 
     def _payload(self) -> dict[str, Any]:

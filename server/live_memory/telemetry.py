@@ -112,11 +112,9 @@ class Telemetry:
         self._latencies: deque[float] = deque(maxlen=latencies_kept)
         self.histograms: dict[str, LatencyHistogram] = {}
         self.provider_errors: Counter[str] = Counter()
-        self.agents: dict[str, Counter[str]] = {}  # workspace id -> questions by asking agent
 
     def question(self, workspace_id: str, entry: RecentQuestion) -> None:
         self._recent.setdefault(workspace_id, deque(maxlen=self.recent_kept)).append(entry)
-        self.agents.setdefault(workspace_id, Counter())[entry.agent or "unknown"] += 1
         self._latencies.append(entry.latency_s)
         self.histograms.setdefault(workspace_id, LatencyHistogram()).observe(entry.latency_s)
 

@@ -123,6 +123,9 @@ def workspace_id(root: Path) -> str:
     return hashlib.sha256(str(root).encode()).hexdigest()[:16]
 
 
+UNKNOWN_AGENT = "unknown"  # a client that names itself neither in its MCP handshake nor by the agent header
+
+
 @dataclass
 class WorkspaceStats:
     questions: int = 0
@@ -136,12 +139,20 @@ class WorkspaceStats:
     background_cost_usd: float = 0.0
     tokens_saved: int = 0  # estimated tokens the tools returned to the model; see stats.TOKENS_SAVED_METHOD
     rebased_commits: int = 0  # answers committed after a concurrent one, replayed onto it (never dropped)
+    agents: dict[str, int] = field(default_factory=dict)  # questions answered, by asking agent (never what)
+
+    def count_question(self, agent: str) -> None:
+        """One more question answered, asked by `agent` (its MCP client's name; "unknown" when none was said)."""
+        self.questions += 1
+        name = agent or UNKNOWN_AGENT
+        self.agents[name] = self.agents.get(name, 0) + 1
 
     def to_json(self) -> dict[str, Any]:
         # Flat values (asdict() would walk and deep-copy each one, once per answer): Usage holds only ints.
         data = dict(vars(self))
         data["usage"] = dict(vars(self.usage))
         data["background_usage"] = dict(vars(self.background_usage))
+        data["agents"] = dict(self.agents)
         return data
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from live_memory.cli.agents import codex
+from live_memory.cli.agents import codex, note
 from live_memory.errors import ConfigError
 from tests.agents import session as shared
 from tests.fakes.agent_clis import require_cli, run_json_lines
@@ -308,7 +308,7 @@ def test_codex_lists_the_tool_reads_the_agents_note_and_asks_with_the_repository
     session = codex_session.result()
     first = session.turns[0].body
     assert namespace_tools(first, "mcp__live_memory") == ["ask_live_memory"]
-    assert codex.AGENTS_NOTE.splitlines()[2] in all_text(first["input"])  # Codex put AGENTS.md in front of it
+    assert note.TEXT.splitlines()[2] in all_text(first["input"])  # Codex put AGENTS.md in front of it
     shared.assert_asked_once_with_the_repository(session)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from live_memory.cli.agents import gemini
+from live_memory.cli.agents import gemini, note
 from live_memory.errors import ConfigError
 from tests.agents import session as shared
 from tests.fakes.agent_clis import require_cli, run_json_lines
@@ -107,8 +107,7 @@ def test_a_new_url_replaces_our_entries_in_place(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ('{"theme": "GitHub",}\n', r"settings\.json is not valid JSON .*comments"),
-        ('// my settings\n{"theme": "GitHub"}\n', r"settings\.json is not valid JSON"),
+        ('{"theme": "GitHub"\n', r"settings\.json is not valid JSON \(line 2, column 1: Expecting"),
         ("[]\n", r"must hold a JSON object, got list"),
         ('{"mcpServers": []}\n', r"mcpServers must be a JSON object"),
         ('{"hooks": {"AfterTool": {}}}\n', r"hooks\.AfterTool must be a JSON array"),
@@ -122,6 +121,27 @@ def test_settings_we_cannot_edit_safely_are_refused_with_the_reason_and_left_unt
     with pytest.raises(ConfigError, match=reason):
         install(tmp_path)
     assert (tmp_path / "settings.json").read_text(encoding="utf-8") == text
+
+
+COMMENTED = """{
+  // Gemini CLI reads comments in settings.json
+  "theme": "GitHub",
+  "general": {"vimMode": true, "preferredEditor": "vim"},
+  "mcpServers": {
+    "github": {"command": "github-mcp", "args": ["--read-only"]} // mine
+  }
+}
+"""
+
+
+def test_settings_with_comments_keep_every_byte_and_uninstall_gives_them_back(tmp_path: Path) -> None:
+    (tmp_path / "settings.json").write_text(COMMENTED, encoding="utf-8")
+    install(tmp_path)
+    text = (tmp_path / "settings.json").read_text(encoding="utf-8")
+    assert '  "general": {"vimMode": true, "preferredEditor": "vim"},\n' in text  # compact objects stay compact
+    assert '"args": ["--read-only"]}, // mine\n    "live_memory": {' in text
+    gemini.uninstall(tmp_path, instructions_dir=None)
+    assert (tmp_path / "settings.json").read_text(encoding="utf-8") == COMMENTED
 
 
 def test_uninstall_leaves_a_hand_written_live_memory_server_alone(tmp_path: Path) -> None:
@@ -246,7 +266,7 @@ def test_gemini_lists_the_tool_reads_the_gemini_note_and_asks_with_the_repositor
     session = gemini_session.result()
     first = session.turns[0].body
     assert TOOL in declared_tools(first)
-    assert gemini.NOTE.text.splitlines()[2] in all_text(first["contents"])  # GEMINI.md is in front of it
+    assert note.TEXT.splitlines()[2] in all_text(first["contents"])  # GEMINI.md is in front of it
     shared.assert_asked_once_with_the_repository(session)
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from live_memory.cli.agents import opencode
+from live_memory.cli.agents import note, opencode
 from live_memory.constants import DEFAULT_SECRET_GLOBS, PASSIVE_MAX_FILE_BYTES
-from live_memory.errors import ClientError
+from live_memory.errors import ConfigError
 from tests.agents.session import (
     BILLING_QUESTION,
     MEMORY_ANSWER,
@@ -72,7 +72,7 @@ def test_install_without_a_token_sends_no_authorization_header(tmp_path: Path) -
 
 
 def test_a_token_value_in_place_of_a_variable_name_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ClientError, match="environment variable"):
+    with pytest.raises(ConfigError, match="environment variable"):
         opencode.install(tmp_path, URL, "sk-live-1234 secret", instructions_dir=None, plugin=False)
     assert not (tmp_path / "opencode.json").exists()
 
@@ -139,35 +139,41 @@ def test_uninstall_leaves_a_plugin_file_that_is_not_ours(tmp_path: Path) -> None
     assert opencode.uninstall(tmp_path, instructions_dir=None) == [
         f"{tmp_path / 'plugins' / 'live-memory.js'}: left alone (not Live Memory's plugin)"
     ]
-    with pytest.raises(ClientError, match="not Live Memory's plugin"):
+    with pytest.raises(ConfigError, match="not Live Memory's plugin"):
         opencode.install(tmp_path, URL, None, instructions_dir=None, plugin=True)
 
 
-@pytest.mark.parametrize(
-    ("text", "why"),
-    [
-        ('{\n  // my model\n  "model": "a/b"\n}\n', "comments or trailing commas"),
-        ('{"model": "a/b",}', "comments or trailing commas"),
-        ('{"model": "a/b"', "not valid JSON (line 1"),
-    ],
-)
-def test_a_config_that_cannot_be_rewritten_safely_is_refused_with_the_entry_to_add(
-    tmp_path: Path, text: str, why: str
-) -> None:
+def test_an_invalid_config_is_refused_with_the_entry_to_add_and_left_untouched(tmp_path: Path) -> None:
+    text = '{"model": "a/b"'
     (tmp_path / "opencode.json").write_text(text, encoding="utf-8")
-    with pytest.raises(ClientError) as refused:
-        opencode.install(tmp_path, URL, "TOKEN", instructions_dir=None, plugin=False)
+    with pytest.raises(ConfigError) as refused:
+        opencode.install(tmp_path, URL, "TOKEN", instructions_dir=None, plugin=True)
     message = str(refused.value)
-    assert why in message and '"url": "http://127.0.0.1:7711/mcp"' in message
+    assert "not valid JSON (line 1, column 16" in message and '"url": "http://127.0.0.1:7711/mcp"' in message
+    assert [p.name for p in tmp_path.iterdir()] == ["opencode.json"]  # no plugin either: all or nothing
     assert (tmp_path / "opencode.json").read_text(encoding="utf-8") == text
 
 
-def test_uninstall_refuses_to_rewrite_a_jsonc_config_holding_our_entry(tmp_path: Path) -> None:
-    text = '{\n  // added by hand\n  "mcp": {"live_memory": {"type": "remote", "url": "http://h/mcp"}},\n}\n'
-    (tmp_path / "opencode.jsonc").write_text(text, encoding="utf-8")
-    with pytest.raises(ClientError, match='remove "live_memory" from its "mcp" object by hand'):
-        opencode.uninstall(tmp_path, instructions_dir=None)
-    assert (tmp_path / "opencode.jsonc").read_text(encoding="utf-8") == text
+JSONC = """{
+  // my model, my rules
+  "model": "a/b", "small_model": "a/c",
+  "mcp": {
+    "docs": {"type": "local", "command": ["docs-mcp"]}, /* read-only */
+  },
+}
+"""
+
+
+def test_a_jsonc_config_keeps_its_comments_and_compact_objects_and_uninstall_gives_back_its_bytes(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "opencode.jsonc").write_text(JSONC, encoding="utf-8")
+    opencode.install(tmp_path, URL, None, instructions_dir=None, plugin=False)
+    text = (tmp_path / "opencode.jsonc").read_text(encoding="utf-8")
+    assert text.startswith(JSONC.split("  },", maxsplit=1)[0])  # every line before ours, as it was
+    assert '    "live_memory": {\n      "type": "remote",' in text  # ours indented as its neighbours
+    opencode.uninstall(tmp_path, instructions_dir=None)
+    assert (tmp_path / "opencode.jsonc").read_text(encoding="utf-8") == JSONC
 
 
 def test_uninstall_leaves_a_jsonc_config_without_our_entry_alone(tmp_path: Path) -> None:
@@ -178,7 +184,7 @@ def test_uninstall_leaves_a_jsonc_config_without_our_entry_alone(tmp_path: Path)
 
 
 def test_instructions_for_a_missing_repository_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(ClientError, match="is not a directory"):
+    with pytest.raises(ConfigError, match="is not a directory"):
         opencode.install(tmp_path / "cfg", URL, None, instructions_dir=tmp_path / "nowhere", plugin=False)
 
 
@@ -194,10 +200,10 @@ def test_instructions_are_added_once_and_replaced_when_they_change(tmp_path: Pat
     agents.write_text("# Project\n", encoding="utf-8")
     opencode.install(tmp_path / "cfg", URL, None, instructions_dir=tmp_path, plugin=False)
     text = agents.read_text(encoding="utf-8")
-    assert text.startswith("# Project\n\n" + opencode.BEGIN_MARK) and text.endswith(opencode.END_MARK + "\n")
-    assert opencode.TOOL_NAME in text and "absolute path of the repository root" in text
-    agents.write_text(text.replace("Ask before", "ASK BEFORE") + "\nMore rules.\n", encoding="utf-8")
-    assert "updated" in opencode.install(tmp_path / "cfg", URL, None, instructions_dir=tmp_path, plugin=False)[1]
+    assert text.startswith("# Project\n\n<!-- live-memory:begin for opencode (") and text.endswith(note.END + "\n")
+    assert opencode.TOOL_NAME in text and "absolute path of this repository's root" in text
+    agents.write_text(text.replace("Ask it", "ASK IT") + "\nMore rules.\n", encoding="utf-8")
+    assert "up to date" in opencode.install(tmp_path / "cfg", URL, None, instructions_dir=tmp_path, plugin=False)[1]
     assert agents.read_text(encoding="utf-8") == text + "\nMore rules.\n"
     opencode.uninstall(tmp_path / "cfg", instructions_dir=tmp_path)
     assert agents.read_text(encoding="utf-8") == "# Project\n\nMore rules.\n"
@@ -348,7 +354,7 @@ def test_opencode_lists_the_tool_calls_it_with_the_repository_and_the_answer_rea
     first = session.turns[0]
     assert opencode.TOOL_NAME in tool_names(first)  # (a) listed to the model
     system = "\n".join(str(m.get("content")) for m in first.body["messages"] if m.get("role") == "system")
-    assert opencode.BEGIN_MARK in system and f"Call `{opencode.TOOL_NAME}`" in system  # AGENTS.md reached it
+    assert note.TEXT.splitlines()[2] in system and f"`{opencode.TOOL_NAME}`" in system  # AGENTS.md reached it
     assert_asked_once_with_the_repository(session)  # (a) called with the repository
     assert [len(tool_messages(r)) for r in session.turns] == [0, 1, 2, 3]  # one request a turn
     answer = tool_messages(session.turns[3])[2]  # (b) the memory's answer is in the next model request

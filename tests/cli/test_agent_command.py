@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_main import cli_env, run_cli
+from tests.fakes.live_server import live_server, settings_for
+from tests.fakes.llm_server import FakeLLM
+from tests.fakes.ports import free_port
 
 USER_CONFIG = 'model = "gpt-5.5"\n\n[mcp_servers.docs]\nurl = "https://docs.example.com/mcp"\n'
 
@@ -82,3 +85,29 @@ def test_install_gemini_finds_its_home_by_gemini_cli_home_and_writes_the_token_b
     assert "s3cret-token-value" not in settings.read_text() and "${LIVE_MEMORY_AUTH_TOKEN}" in settings.read_text()
     assert run_cli(monkeypatch, capsys, env, "uninstall", "gemini")[0] == 0
     assert not settings.exists()
+
+
+def test_install_warns_when_nothing_listens_at_the_servers_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    env = cli_env(tmp_path, port, CODEX_HOME=str(tmp_path / "codex"))
+    code, out, err = run_cli(monkeypatch, capsys, env, "install", "codex")
+    assert code == 0 and "[mcp_servers.live_memory]" in out
+    assert f"warning: nothing listens at http://127.0.0.1:{port}: codex shows no tool and no error" in err
+    assert "live-memory serve" in err
+
+
+def test_install_names_the_token_a_server_requires_and_warns_when_this_shell_lacks_it(
+    fake: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with live_server(settings_for(fake.base_url, tmp_path / "data", auth_token="s3cret-token")) as server:
+        env = cli_env(tmp_path, server.port, GEMINI_CLI_HOME=str(tmp_path / "gem"))  # no token in this shell
+        code, _, err = run_cli(monkeypatch, capsys, env, "install", "gemini")
+        with_token = {**env, "LIVE_MEMORY_AUTH_TOKEN": "s3cret-token"}
+        again, _, quiet = run_cli(monkeypatch, capsys, with_token, "install", "gemini")
+    assert code == 0 and again == 0
+    written = (tmp_path / "gem" / ".gemini" / "settings.json").read_text()
+    assert "Bearer ${LIVE_MEMORY_AUTH_TOKEN}" in written  # named although this shell had none to go by
+    assert "warning: LIVE_MEMORY_AUTH_TOKEN is not set in this shell: gemini started from it sends no token" in err
+    assert "export LIVE_MEMORY_AUTH_TOKEN=" in err and "warning" not in quiet

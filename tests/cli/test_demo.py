@@ -42,6 +42,12 @@ def test_demo_answers_first_by_reading_a_file_then_from_memory_and_stops_everyth
     cached = re.search(r"cached=(\d+)%", second)
     assert cached and int(cached.group(1)) > 0
     assert '"127.0.0.1"' in second
+    # What it saved against no memory and against a subagent, in this run's own figures.
+    answers = re.search(r"with Live Memory, its own context took the two answers: ~(\d+) tokens", out)
+    read = re.search(rf"with no memory, it reads {re.escape(DEMO_FILE)} itself: ~([\d,]+) tokens", out)
+    assert answers and read and int(answers.group(1)) < int(read.group(1).replace(",", ""))
+    assert "an Explore subagent reads the file for each question" in out
+    assert re.search(r"Live Memory's own model spent \$\d+\.\d{4} at claude-haiku-4-5 list prices", out)
     assert "Traceback" not in done.err
     # Everything stopped and cleaned up: the server's port is closed, the scratch dir is gone.
     port = int(re.search(r"live-memory serve at http://127\.0\.0\.1:(\d+)", out).group(1))  # type: ignore[union-attr]

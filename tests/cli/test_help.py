@@ -78,3 +78,14 @@ def test_the_client_commands_name_the_variables_that_find_the_server() -> None:
         environment = HELP[name][2]
         for variable in ("LIVE_MEMORY_HOST", "LIVE_MEMORY_PORT", "LIVE_MEMORY_AUTH_TOKEN"):
             assert variable in environment, (name, variable)
+
+
+def test_every_option_of_every_command_has_help_and_uninstall_says_remove(capsys: pytest.CaptureFixture[str]) -> None:
+    commands = commands_of(build_parser())
+    for name, parser in commands.items():
+        for action in parser._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["uninstall", "--help"])
+    text = capsys.readouterr().out
+    assert "take this agent out of the note" in text and "add (remove)" not in text

@@ -112,6 +112,13 @@ def test_serve_is_a_singleton_and_sigterm_mid_question_returns_a_best_effort_ans
             second_code, second_out, second_err = serve_in_process(env)
             assert (second_code, server.proc.poll()) == (0, None), second_err
             assert "already running" in second_out
+            # Another key and base URL: the running server would keep its own, so this is no "nothing to do".
+            other = {**env, "LIVE_MEMORY_BASE_URL": "http://127.0.0.1:9/v1", "LIVE_MEMORY_API_KEY": "a-new-key-5678"}
+            third_code, third_out, third_err = serve_in_process(other)
+            assert (third_code, third_out, server.proc.poll()) == (1, "", None), third_err
+            assert "already running" in third_err and "with other settings than this shell's" in third_err
+            assert "base_url" in third_err and "(here: http://127.0.0.1:9/v1)" in third_err
+            assert "(here: ****5678)" in third_err and "a-new-key" not in third_err  # masked, as config show does
             answers: list[tuple[int, str, str]] = []
             asking = threading.Thread(target=lambda: answers.append(ask_in_process(env, "slow question", workspace)))
             asking.start()
@@ -218,19 +225,41 @@ def test_ask_prints_the_answer_and_trailer(tmp_path: Path) -> None:
         with live_server(settings) as server:
             env = cli_env(tmp_path, server.port)
             code, out, err = ask_in_process(env, "What does main.py do?", workspace)
+            refused, _, said = ask_in_process(env, "What does main.py do?", tmp_path / "nowhere")
+            agents = httpx2.get(f"{server.url}/stats", params={"cwd": str(workspace)}).json()["workspace"]["agents"]
     assert code == 0, err
     assert out.startswith("main.py prints hi.")
     assert "[live-memory] model=claude-haiku-4-5" in out
     assert "files_read=1" in out
+    assert agents == {"live-memory-cli": 1}  # the command line's questions, under its own name
+    assert refused == 1 and said.startswith("live-memory: cwd ") and "Error executing tool" not in said
 
 
 def test_ask_without_a_server_says_how_to_start_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env = cli_env(tmp_path, free_port())
-    code, _, err = run_cli(monkeypatch, capsys, env, "ask", "q", "--cwd", str(tmp_path), "--wait", "0")
+    started = time.monotonic()
+    code, _, err = run_cli(monkeypatch, capsys, env, "ask", "q", "--cwd", str(tmp_path), "--wait", "0.5")
+    elapsed = time.monotonic() - started
     assert code == 1
-    assert "live-memory serve" in err
+    assert "(waited 0.5 s); start one with `live-memory serve`" in err
+    assert elapsed < 0.5 + 1.0  # the wait bounds the whole command: no import or probe adds seconds to it
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["serve", "--port", "99999"], "argument --port: must be a port number from 1 to 65535, got '99999'"),
+        (["ask", "q", "--max-answer-tokens", "-1"], "argument --max-answer-tokens: must be 0 (the server's default)"),
+        (["ask", "q", "--wait", "soon"], "argument --wait: must be a number of seconds"),
+    ],
+)
+def test_a_bad_option_value_is_refused_naming_the_option_not_a_variable(
+    argv: list[str], said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(monkeypatch, capsys, cli_env(tmp_path, free_port()), *argv)
+    assert code == 2 and said in err and "LIVE_MEMORY_" not in err
 
 
 def test_config_show_lists_values_with_sources(
@@ -300,7 +329,7 @@ def test_ask_waits_for_a_starting_server_and_reads_the_question_from_stdin(
         asking = threading.Thread(target=ask, daemon=True)
         asking.start()
         assert err.written.wait(30)  # said once nothing answers yet; the server starts only now
-        assert "waiting for the server to start" in err.getvalue().splitlines()[0]
+        assert "yet; waiting up to 120 s for one that is starting" in err.getvalue().splitlines()[0]
         server = ServeProcess(env)
         try:
             asking.join(120)
@@ -310,7 +339,7 @@ def test_ask_waits_for_a_starting_server_and_reads_the_question_from_stdin(
             server.stop()
     assert codes == [0], err.getvalue()
     assert out.getvalue().startswith("main.py prints hi.")
-    assert err.getvalue().count("waiting for the server to start") == 1  # on the first line only
+    assert err.getvalue().count("waiting up to") == 1  # on the first line only
     ledger_code, ledger_out, ledger_err = ledger
     assert ledger_code == 0, ledger_err
     assert json.loads(ledger_out) == []  # JSON, as asked, even when the ledger is empty
@@ -402,7 +431,7 @@ def test_serve_port_flag_wins_doctor_passes_and_an_open_client_stream_does_not_h
             use_env(monkeypatch, env)
             doctor = io.StringIO()
             with contextlib.redirect_stdout(doctor):
-                doctor_code = main(["doctor", "--plugin-dir", str(REPO)])
+                doctor_code = main(["doctor", "--plugin-dir", str(REPO), "--cwd", str(tmp_path)])
             with socket.create_connection(("127.0.0.1", port), timeout=10) as stream:
                 stream.sendall(
                     b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"

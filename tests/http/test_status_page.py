@@ -62,3 +62,27 @@ async def test_the_status_page_shows_provider_spend_latency_and_recent_questions
 
 def test_uptime_reads_in_minutes_under_an_hour() -> None:
     assert [uptime(s) for s in (59, 3599, 3600, 5400, 3 * 86400)] == ["0 min", "59 min", "1.0 h", "1.5 h", "3.0 d"]
+
+
+async def test_who_asked_survives_a_restart_and_shows_on_the_status_page(fake: FakeLLM, tmp_path: Path) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / ".git").mkdir(parents=True)
+    settings = settings_for(fake.base_url, tmp_path / "data", force_explore_when_cold=0)
+    with live_server(settings) as server:
+        for agent in ("codex", "opencode", "codex"):
+            await ask_via_mcp(server.mcp_url, {"question": f"q from {agent}", "cwd": str(workspace)}, agent=agent)
+    with live_server(settings) as server:  # a restart: the counts come back with the snapshot
+        async with httpx2.AsyncClient(base_url=server.url) as client:
+            before = Text.of((await client.get("/")).text)
+            await ask_via_mcp(server.mcp_url, {"question": "q", "cwd": str(workspace)}, agent="gemini-cli")
+            stats = (await client.get("/stats", params={"cwd": str(workspace)})).json()["workspace"]
+            page = (await client.get("/")).text
+    text = Text.of(page)
+    assert "on disk, not loaded yet 3 codex 2 · opencode 1" in before
+    assert stats["agents"] == {"codex": 2, "opencode": 1, "gemini-cli": 1}
+    assert sum(stats["agents"].values()) == stats["questions_answered"] == 4
+    assert "Asked by" in text and "codex 2 · gemini-cli 1 · opencode 1" in text
+    assert "Agent Latency" in text and " gemini-cli 0." in text  # the recent question's row names its agent
+    # No tool read anything for the agents yet: a net loss is said in words, never as "~-6,269 tokens saved".
+    assert "no tokens saved yet: this server's own spend exceeds what its tools read for the agents by ~" in text
+    assert "~-" not in text

@@ -278,9 +278,12 @@ async def test_a_refused_connection_is_a_retryable_timeout_naming_the_provider()
     def refuse(request: httpx2.Request) -> httpx2.Response:
         raise httpx2.ConnectError("connection refused", request=request)
 
-    with pytest.raises(ProviderTimeoutError, match=r"^anthropic: connection failed") as caught:
+    with pytest.raises(
+        ProviderTimeoutError, match=r"^anthropic: connection failed to https?://\S+/v1/messages "
+    ) as caught:
         await ask(Wire(refuse))
     assert caught.value.retryable
+    assert "LIVE_MEMORY_BASE_URL" in str(caught.value)  # and which option points there
 
 
 async def oauth_token() -> Any:
@@ -301,9 +304,9 @@ async def test_a_renewable_credential_goes_through_the_sdk_and_fails_like_a_stat
     def refuse(request: httpx2.Request) -> httpx2.Response:
         raise httpx2.ConnectError("connection refused", request=request)
 
-    with pytest.raises(ProviderTimeoutError, match=r"^anthropic: request timed out$"):
+    with pytest.raises(ProviderTimeoutError, match=r"^anthropic: request to https?://\S+/v1/messages timed out$"):
         await ask(Wire(time_out), credentials=oauth_token)
-    with pytest.raises(ProviderTimeoutError, match=r"^anthropic: connection failed"):
+    with pytest.raises(ProviderTimeoutError, match=r"^anthropic: connection failed to "):
         await ask(Wire(refuse), credentials=oauth_token)
     refused = replying(400, type="error", error={"type": "invalid_request_error", "message": "bad field"})
     with pytest.raises(ProviderError, match="bad field"):

@@ -141,19 +141,28 @@ def error_of(status: int, data: dict[str, Any]) -> str:
 
 
 def wait_for_server(url: str, wait_s: float) -> None:
-    """Return once Live Memory answers at `url`; wait up to `wait_s` for one that is still starting."""
+    """Return once Live Memory answers at `url`; wait up to `wait_s` for one that is still starting (each probe is
+    bounded by what is left of the wait, so the whole wait is, too)."""
     deadline = time.monotonic() + max(0.0, wait_s)
     announced = False
     with probe_client() as client:
         while True:
+            left = deadline - time.monotonic()
+            client.timeout = httpx2.Timeout(max(ASK_START_POLL_S, min(HEALTH_PROBE_TIMEOUT_S, left)))
             state, _ = who_answers(url, client)
             if state == "ours":
                 return
             if state == "foreign":
                 raise ClientError(not_ours(url))
             if time.monotonic() >= deadline:
-                raise ClientError(f"no server answers at {url}; start one with `live-memory serve`")
+                waited = f" (waited {wait_s:g} s)" if wait_s else ""
+                raise ClientError(f"no server answers at {url}{waited}; start one with `live-memory serve`")
             if not announced:
-                print("live-memory: waiting for the server to start…", file=sys.stderr, flush=True)
+                print(
+                    f"live-memory: no server answers at {url} yet; waiting up to {wait_s:g} s for one that is "
+                    "starting (--wait 0: fail at once)…",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 announced = True
-            time.sleep(ASK_START_POLL_S)  # polling a port that is not open yet: there is no event to wait on
+            time.sleep(min(ASK_START_POLL_S, max(0.0, deadline - time.monotonic())))  # no event to wait on

@@ -9,13 +9,15 @@ what it is given: the first answer asks for a `Read` of `server/live_memory/cons
 line it finds there; the second answers from what the service already put in its prompt (no tool call),
 and the simulated prompt cache reports that prompt's unchanged prefix as `cache_read_input_tokens`.
 
-Standard library only on the model's side, so the demo runs from a fresh clone with `pip install .`.
+Standard library only on the model's side, so the demo runs from a fresh clone with `pip install .`, and from a wheel
+installed anywhere: with no checkout at hand it asks about a copy of the installed package (`package_workspace`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import math
 import os
 import re
 import shlex
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from live_memory.constants import CHARS_PER_TOKEN
 from live_memory.testing.prompt_cache import PromptCache
 from live_memory.testing.scripted_model import ScriptedModel
 
@@ -120,13 +123,25 @@ def script_reply(body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
 
 def default_repo() -> Path | None:
     """The checkout this package was installed from (an editable install or a source tree), else the
-    repository around the current directory, if either holds the demo's file."""
+    repository around the current directory, if either holds the demo's file; None for neither (a wheel
+    installed elsewhere: `package_workspace` then stands in)."""
     here = Path(__file__).resolve().parents[3]
     candidates = [here, *[p for p in (Path.cwd(), *Path.cwd().parents) if (p / ".git").exists()][:1]]
     for candidate in candidates:
         if (candidate / DEMO_FILE).is_file():
             return candidate
     return None
+
+
+def package_workspace(scratch: Path) -> Path:
+    """A throwaway workspace holding a copy of the installed package's sources, laid out as in a checkout
+    (`server/live_memory/...`): what the demo asks about when no checkout is at hand."""
+    import live_memory
+
+    root = scratch / "live-memory"
+    package = Path(live_memory.__file__).resolve().parent
+    shutil.copytree(package, root / "server" / "live_memory", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return root
 
 
 def free_port() -> int:
@@ -230,11 +245,18 @@ def verdict(first: Asked, second: Asked) -> list[str]:
 
 def run_demo(ask_command: AskCommand, repo: Path | None = None, out: TextIO | None = None) -> int:
     out = sys.stdout if out is None else out
-    repo = (repo or default_repo() or Path.cwd()).resolve()
-    if not (repo / DEMO_FILE).is_file():
+    repo = repo or default_repo()
+    if repo is not None and not (repo / DEMO_FILE).is_file():
         print(f"live-memory demo: {repo} is not a checkout of Live Memory (no {DEMO_FILE}); pass --repo", file=out)
         return 2
     scratch = Path(tempfile.mkdtemp(prefix="live-memory-demo-"))  # 0700
+    if repo is None:
+        repo = package_workspace(scratch)
+        print(
+            f"demo: no checkout of Live Memory here: asking about a copy of the installed package in {repo}", file=out
+        )
+    repo = repo.resolve()
+    file_text = (repo / DEMO_FILE).read_text(encoding="utf-8", errors="replace")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with ScriptedModel(
@@ -281,4 +303,39 @@ def run_demo(ask_command: AskCommand, repo: Path | None = None, out: TextIO | No
         f"(tool_calls=0) with {second.field('cached')} of its prompt read from the cache. Everything stopped.",
         file=out,
     )
+    for line in saved(file_text, first, second):
+        print(line, file=out)
     return 0
+
+
+def _tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def _dollars(field: str) -> float:
+    try:
+        return float(field.lstrip("$"))
+    except ValueError:
+        return 0.0
+
+
+def saved(file_text: str, first: Asked, second: Asked) -> list[str]:
+    """What these two answers saved the asking agent, against reading the file itself and against a subagent that
+    reads it for each question, and what the memory's own model spent (estimates from this run; the session bill
+    measures whole sessions)."""
+    # The file as an agent's Read returns it: numbered lines.
+    read = _tokens("".join(f"{n:6}\t{line}" for n, line in enumerate(file_text.splitlines(keepends=True), 1)))
+    answers = _tokens(first.answer) + _tokens(second.answer)
+    cost = _dollars(first.field("cost")) + _dollars(second.field("cost"))
+    return [
+        f"demo: what the agent saved, for these two questions (estimated at {CHARS_PER_TOKEN:g} characters a token):",
+        f"  - with Live Memory, its own context took the two answers: ~{answers:,} tokens;",
+        f"  - with no memory, it reads {DEMO_FILE} itself: ~{read:,} tokens, carried for the rest of its session;",
+        f"  - an Explore subagent reads the file for each question: ~{2 * read:,} tokens in contexts of its own,"
+        " then hands back a report;",
+        f"  - Live Memory's own model spent ${cost:.4f} at {first.field('model')} list prices: the first answer "
+        f"{first.field('cost')} (it read the file), the second {second.field('cost')} (from memory). It pays off "
+        "as questions return to what it holds.",
+        "demo: over whole generated sessions, with scripted models, the session bill measures it: "
+        "docs/benchmarks.md, `python -m bench.session_bill`.",
+    ]

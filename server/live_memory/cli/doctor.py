@@ -1,12 +1,16 @@
 """`live-memory doctor`: check everything a working setup needs and say how to fix what is not.
 
 Checks: Python, configuration, data dir permissions, the port (our server, free, or a foreign
-program), the provider credential, a 1-token round trip to the model, and that the plugin's
-`.mcp.json` points at this server.
+program), this shell's bearer token when the server wants one, the provider credential, a 1-token round
+trip to the model, that the checkout (`--cwd`) lies inside the allowed roots, that every installed coding
+agent reaches the server from this shell (`agent_checks.py`), and that the plugin's `.mcp.json` points at
+this server.
 
 When a server answers, its data dir, configuration and credential are the ones checked (from its
-`GET /config`): the shell running doctor may have another environment. Each check names the process it
-describes: "server pid N" or "this shell".
+`GET /config`), and the server itself sends the round trip and checks the checkout (`POST /check`): the
+key the README recommends lives only in the service's environment, which this shell does not see. Each
+check names the process it describes: "server pid N" or "this shell". A check that cannot be made is
+never reported ok.
 """
 
 from __future__ import annotations
@@ -24,13 +28,16 @@ from typing import Any
 
 import httpx2
 
+from live_memory.cli.agent_checks import access, check_agent
+from live_memory.cli.agents import AGENTS
 from live_memory.cli.client import auth_headers, server_url
 from live_memory.config import Settings, load_settings
-from live_memory.constants import MCP_PATH, SERVER_NAME
+from live_memory.constants import DOCTOR_ROUND_TRIP_TIMEOUT_S, MCP_PATH, SERVER_NAME
 from live_memory.errors import ConfigError, ProviderError, TeamStoreError
 from live_memory.messages import ChatRequest, Message, TextPart
 from live_memory.providers.factory import build_provider
 from live_memory.runtime import missing_credential_message
+from live_memory.workspace import allowed_roots
 
 
 @dataclass(frozen=True)
@@ -145,13 +152,11 @@ def check_team_store(settings: Settings) -> Check:
     return Check(name, True, f"{where} answered in {latency_s * 1000:.0f} ms; {schema}")
 
 
-def check_round_trip(settings: Settings, server_has_credential: bool = False) -> Check:
+def check_round_trip(settings: Settings) -> Check:
     name = f"model round trip ({SHELL})"
     provider = build_provider(settings)
     if provider is None:
-        if server_has_credential:
-            return Check(name, True, "skipped: this shell has no credential (the server's is checked above)")
-        return Check(name, False, "skipped: no credential", "see the credential check")
+        return Check(name, False, "not made: no credential", "see the credential check")
 
     async def ping() -> str:
         try:
@@ -219,18 +224,91 @@ def check_plugin(settings: Settings, plugin_dir: Path | None) -> Check:
     return Check("plugin .mcp.json", True, f"points at {url}")
 
 
-def run_doctor(env: Mapping[str, str], plugin_dir: Path | None = None, *, round_trip: bool = True) -> list[Check]:
+def check_token(settings: Settings) -> Check | None:
+    """This shell's bearer token, when the server wants one (None: it wants none, or takes this shell's)."""
+    base = server_url(settings)
+    state = access(base, settings.auth_token or None)
+    if state == "required":
+        detail = f"the server at {base} requires a bearer token and this shell has no LIVE_MEMORY_AUTH_TOKEN"
+    elif state == "refused":
+        detail = f"the server at {base} refuses this shell's LIVE_MEMORY_AUTH_TOKEN"
+    else:
+        return None
+    fix = "export LIVE_MEMORY_AUTH_TOKEN (the server's value) in this shell, and in the shells you start agents from"
+    return Check(f"token ({SHELL})", False, detail, fix)
+
+
+def server_checks(settings: Settings, where: str, cwd: str, *, round_trip: bool) -> list[Check]:
+    """The model round trip and the checkout, as the server sees them (POST /check)."""
+    try:
+        response = httpx2.post(
+            f"{server_url(settings)}/check",
+            json={"cwd": cwd, "model": round_trip},
+            headers=auth_headers(settings),
+            timeout=DOCTOR_ROUND_TRIP_TIMEOUT_S + 5,
+        )
+        data = response.json()
+    except (httpx2.HTTPError, ValueError) as exc:
+        data, response = {"error": f"{type(exc).__name__}: {exc}"}, None
+    if response is None or response.status_code != 200 or not isinstance(data, dict):
+        detail = f"the server did not answer POST /check ({data.get('error') if isinstance(data, dict) else data})"
+        return [Check(f"server checks ({where})", False, detail, "upgrade the server, or see its log")]
+    checks = []
+    model = data.get("model")
+    if isinstance(model, dict):
+        fix = "fix the credential, model name or endpoint shown, in the server's environment, then restart it"
+        checks.append(Check(f"model round trip ({where})", bool(model.get("ok")), str(model.get("detail")), fix))
+    checks.append(_checkout_check(data.get("workspace"), where))
+    return checks
+
+
+def _checkout_check(result: Any, where: str) -> Check:
+    ok = isinstance(result, dict) and bool(result.get("ok"))
+    detail = str(result.get("detail")) if isinstance(result, dict) else "not checked"
+    fix = "run doctor from the checkout you will ask about, or add it to LIVE_MEMORY_ALLOWED_ROOTS on the server"
+    return Check(f"checkout ({where})", ok, detail, fix)
+
+
+def check_checkout(settings: Settings, cwd: str) -> Check:
+    """Without a server: whether this shell's settings would let a question about `cwd` in."""
+    path = Path(cwd).resolve()
+    roots = allowed_roots(settings.allowed_roots, settings.env)
+    if roots and not any(path == root or root in path.parents for root in roots):
+        allowed = ", ".join(str(r) for r in roots)
+        detail = f"cwd {str(path)!r} is outside the allowed roots ({allowed})"
+        return _checkout_check({"ok": False, "detail": detail}, SHELL)
+    return _checkout_check({"ok": True, "detail": f"{path} may be asked about"}, SHELL)
+
+
+def check_agents(settings: Settings) -> list[Check]:
+    """Each installed coding agent, as started from this shell."""
+    checks = []
+    for agent in sorted(AGENTS):
+        found = check_agent(agent, settings.env, server_url(settings))
+        if found is not None:
+            checks.append(Check(f"agent {agent} ({SHELL})", found.ok, found.detail, found.fix))
+    return checks
+
+
+def run_doctor(
+    env: Mapping[str, str], plugin_dir: Path | None = None, *, round_trip: bool = True, cwd: str | None = None
+) -> list[Check]:
     checks = [check_python()]
     try:
         settings = load_settings(env=env)
     except ConfigError as exc:
         checks.append(Check("configuration", False, str(exc), "correct the value named above"))
         return checks
+    cwd = cwd or os.getcwd()
     checks.append(Check(f"configuration ({SHELL})", True, f"provider {settings.profile.name}, model {settings.model}"))
     server = check_server(settings)
-    config = server_config(settings) if server.ok else None
+    token = check_token(settings) if server.ok else None
+    config = server_config(settings) if server.ok and token is None else None
     if config is None:
-        checks += [check_data_dir(settings.data_dir), server, check_credential(settings)]
+        checks += [check_data_dir(settings.data_dir), server, *([token] if token else []), check_credential(settings)]
+        if round_trip:
+            checks.append(check_round_trip(settings))
+        checks.append(check_checkout(settings, cwd))
     else:
         where = f"server pid {config.get('process', {}).get('pid')}"
         checks.append(
@@ -243,9 +321,8 @@ def run_doctor(env: Mapping[str, str], plugin_dir: Path | None = None, *, round_
         )
         checks += [check_data_dir(Path(str(config.get("data_dir"))), where), server]
         checks.append(check_server_credential(config, where))
-    if round_trip:
-        server_has_credential = config is not None and (config.get("credential") or {}).get("kind") != "missing"
-        checks.append(check_round_trip(settings, server_has_credential))
+        checks += server_checks(settings, where, cwd, round_trip=round_trip)
+    checks += check_agents(settings)
     checks.append(check_team_store(settings))
     checks.append(check_plugin(settings, plugin_dir))
     return checks

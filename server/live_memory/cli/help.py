@@ -77,8 +77,10 @@ HELP: dict[str, tuple[str, str, str]] = {
         "connect another coding agent (codex, opencode, gemini) to this server",
         "Add Live Memory to the agent's own configuration: its MCP server entry for this server's URL (and the\n"
         "token by the name of the variable that holds it), the hook that tells the memory what the agent reads\n"
-        "and edits where the agent has one, and with --instructions a note in the repository's AGENTS.md (Codex) or\n"
-        "GEMINI.md (Gemini CLI) on when to ask. Idempotent; the user's other settings are left as they are. See\n"
+        "and edits where the agent has one, and with --instructions a note in the repository's AGENTS.md (Codex,\n"
+        "OpenCode: one note for both) or GEMINI.md (Gemini CLI) on when to ask. Idempotent; the user's other\n"
+        "settings, comments and layout are left as they are; a refused install writes nothing. Then warns when the\n"
+        "agent would not reach the server from this shell (nothing listens, a token variable unset). See\n"
         "docs/agents.md.",
         "LIVE_MEMORY_URL                      the server's URL (else host and port, as below)\n  "
         + _CONNECT_ENV
@@ -88,14 +90,16 @@ HELP: dict[str, tuple[str, str, str]] = {
     ),
     "uninstall": (
         "remove what `install` added to an agent's configuration",
-        "Remove exactly what `live-memory install` added (and with --instructions, its AGENTS.md or GEMINI.md\nnote).",
+        "Remove exactly what `live-memory install` added, byte for byte (and with --instructions, this agent from\n"
+        "the AGENTS.md or GEMINI.md note: the note goes with the last agent that named it).",
         "CODEX_HOME, XDG_CONFIG_HOME, GEMINI_CLI_HOME   where Codex, OpenCode and Gemini CLI keep their\n"
         "  configuration; no LIVE_MEMORY_ variable is read",
     ),
     "demo": (
         "run a scripted demo: a fake model, a throwaway server, two questions",
         "Start a scripted model on loopback, a throwaway server with a temporary data dir, ask two questions\n"
-        "about this checkout and print the answers, then stop everything. Needs no key and no network.",
+        "about this checkout (or, installed from a wheel, a copy of the installed package) and print the answers\n"
+        "and what they saved, then stop everything. Needs no key and no network.",
         "none: the demo ignores LIVE_MEMORY_* and provider variables and sets its own",
     ),
 }

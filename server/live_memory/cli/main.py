@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from live_memory import __version__
 from live_memory.cli.agent_command import add_agent_arguments, cmd_install_agent
+from live_memory.cli.arguments import answer_tokens, port_number, wait_seconds
 from live_memory.cli.client import (
     ASK_START_WAIT_S,
     BROKEN_PIPE_EXIT,
@@ -33,16 +34,18 @@ from live_memory.cli.client import (
     auth_headers,
     error_of,
     listen_url,
-    not_ours,
     request_json,
     server_url,
     wait_for_server,
     who_answers,
 )
+from live_memory.cli.config_command import cmd_config, ensure_data_dir
 from live_memory.cli.help import HELP
+from live_memory.cli.running import other_settings
 from live_memory.cli.team_setup import add_team_setup_arguments, cmd_team_setup
-from live_memory.config import Settings, load_settings, write_config_value
+from live_memory.config import Settings, load_settings
 from live_memory.constants import (
+    CLI_AGENT_NAME,
     KEEP_ALIVE_TIMEOUT_S,
     MAX_REQUEST_HEAD_BYTES,
     MCP_PATH,
@@ -56,6 +59,7 @@ if TYPE_CHECKING:
     import httpx2
 
 logger = logging.getLogger("live_memory")
+TOOL_ERROR_PREFIX = "Error executing tool ask_live_memory: "
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -93,6 +97,10 @@ def cmd_serve(settings: Settings, clock: Callable[[], float] = time.monotonic) -
             return 1
         holder, health = who_answers(listen_url(settings))
         if holder == "ours" and health is not None:
+            differ = other_settings(settings, health.get("pid"))
+            if differ is not None:
+                print(f"live-memory: {differ}", file=sys.stderr)
+                return 1
             print(
                 f"live-memory: already running at {listen_url(settings)} (pid {health.get('pid')}, "
                 f"version {health.get('version')}); nothing to do."
@@ -137,13 +145,17 @@ def _exit_quietly(sig: int, frame: FrameType | None) -> None:
 async def _ask(http: httpx2.AsyncClient, url: str, question: str, cwd: str, max_answer_tokens: int) -> tuple[str, bool]:
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import Implementation
 
-    async with http, Client(streamable_http_client(url, http_client=http)) as client:
+    me = Implementation(name=CLI_AGENT_NAME, version=__version__)  # what /stats counts these questions under
+    async with http, Client(streamable_http_client(url, http_client=http), client_info=me) as client:
         result = await client.call_tool(
             "ask_live_memory",
             {"question": question, "cwd": cwd, "max_answer_tokens": max_answer_tokens},
         )
     text = "\n".join(getattr(block, "text", "") for block in result.content)
+    if result.is_error:  # the MCP SDK prefixes the server's own message; a person needs only the message
+        text = "live-memory: " + text.removeprefix(TOOL_ERROR_PREFIX)
     return text, bool(result.is_error)
 
 
@@ -158,13 +170,13 @@ def cmd_ask(settings: Settings, args: argparse.Namespace) -> int:
     if not question.strip():
         print("live-memory: the question is empty (`ask -` reads it from standard input)", file=sys.stderr)
         return 2
-    import httpx2
-    import mcp.client.streamable_http  # noqa: F401 - for `_ask`: an import reads files, so before the event loop runs
-
     cwd = os.path.abspath(args.cwd)
     base = server_url(settings, args.url)
     url = base + MCP_PATH
-    wait_for_server(base, args.wait)
+    wait_for_server(base, args.wait)  # before the MCP client's imports (a second and more): a failure comes at once
+    import httpx2
+    import mcp.client.streamable_http  # noqa: F401 - for `_ask`: an import reads files, so before the event loop runs
+
     timeout_s = float(settings.default_timeout_s) + 60.0
     # built before the event loop starts: a client loads its certificate store from disk
     http = httpx2.AsyncClient(headers=auth_headers(settings), timeout=httpx2.Timeout(30.0, read=timeout_s))
@@ -184,109 +196,6 @@ def cmd_stats(settings: Settings, args: argparse.Namespace) -> int:
         print(f"live-memory: {error_of(status, data)}", file=sys.stderr)
         return 1
     print(json.dumps(data, indent=2))
-    return 0
-
-
-def ensure_data_dir(path: Path) -> None:
-    """Create the data dir private (0700) if it does not exist yet; an existing one is left as it is."""
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        path.mkdir(mode=0o700)
-    except FileExistsError:  # created meanwhile by someone else: theirs to set
-        return
-    path.chmod(0o700)  # exact, whatever the umask
-
-
-def running_config(settings: Settings) -> tuple[str, dict[str, Any] | None]:
-    """(base URL, the running server's GET /config) or (base URL, None) when no Live Memory server answers
-    there; another program on the port is an error (ClientError)."""
-    base = server_url(settings)
-    state, _ = who_answers(base)
-    if state == "foreign":
-        raise ClientError(not_ours(base))
-    if state == "absent":
-        return base, None
-    status, data = request_json(settings, "GET", "/config")
-    if status != 200:
-        raise ClientError(f"the server at {base} did not show its configuration: {error_of(status, data)}")
-    return base, data
-
-
-def _server_label(config: dict[str, Any]) -> str:
-    return f"server (pid {config.get('process', {}).get('pid')})"
-
-
-def _shell_rows(settings: Settings) -> list[tuple[str, str, str, str]]:
-    return [(key, value, source, "") for key, value, source in settings.describe()]
-
-
-def _server_rows(config: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    rows = config.get("options") or []
-    return [(str(r.get("key")), str(r.get("value")), str(r.get("source")), str(r.get("pending") or "")) for r in rows]
-
-
-def cmd_config(settings: Settings, args: argparse.Namespace) -> int:
-    if args.action == "set":
-        return cmd_config_set(settings, args.item or "")
-    if args.action == "get" and not args.item:
-        print("usage: live-memory config get KEY   (`live-memory config show` lists the keys)", file=sys.stderr)
-        return 2
-    base, config = running_config(settings)
-    if config is None:
-        where = f"this shell (no server answers at {base}; these are the values a server started here would use)"
-        rows = _shell_rows(settings)
-    else:
-        where = f"{_server_label(config)} at {base}"
-        rows = _server_rows(config)
-    if args.action == "get":
-        for key, value, _, pending in rows:
-            if key == args.item:
-                print(value)
-                print(f"live-memory: {key} of {where}" + (f"; {pending}" if pending else ""), file=sys.stderr)
-                return 0
-        print(f"live-memory: unknown option {args.item!r}", file=sys.stderr)
-        return 2
-    print(f"# {where}")
-    if config is not None:
-        credential = config.get("credential") or {}
-        kind, source = credential.get("kind"), credential.get("source")
-        print(f"# credential {kind} ({source}) · config file {config.get('config_file')}")
-    width = max(len(k) for k, *_ in rows)
-    for key, value, source, pending in rows:
-        print(f"{key:<{width}}  {value}  [{source}]" + (f"  ({pending})" if pending else ""))
-    return 0
-
-
-def cmd_config_set(settings: Settings, item: str) -> int:
-    """Through the running server (it validates, writes its own config.json and reloads); without one,
-    into this shell's config.json."""
-    key, sep, raw = item.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        print("usage: live-memory config set KEY=VALUE", file=sys.stderr)
-        return 2
-    base, config = running_config(settings)
-    if config is None:
-        ensure_data_dir(settings.data_dir)
-        write_config_value(settings.data_dir, key, raw)
-        print(
-            f"live-memory: no server answers at {base}; {key} saved to this shell's {settings.config_file} "
-            "(a server started with this data dir reads it)."
-        )
-        return 0
-    status, data = request_json(settings, "POST", "/config", body={key: raw})
-    if status != 200:
-        print(f"live-memory: the {_server_label(config)} refused it: {error_of(status, data)}", file=sys.stderr)
-        return 1
-    print(f"live-memory: {key} saved to the {_server_label(config)}'s {data.get('config_file')}")
-    if key in (data.get("applied") or []):
-        print(f"live-memory: {key} applies now.")
-    for deferred in data.get("deferred") or []:
-        print(f"live-memory: {deferred.get('message')}.")
-    for warning in data.get("warnings") or []:
-        print(f"live-memory: warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -320,7 +229,8 @@ def cmd_ledger(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_doctor(args: argparse.Namespace) -> int:
     from live_memory.cli.doctor import run_doctor  # imports the provider SDKs: only when needed
 
-    checks = run_doctor(os.environ, Path(args.plugin_dir) if args.plugin_dir else None, round_trip=not args.offline)
+    plugin_dir = Path(args.plugin_dir) if args.plugin_dir else None
+    checks = run_doctor(os.environ, plugin_dir, round_trip=not args.offline, cwd=os.path.abspath(args.cwd))
     for check in checks:
         print(check.line())
     failed = [c for c in checks if not c.ok]
@@ -379,27 +289,40 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = _subparser(sub, "serve")
     serve.add_argument("--host", default=None, help="address to bind (default: LIVE_MEMORY_HOST, else 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=None, help="port to bind (default: LIVE_MEMORY_PORT, else 7711)")
+    serve.add_argument(
+        "--port", type=port_number, default=None, help="port to bind (default: LIVE_MEMORY_PORT, else 7711)"
+    )
     ask = _subparser(sub, "ask")
     ask.add_argument("question", help="the question; `-` reads it from standard input")
     ask.add_argument("--cwd", default=os.getcwd(), help="workspace directory (default: current)")
     ask.add_argument(
         "--url", default="", help="server URL, with or without /mcp (default: LIVE_MEMORY_URL, else host and port)"
     )
-    ask.add_argument("--max-answer-tokens", type=int, default=0)
     ask.add_argument(
-        "--wait", type=float, default=ASK_START_WAIT_S, help="seconds to wait for a starting server (default: 10)"
+        "--max-answer-tokens",
+        type=answer_tokens,
+        default=0,
+        help="cap on the answer's length in tokens (default 0: the server's max_answer_tokens)",
+    )
+    ask.add_argument(
+        "--wait",
+        type=wait_seconds,
+        default=ASK_START_WAIT_S,
+        help=f"seconds to wait for a server that is still starting (default: {ASK_START_WAIT_S:g}; 0: fail at once)",
     )
     stats = _subparser(sub, "stats")
     stats.add_argument("--cwd", default="", help="one workspace (default: all)")
     ledger = _subparser(sub, "ledger")
-    ledger.add_argument("action", choices=["show", "export", "forget"])
+    ledger.add_argument("action", choices=["show", "export", "forget"], help="print, export as Markdown, or forget")
     ledger.add_argument("text", nargs="?", default="", help="forget: drop facts containing this text")
     ledger.add_argument("--cwd", default=os.getcwd(), help="workspace directory (default: current)")
     ledger.add_argument("--format", choices=["md", "json"], default="md", help="show/export: text or JSON")
     doctor = _subparser(sub, "doctor")
     doctor.add_argument("--plugin-dir", default="", help="the plugin's directory, to check its .mcp.json URL")
     doctor.add_argument("--offline", action="store_true", help="skip the 1-token round trip to the model")
+    doctor.add_argument(
+        "--cwd", default=os.getcwd(), help="the checkout to check against the allowed roots (default: current)"
+    )
     svc = _subparser(sub, "install-service")
     scope = svc.add_mutually_exclusive_group()
     scope.add_argument("--user", dest="mode", action="store_const", const="user", help="a user unit (default)")
@@ -413,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     svc.add_argument("--run-as", default=None, help="--system only: the account to run as (default: the sudo caller)")
     svc.add_argument("--force", action="store_true", help="install even from a path the unit's sandbox hides (/tmp)")
     config = _subparser(sub, "config")
-    config.add_argument("action", choices=["show", "get", "set"])
+    config.add_argument("action", choices=["show", "get", "set"], help="every option, one option, or set one")
     config.add_argument("item", nargs="?", default="", help="key (get) or key=value (set)")
     for name in ("install", "uninstall"):
         add_agent_arguments(_subparser(sub, name), install=name == "install")

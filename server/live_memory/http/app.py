@@ -37,6 +37,7 @@ from live_memory import constants as C
 from live_memory.answerer import Answerer
 from live_memory.config import Settings
 from live_memory.constants import MCP_PATH
+from live_memory.http.checks import build_check_route
 from live_memory.http.jobs import JobRegistry
 from live_memory.http.mcp_tools import build_mcp_server
 from live_memory.http.routes import build_routes
@@ -193,7 +194,7 @@ def create_app(
                     await service.aclose()
 
     app = Starlette(
-        routes=[*build_routes(service, started_at, factory), Mount("/", app=mcp_app)],
+        routes=[*build_routes(service, started_at, factory), build_check_route(service), Mount("/", app=mcp_app)],
         lifespan=lifespan,
     )
     app.state.service = service

@@ -38,6 +38,7 @@ from live_memory.options import OPTIONS_BY_KEY, changed_options
 from live_memory.records import FileEvent
 from live_memory.runtime import Runtime
 from live_memory.service import WorkspaceService
+from live_memory.spend import caps_of
 from live_memory.workspace import WorkspaceState
 
 ProviderFactory = Callable[..., ChatProvider | None]
@@ -74,10 +75,11 @@ def build_routes(service: WorkspaceService, started_at: float, provider_factory:
     config_lock = asyncio.Lock()  # one read-modify-write of config.json at a time
 
     async def health(request: Request) -> JSONResponse:
-        """ "ok", or "degraded" naming what is wrong: no model credential (200: the service runs, questions
-        say what to set); the worker threads that file I/O and hashing need do not answer (a no-op sent to
-        them does not return within the probe time), or snapshots cannot be written (answers are kept in
-        memory until they can) — both 503, so a supervisor restarts a wedged service."""
+        """ "ok", or "degraded" naming what is wrong: no model credential, or today's spend cap reached (200: the
+        service runs, questions say what to set or when they resume); the worker threads that file I/O and
+        hashing need do not answer (a no-op sent to them does not return within the probe time), or snapshots
+        cannot be written (answers are kept in memory until they can) — both 503, so a supervisor restarts a
+        wedged service."""
         probe_s: float = request.app.state.timings.health_probe_s
         try:
             await asyncio.wait_for(asyncio.to_thread(int), probe_s)
@@ -88,10 +90,12 @@ def build_routes(service: WorkspaceService, started_at: float, provider_factory:
         snapshots = "ok" if failing is None else f"failing: {failing}"
         healthy = workers == "ok" and failing is None
         credential = credential_kind(service.runtime)
+        budget = "spent" if service.spend.spent(None, caps_of(service.runtime)) else "ok"
         return JSONResponse(
             {
-                "status": "ok" if healthy and credential != "missing" else "degraded",
+                "status": "ok" if healthy and credential != "missing" and budget == "ok" else "degraded",
                 "credential": credential,
+                "budget": budget,
                 "service": SERVER_NAME,
                 "version": __version__,
                 "pid": os.getpid(),

@@ -113,7 +113,7 @@ def workspace_stats(state: WorkspaceState, service: WorkspaceService | None = No
         "last_compaction_at": stats.last_compaction_at,
         "summaries_written": stats.summaries_written,
         "repository": state.repo,
-        "agents": dict(service.telemetry.agents.get(state.id, {})) if service is not None else {},
+        "agents": dict(stats.agents),  # kept in the snapshot: a restart forgets none
         "team_facts": sum(1 for f in window.ledger.facts if f.team),
     }
 

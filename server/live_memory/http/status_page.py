@@ -1,7 +1,7 @@
 """GET /: a small, self-contained HTML status page (no scripts, no assets): the provider, model, endpoint and
-credential state, spend today against the cap (questions vs background work), answer latency, every
-workspace loaded or on disk, and each loaded workspace's last few questions (their text only when the
-status_show_questions option is on)."""
+credential state, spend today against the cap (questions vs background work; an alert once it is spent),
+answer latency, every workspace loaded or on disk with the agents that asked it, and each loaded workspace's
+last few questions (their text only when the status_show_questions option is on)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import datetime
 import html
 from collections.abc import Sequence
 from typing import Any
+
+from live_memory.spend import dollars
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Live Memory</title>
@@ -23,11 +25,11 @@ table{{border-collapse:collapse;width:100%}} th,td{{text-align:left;padding:.35r
 <h1>Live Memory <span class="muted">{version} · up {uptime}</span></h1>
 {alert}<p>{provider} · {model} · {endpoint} · credential: {credential}</p>
 {team}<p>{questions} answered · answer latency {latency} · cache-read share {cache_share:.0%}
-· ~{saved:,} tokens saved for the agents (estimate, net of this server's own spend)</p>
+· {saved}</p>
 <p>Spend today: ${spend_today:.4f}{budget} (questions ${today_questions:.4f}, background ${today_background:.4f})
 · since start: questions ${cost_questions:.4f}, background ${cost_background:.4f}</p>
-<table><thead><tr><th>Workspace</th><th>Context fill</th><th>Questions</th><th>Files</th><th>Ledger</th>
-<th>Cost</th><th>Last compaction</th></tr></thead><tbody>
+<table><thead><tr><th>Workspace</th><th>Context fill</th><th>Questions</th><th>Asked by</th><th>Files</th>
+<th>Ledger</th><th>Cost</th><th>Last compaction</th></tr></thead><tbody>
 {rows}
 </tbody></table>
 {recent}
@@ -36,20 +38,24 @@ table{{border-collapse:collapse;width:100%}} th,td{{text-align:left;padding:.35r
 
 ROW = (
     '<tr><td>{workspace}</td><td><span class="bar{warn}"><span style="width:{pct:.0f}%"></span></span> '
-    "{pct:.0f}% <span class=muted>({used:,}/{total:,})</span></td><td>{questions}</td><td>{files}{stale}</td>"
+    "{pct:.0f}% <span class=muted>({used:,}/{total:,})</span></td><td>{questions}</td><td>{agents}</td>"
+    "<td>{files}{stale}</td>"
     "<td>{facts}</td><td>${cost:.4f}</td><td>{compaction}</td></tr>"
 )
 
 ON_DISK_ROW = (
-    '<tr class="muted"><td>{workspace}</td><td>on disk, not loaded yet</td><td>{questions}</td><td></td>'
-    "<td>{facts}</td><td>${cost:.4f}</td><td>saved {saved}</td></tr>"
+    '<tr class="muted"><td>{workspace}</td><td>on disk, not loaded yet</td><td>{questions}</td><td>{agents}</td>'
+    "<td></td><td>{facts}</td><td>${cost:.4f}</td><td>saved {saved}</td></tr>"
 )
 
 RECENT = (
-    "<h2>Recent questions · {workspace}</h2>\n<table><thead><tr><th>Time</th><th>Latency</th><th>Tool calls</th>"
-    "<th>Cost</th><th>Outcome</th>{question_head}</tr></thead><tbody>\n{rows}\n</tbody></table>"
+    "<h2>Recent questions · {workspace}</h2>\n<table><thead><tr><th>Time</th><th>Agent</th><th>Latency</th>"
+    "<th>Tool calls</th><th>Cost</th><th>Outcome</th>{question_head}</tr></thead><tbody>\n{rows}\n</tbody></table>"
 )
-RECENT_ROW = "<tr><td>{at}</td><td>{latency:.1f} s</td><td>{tools}</td><td>{cost}</td><td>{outcome}</td>{question}</tr>"
+RECENT_ROW = (
+    "<tr><td>{at}</td><td>{agent}</td><td>{latency:.1f} s</td><td>{tools}</td><td>{cost}</td><td>{outcome}</td>"
+    "{question}</tr>"
+)
 
 
 def _when(stamp: float | None) -> str:
@@ -81,6 +87,22 @@ def _money(value: float | None) -> str:
     return "not metered" if value is None else f"${value:.4f}"
 
 
+def _agents(counts: dict[str, int] | None) -> str:
+    """Who asked a workspace: "codex 3 · opencode 1", most questions first."""
+    ordered = sorted((counts or {}).items(), key=lambda item: (-item[1], item[0]))
+    return " · ".join(f"{html.escape(name)} {count}" for name, count in ordered) or "—"
+
+
+def _saved(net: int) -> str:
+    """The tokens-saved estimate in words: a net loss is said as one, not as a negative saving."""
+    if net >= 0:
+        return f"~{net:,} tokens saved for the agents (estimate, net of this server's own spend)"
+    return (
+        f"no tokens saved yet: this server's own spend exceeds what its tools read for the agents by ~{-net:,} "
+        "tokens (estimate; a memory pays off over later questions)"
+    )
+
+
 def _recent_section(workspace: dict[str, Any], show_questions: bool) -> str:
     entries = workspace.get("recent_questions") or []
     if not entries:
@@ -88,6 +110,7 @@ def _recent_section(workspace: dict[str, Any], show_questions: bool) -> str:
     rows = [
         RECENT_ROW.format(
             at=_clock(q["at"]),
+            agent=html.escape(q.get("agent") or "unknown"),
             latency=q["latency_s"],
             tools=q["tool_calls"],
             cost=_money(q["cost_usd"]),
@@ -136,6 +159,7 @@ def render_status_page(
                 used=w["fill"]["used_tokens"],
                 total=w["fill"]["total_tokens"],
                 questions=w["questions_answered"],
+                agents=_agents(w.get("agents")),
                 files=w["file_contexts"],
                 stale=f" <span class=muted>({w['stale_files']} stale)</span>" if w["stale_files"] else "",
                 facts=w["ledger_facts"],
@@ -148,6 +172,7 @@ def render_status_page(
             ON_DISK_ROW.format(
                 workspace=html.escape(meta["workspace"]),
                 questions=meta["questions_answered"],
+                agents=_agents(meta.get("agents")),
                 facts=meta["ledger_facts"],
                 cost=meta["cost_usd"],
                 saved=html.escape(_when(meta["saved_at"])),
@@ -155,15 +180,18 @@ def render_status_page(
         )
     today = server["today"]
     cap = today["daily_budget_usd"]
-    budget = f" of the ${cap:.2f} daily cap" if cap else " (no daily cap)"
+    budget = f" of the {dollars(cap)} daily cap" if cap else " (no daily cap)"
     missing = server["credential"] == "missing"
-    alert = (
-        '<p class="alert">No model credential: questions fail until one is set. Set LIVE_MEMORY_API_KEY (or the '
-        "provider's own key variable) in the server's environment, then restart or POST /reload.</p>\n"
-        if missing
-        else ""
-    )
-    empty = '<tr><td colspan="7" class="muted">No workspace loaded yet: ask a question first.</td></tr>'
+    alerts = []
+    if missing:
+        alerts.append(
+            "No model credential: questions fail until one is set. Set LIVE_MEMORY_API_KEY (or the provider's own "
+            "key variable) in the server's environment, then restart or POST /reload."
+        )
+    if today.get("spent"):
+        alerts.append(f"Questions are refused: {today['spent']}.")
+    alert = "".join(f'<p class="alert">{html.escape(text)}</p>\n' for text in alerts)
+    empty = '<tr><td colspan="8" class="muted">No workspace loaded yet: ask a question first.</td></tr>'
     return PAGE.format(
         version=html.escape(server["version"]),
         uptime=uptime(server["uptime_s"]),
@@ -181,7 +209,7 @@ def render_status_page(
         cost_questions=server["cost_usd"]["foreground"],
         cost_background=server["cost_usd"]["background"],
         cache_share=server["cache_read_share"],
-        saved=server["estimated_tokens_saved"],
+        saved=html.escape(_saved(server["estimated_tokens_saved"])),
         team=_team_line(server["team"]),
         rows="\n".join(rows) or empty,
         recent="\n".join(filter(None, (_recent_section(w, show_questions) for w in workspaces))),

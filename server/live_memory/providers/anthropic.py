@@ -30,6 +30,7 @@ from live_memory.providers.direct import (
     status_error,
     token_count,
 )
+from live_memory.providers.failures import timed_out, unreachable
 from live_memory.records import ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -185,9 +186,11 @@ class AnthropicProvider:
         except anthropic.APIStatusError as exc:
             raise status_error(self.info.name, exc.response, subscription=self.info.subscription) from None
         except anthropic.APITimeoutError:
-            raise ProviderTimeoutError(f"{self.info.name}: request timed out") from None
+            url = endpoint_url(client.base_url, MESSAGES_PATH)
+            raise ProviderTimeoutError(timed_out(self.info.name, url)) from None
         except anthropic.APIConnectionError as exc:
-            raise ProviderTimeoutError(f"{self.info.name}: connection failed ({exc})") from None
+            url = endpoint_url(client.base_url, MESSAGES_PATH)
+            raise ProviderTimeoutError(unreachable(self.info.name, url, str(exc))) from None
         except anthropic.AnthropicError as exc:
             raise ProviderError(f"{self.info.name}: {exc}") from None
         return answer_json(self.info.name, response.content)

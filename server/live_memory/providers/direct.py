@@ -17,7 +17,7 @@ import httpx2
 
 from live_memory.constants import PROVIDER_CONNECT_TIMEOUT_S, PROVIDER_REQUEST_TIMEOUT_S
 from live_memory.errors import ProviderError, ProviderTimeoutError
-from live_memory.providers.failures import from_status
+from live_memory.providers.failures import from_status, timed_out, unreachable
 
 TIMEOUT = httpx2.Timeout(PROVIDER_REQUEST_TIMEOUT_S, connect=PROVIDER_CONNECT_TIMEOUT_S)
 _EXTENSIONS = {"timeout": TIMEOUT.as_dict()}  # what the client's `build_request` would attach
@@ -57,9 +57,9 @@ class Endpoint:
         try:
             response = await self.http.send(request)
         except httpx2.TimeoutException:
-            raise ProviderTimeoutError(f"{self.provider}: request timed out") from None
+            raise ProviderTimeoutError(timed_out(self.provider, str(self.url))) from None
         except httpx2.TransportError as exc:
-            raise ProviderTimeoutError(f"{self.provider}: connection failed ({exc})") from None
+            raise ProviderTimeoutError(unreachable(self.provider, str(self.url), str(exc))) from None
         if response.status_code >= 300:
             raise status_error(self.provider, response, subscription=self.subscription)
         return answer_json(self.provider, response.content)

@@ -101,3 +101,15 @@ def _auth_advice(provider: str, status: int, detail: str, subscription: bool) ->
         f"{provider}: the API key was rejected (HTTP {status}: {detail}). Check LIVE_MEMORY_API_KEY "
         "(or the provider's own key variable) in the server's environment."
     )
+
+
+def unreachable(provider: str, url: str, cause: str) -> str:
+    """The message for an endpoint that could not be reached: which URL, and which option points there."""
+    return (
+        f"{provider}: connection failed to {url} ({cause}); check that the endpoint is up and that the server's "
+        "LIVE_MEMORY_BASE_URL (or the provider's own base URL variable) points at it"
+    )
+
+
+def timed_out(provider: str, url: str) -> str:
+    return f"{provider}: request to {url} timed out"

@@ -18,6 +18,7 @@ class AgentSetup:
     home: Callable[[Mapping[str, str]], Path]  # where the agent keeps its configuration, from the environment
     install: Callable[[Path, str, str | None, Path | None], list[str]]  # home, url, token env, instructions dir
     uninstall: Callable[[Path, Path | None], list[str]]  # home, instructions dir
+    connection: Callable[[Path], tuple[str, str | None] | None]  # home -> the installed entry's URL, token variable
 
 
 def _codex_install(home: Path, url: str, token_env: str | None, instructions: Path | None) -> list[str]:
@@ -46,7 +47,7 @@ def _gemini_uninstall(home: Path, instructions: Path | None) -> list[str]:
 
 
 AGENTS: dict[str, AgentSetup] = {
-    "codex": AgentSetup(codex.codex_home, _codex_install, _codex_uninstall),
-    "opencode": AgentSetup(opencode.default_config_dir, _opencode_install, _opencode_uninstall),
-    "gemini": AgentSetup(gemini.gemini_home, _gemini_install, _gemini_uninstall),
+    "codex": AgentSetup(codex.codex_home, _codex_install, _codex_uninstall, codex.connection),
+    "opencode": AgentSetup(opencode.default_config_dir, _opencode_install, _opencode_uninstall, opencode.connection),
+    "gemini": AgentSetup(gemini.gemini_home, _gemini_install, _gemini_uninstall, gemini.connection),
 }

@@ -30,14 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from live_memory.cli.agents import files
-from live_memory.cli.agents.files import CHECKOUT_HOOKS, HOOK_DIR_NAME
+from live_memory.cli.agents.files import HOOK_DIR_NAME, HOOKS_SOURCE
 from live_memory.constants import AGENT_HEADER
 from live_memory.errors import ConfigError
 
 BEGIN = "# added by live-memory install codex"
 END = "# end of live-memory install codex"
-MD_BEGIN = "<!-- added by live-memory install codex -->"
-MD_END = "<!-- end of live-memory install codex -->"
 SERVER_NAME = "live_memory"
 AGENT_NAME = "codex"  # what /stats counts its questions under (sent as AGENT_HEADER)
 # Live Memory's soft deadline plus its queueing fit well inside this; Codex's default (60 s) may not.
@@ -47,8 +45,7 @@ HOOK_TIMEOUT_S = 5
 # Codex names its shell tool "Bash" in hook payloads and its edit tool "apply_patch".
 HOOK_MATCHER = "^(Bash|apply_patch)$"
 HOOK_FILES = ("codex_notify.py", "notify.py", "_client.py")
-NOTE = files.Note("AGENTS.md", MD_BEGIN, MD_END)
-AGENTS_NOTE = NOTE.text
+NOTE_FILE = "AGENTS.md"  # the one note, shared with OpenCode (note.py)
 
 
 def codex_home(env: Mapping[str, str] | None = None) -> Path:
@@ -66,45 +63,67 @@ def install(
     token_env: str | None,
     *,
     instructions_dir: Path | None,
-    hooks_source: Path | None = CHECKOUT_HOOKS,
+    hooks_source: Path | None = HOOKS_SOURCE,
 ) -> list[str]:
     """Add (or bring up to date) Live Memory in the Codex home ``home``; returns what changed, in words.
 
     ``url`` is the service's base URL (``/mcp`` is added); ``token_env`` names the environment variable that
     holds its bearer token (None: no token). ``instructions_dir``: the repository whose AGENTS.md gets the
     note (None: AGENTS.md is left alone). ``hooks_source``: the folder of the hook scripts (None or missing:
-    no hook). Idempotent: a second run changes nothing and says so."""
-    base, lines, hooked = files.prepare_install(url, token_env, hooks_source, home / HOOK_DIR_NAME, HOOK_FILES)
+    no hook). Idempotent: a second run changes nothing and says so. Refused (ConfigError) before anything is
+    written when any part cannot be done."""
+    base = files.check_install(url, token_env)
+    hooked = files.has_hooks(hooks_source, HOOK_FILES)
     hook_command = _hook_command(home, base, token_env) if hooked else None
     config = home / "config.toml"
-    block = _render_block(base + "/mcp", token_env, hook_command)
     text = files.read_text(config)
-    new_text = _with_block(text, block, config)
-    said = [f"{config}: [mcp_servers.{SERVER_NAME}] url = {base}/mcp" + _token_note(token_env)]
-    if hook_command is not None:
-        said.append(
-            f"{config}: [[hooks.PostToolUse]] tees Bash reads and apply_patch edits to {base}/notify;"
-            " Codex runs it only once you trust it: open `codex`, type /hooks and trust it"
-        )
-    lines = files.write_config(config, None if new_text == text else new_text, said, lines)
-    if hook_command is not None and (home / "hooks.json").is_file():
-        lines.append(f"note: {home / 'hooks.json'} exists too; Codex warns when hooks come from both files")
+    new_text = _with_block(text, _render_block(base + "/mcp", token_env, hook_command), config)
+    changes = files.Changes()
+    files.plan_config(
+        changes,
+        config,
+        text,
+        new_text,
+        [f"{config}: [mcp_servers.{SERVER_NAME}] url = {base}/mcp" + _token_note(token_env)],
+    )
+    if hooks_source is not None and hooked:
+        files.plan_hooks(changes, hooks_source, home / HOOK_DIR_NAME, HOOK_FILES)
+        if new_text != text:
+            changes.said.append(
+                f"{config}: [[hooks.PostToolUse]] tees Bash reads and apply_patch edits to {base}/notify;"
+                " Codex runs it only once you trust it: open `codex`, type /hooks and trust it"
+            )
+        if (home / "hooks.json").is_file():
+            changes.said.append(f"note: {home / 'hooks.json'} exists too; Codex warns when hooks come from both files")
+    else:
+        changes.said.append(files.NO_HOOK)
     if instructions_dir is not None:
-        lines.append(NOTE.add(instructions_dir))
-    return lines
+        files.plan_note(changes, instructions_dir, NOTE_FILE, AGENT_NAME, install=True)
+    return changes.apply()
 
 
 def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
-    """Remove what :func:`install` added, and only that; returns what changed, in words."""
+    """Remove what :func:`install` added, and only that; returns what changed, in words. Refused before anything
+    is removed when any part cannot be done."""
     config = home / "config.toml"
     text = files.read_text(config)
-    new_text: str | None = _without_block(text, config)
-    if new_text == text:
-        new_text = None
-    elif new_text is not None and not new_text.strip() and not _has_comments(new_text):
-        new_text = ""
+    new_text = _without_block(text, config)
+    what = f"[mcp_servers.{SERVER_NAME}] and Live Memory's hook"
     hooks = (home / HOOK_DIR_NAME, HOOK_FILES)
-    return files.finish_uninstall(config, new_text, f"[mcp_servers.{SERVER_NAME}]", hooks, NOTE, instructions_dir)
+    return files.uninstall_all(config, text, new_text, what, hooks, (instructions_dir, NOTE_FILE, AGENT_NAME))
+
+
+def connection(home: Path) -> tuple[str, str | None] | None:
+    """(URL, token variable) of the installed entry; None when Codex has no Live Memory entry (or no config)."""
+    try:
+        data = tomllib.loads((home / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    entry = data.get("mcp_servers", {}).get(SERVER_NAME)
+    if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+        return None
+    token_env = entry.get("bearer_token_env_var")
+    return entry["url"], token_env if isinstance(token_env, str) else None
 
 
 # ------------------------------------------------------------------------------------------ config.toml
@@ -241,7 +260,3 @@ def _without_block(text: str, path: Path) -> str:
             " without a table header); move them above the block and run uninstall again"
         )
     return new_text
-
-
-def _has_comments(text: str) -> bool:
-    return any(line.strip().startswith("#") for line in text.splitlines())

@@ -1,48 +1,47 @@
 """The files every agent's installer touches the same way, whatever the agent.
 
-Owns: the service URL an agent is pointed at, reading a config as UTF-8 text, writing one atomically with
-its mode kept, the copy of the hook scripts under the agent's home (a path that outlives the checkout
-they came from), and a marked note in a repository's instructions file (AGENTS.md, GEMINI.md). Never
-decides what goes into an agent's own configuration: that is each agent's module.
+Owns: the service URL an agent is pointed at, reading a config as UTF-8 text, where the hook scripts come
+from (the copy inside the installed package, which a wheel carries, else a checkout's hooks/ folder) and their
+copy under the agent's home (a path that outlives where they came from), and `Changes`: every file an install
+or uninstall writes or removes, planned first and applied together, so a refusal changes nothing on disk and a
+failed write puts back what was already written. Never decides what goes into an agent's own configuration:
+that is each agent's module.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import live_memory
+from live_memory.cli.agents import note
 from live_memory.errors import ConfigError
 from live_memory.safe_files import atomic_write
 
-# Where the scripts are in a checkout; a wheel has no hooks/, and then the hook is skipped (the OS watcher feeds).
+# The hook scripts: a copy inside the package (what a wheel carries: setup.py puts it there), else a checkout's.
+PACKAGED_HOOKS = Path(live_memory.__file__).resolve().parent / "agent_hooks"
 CHECKOUT_HOOKS = Path(live_memory.__file__).resolve().parents[2] / "hooks"
 HOOK_DIR_NAME = "live-memory"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 NO_HOOK = (
-    "hook: not installed (the hook scripts were not found; install from a checkout of Live Memory);"
+    "hook: not installed (this installation of Live Memory has no hook scripts: reinstall the package);"
     " the service's file watcher still sees every edit"
 )
 
-INSTRUCTIONS_NOTE = """\
-## Live Memory
 
-This repository has Live Memory, a persistent memory of the codebase, as the `ask_live_memory` tool of the
-`live_memory` MCP server. It keeps what it learned from earlier questions and from the files agents read
-and edit, so asking it is cheaper than exploring.
+def hook_scripts(names: Sequence[str] = ("notify.py", "_client.py")) -> Path | None:
+    """The folder holding the hook scripts `names`: the package's copy, else the checkout's; None when neither."""
+    for folder in (PACKAGED_HOOKS, CHECKOUT_HOOKS):
+        if all((folder / name).is_file() for name in names):
+            return folder
+    return None
 
-- Ask it **before exploring unfamiliar code** ("Where is X implemented and what calls it?"), **instead of
-  re-reading files** already read in an earlier session, and **to recall why code is so**.
-- Do not ask about a small file you are about to edit anyway (read it), or about what is already in your
-  context.
-- Pass `question` (one self-contained question with the names, paths or error text you have) and `cwd`:
-  the absolute path of this repository's root (the directory holding this file), never a relative path.
-- Use the file paths and line ranges of the answer to read only the lines you need. Ignore its final
-  `[live-memory]` metadata line. If the tool is unavailable or errors, go on with your normal tools.
-"""
+
+HOOKS_SOURCE = hook_scripts()
 
 
 def base_url(url: str) -> str:
@@ -66,14 +65,8 @@ def read_text(path: Path) -> str:
         return ""
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text; fix it and run again") from exc
-
-
-def write(path: Path, text: str, *, default_mode: int) -> None:
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        mode = default_mode
-    atomic_write(path, text.encode("utf-8"), mode)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path} ({exc.strerror or exc}); fix it and run again") from None
 
 
 def appended(text: str, block: str) -> str:
@@ -90,129 +83,195 @@ def remove_span(text: str, span: tuple[int, int]) -> str:
     return text[:start] + text[end:]
 
 
+# ------------------------------------------------------------------------------------------ all or nothing
+
+
+@dataclass
+class Changes:
+    """The files an install or uninstall writes (`data`) or removes (None), and what each change means in words.
+
+    Planned in full before anything is written (every refusal comes first); `apply` then writes them in order,
+    and when one fails puts back the ones already done, so the disk holds all of them or none."""
+
+    files: list[tuple[Path, bytes | None, int]] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+    empty_dirs: list[Path] = field(default_factory=list)  # removed after the files, when nothing is left in them
+
+    def write(self, path: Path, text: str | bytes, *, default_mode: int) -> None:
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except OSError:  # missing (or unreachable: then writing it fails, and everything is put back)
+            mode = default_mode
+        self.files.append((path, text.encode("utf-8") if isinstance(text, str) else text, mode))
+
+    def remove(self, path: Path) -> None:
+        self.files.append((path, None, 0))
+
+    def apply(self) -> list[str]:
+        done: list[tuple[Path, bytes | None, int, list[Path]]] = []
+        try:
+            for path, data, mode in self.files:
+                before = path.read_bytes() if path.is_file() else None
+                old_mode = stat.S_IMODE(path.stat().st_mode) if before is not None else mode
+                created = _missing_parents(path) if data is not None else []
+                if data is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write(path, data, mode)
+                done.append((path, before, old_mode, created))
+        except OSError as exc:
+            _undo(done)
+            raise ConfigError(
+                f"could not write {exc.filename or path} ({exc.strerror or exc}); nothing was changed"
+            ) from None
+        for folder in self.empty_dirs:
+            _remove_if_empty(folder)
+        return self.said
+
+
+def _missing_parents(path: Path) -> list[Path]:
+    missing = []
+    for parent in path.parents:
+        if parent.exists():
+            break
+        missing.append(parent)
+    return missing
+
+
+def _undo(done: list[tuple[Path, bytes | None, int, list[Path]]]) -> None:
+    for path, before, mode, created in reversed(done):
+        with contextlib.suppress(OSError):
+            if before is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, before, mode)
+            for folder in created:
+                folder.rmdir()
+
+
+def _remove_if_empty(folder: Path) -> None:
+    cache = folder / "__pycache__"  # left by the hook scripts when they ran
+    with contextlib.suppress(OSError):
+        if cache.is_dir():
+            for leftover in cache.glob("*.pyc"):
+                leftover.unlink()
+            cache.rmdir()
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def plan_config(changes: Changes, path: Path, text: str, new_text: str, said: Sequence[str]) -> None:
+    """An install's edit of the agent's configuration: `said` (what the entries do) when it changes anything."""
+    if new_text == text:
+        changes.said.append(f"{path}: already up to date")
+        return
+    changes.write(path, new_text, default_mode=0o600)
+    changes.said.extend(said)
+
+
+def plan_config_removal(changes: Changes, path: Path, text: str, new_text: str, what: str) -> None:
+    """An uninstall's edit: `new_text` written, or the file removed when nothing but whitespace is left (install
+    created it)."""
+    if new_text == text:
+        changes.said.append(f"{path}: nothing of Live Memory's to remove")
+    elif not new_text.strip():
+        changes.remove(path)
+        changes.said.append(f"{path}: removed (it held only Live Memory's entries)")
+    else:
+        changes.write(path, new_text, default_mode=0o600)
+        changes.said.append(f"{path}: removed {what}")
+
+
+def uninstall_all(
+    path: Path,
+    text: str,
+    new_text: str,
+    what: str,
+    hooks: tuple[Path, Sequence[str]],
+    note_in: tuple[Path | None, str, str],
+) -> list[str]:
+    """The uninstall every installer shares: its configuration edit (`plan_config_removal`), its hook scripts, and
+    on request its name taken out of the note (`note_in`: repository or None, the note's file, the agent); all
+    written together. Returns what changed, in words."""
+    changes = Changes()
+    plan_config_removal(changes, path, text, new_text, what)
+    plan_hooks_removal(changes, *hooks)
+    repository, file_name, agent = note_in
+    if repository is not None:
+        plan_note(changes, repository, file_name, agent, install=False)
+    return changes.apply()
+
+
+def check_install(url: str, token_env: str | None) -> str:
+    """The service's base URL, once it and the token's variable name are known to be usable."""
+    check_token_env(token_env)
+    return base_url(url)
+
+
 # ------------------------------------------------------------------------------------------ hook scripts
 
 
-def hooks_at_hand(source: Path, names: Sequence[str]) -> bool:
-    return all((source / name).is_file() for name in names)
+def has_hooks(source: Path | None, names: Sequence[str]) -> bool:
+    return source is not None and all((source / name).is_file() for name in names)
 
 
-def copy_hooks(source: Path, target: Path, names: Sequence[str]) -> list[str]:
-    target.mkdir(parents=True, exist_ok=True)
-    changed = []
+def plan_hooks(changes: Changes, source: Path, target: Path, names: Sequence[str]) -> None:
+    """Copy the hook scripts `names` from `source` to `target` (only those that differ)."""
+    copied = []
     for name in names:
         data = (source / name).read_bytes()
         destination = target / name
         if not destination.is_file() or destination.read_bytes() != data:
-            atomic_write(destination, data, 0o644)
-            changed.append(name)
-    return [f"{target}: copied {', '.join(changed)}"] if changed else []
+            changes.write(destination, data, default_mode=0o644)
+            copied.append(name)
+    if copied:
+        changes.said.append(f"{target}: copied {', '.join(copied)}")
 
 
-def remove_hooks(target: Path, names: Sequence[str]) -> list[str]:
+def plan_hooks_removal(changes: Changes, target: Path, names: Sequence[str]) -> None:
     removed = [name for name in names if (target / name).is_file()]
     for name in removed:
-        (target / name).unlink()
-    cache = target / "__pycache__"
-    if cache.is_dir():
-        for leftover in cache.glob("*.pyc"):
-            leftover.unlink()
-        cache.rmdir()
-    if target.is_dir() and not any(target.iterdir()):
-        target.rmdir()
-    return [f"{target}: removed {', '.join(removed)}"] if removed else []
+        changes.remove(target / name)
+    changes.empty_dirs.append(target)
+    if removed:
+        changes.said.append(f"{target}: removed {', '.join(removed)}")
 
 
 # ------------------------------------------------------------------------------------- instructions note
 
 
-@dataclass(frozen=True)
-class Note:
-    """The marked section an agent's installer keeps in a repository's instructions file."""
-
-    file_name: str  # e.g. "AGENTS.md"
-    begin: str
-    end: str
-    text: str = INSTRUCTIONS_NOTE
-
-    def span(self, text: str, path: Path) -> tuple[int, int] | None:
-        start, end = text.find(self.begin), text.find(self.end)
-        if start < 0 and end < 0:
-            return None
-        if start < 0 or end < start or text.count(self.begin) != 1 or text.count(self.end) != 1:
-            raise ConfigError(f"{path} has damaged Live Memory markers; remove its Live Memory section by hand")
-        end += len(self.end)
-        if text[end : end + 1] == "\n":
-            end += 1
-        return start, end
-
-    def add(self, repository: Path) -> str:
-        path = repository / self.file_name
-        text = read_text(path)
-        note = f"{self.begin}\n{self.text}{self.end}\n"
-        span = self.span(text, path)
-        new_text = appended(text, note) if span is None else text[: span[0]] + note + text[span[1] :]
-        if new_text == text:
-            return f"{path}: Live Memory note already up to date"
-        write(path, new_text, default_mode=0o644)
-        return f"{path}: added a note on when to ask Live Memory"
-
-    def remove(self, repository: Path) -> str:
-        path = repository / self.file_name
-        text = read_text(path)
-        span = self.span(text, path)
-        if span is None:
-            return f"{path}: no Live Memory note to remove"
-        new_text = remove_span(text, span)
-        if not new_text.strip():
-            path.unlink()
-            return f"{path}: removed (it held only the Live Memory note)"
-        write(path, new_text, default_mode=0o644)
-        return f"{path}: removed the Live Memory note"
-
-
-def finish_uninstall(
-    path: Path,
-    new_text: str | None,
-    what: str,
-    hooks: tuple[Path, tuple[str, ...]],
-    note: Note,
-    instructions_dir: Path | None,
-) -> list[str]:
-    """The end every uninstall shares: `path` rewritten as `new_text` (None: nothing of ours was there; empty:
-    install created it, so it goes), our hook scripts removed, and on request the note; what changed, in words."""
-    if new_text is None:
-        lines = [f"{path}: nothing of Live Memory's to remove"]
-    elif not new_text:
-        path.unlink()  # install created it: leave no empty file behind
-        lines = [f"{path}: removed (it held only Live Memory's entries)"]
+def plan_note(changes: Changes, repository: Path, file_name: str, agent: str, *, install: bool) -> None:
+    """The shared note in `repository`'s `file_name` with `agent` added (install) or taken out (uninstall)."""
+    if install and not repository.is_dir():
+        raise ConfigError(
+            f"{repository} is not a directory: pass the repository whose {file_name} should say when to ask"
+        )
+    path = repository / file_name
+    text = read_text(path)
+    new_text = note.with_agent(text, agent, path) if install else note.without_agent(text, agent, path)
+    before, others = note.agents_in(text, path), note.agents_in(new_text, path) - {agent}
+    if new_text == text:
+        changes.said.append(
+            f"{path}: " + ("Live Memory note already up to date" if install else "no Live Memory note to remove")
+        )
+    elif not new_text.strip():
+        changes.remove(path)
+        changes.said.append(f"{path}: removed (it held only the Live Memory note)")
     else:
-        write(path, new_text, default_mode=0o600)
-        lines = [f"{path}: removed {what} and Live Memory's hook"]
-    lines += remove_hooks(*hooks)
-    if instructions_dir is not None:
-        lines.append(note.remove(instructions_dir))
-    return lines
-
-
-def prepare_install(
-    url: str, token_env: str | None, hooks_source: Path | None, hooks_target: Path, hook_files: Sequence[str]
-) -> tuple[str, list[str], bool]:
-    """The start every install shares: the service's base URL and the token's variable name checked, the hook
-    scripts copied when they are at hand (else a line saying the watcher feeds the memory). Returns the base
-    URL, what changed so far, and whether the hook scripts are in place."""
-    base = base_url(url)
-    check_token_env(token_env)
-    if hooks_source is not None and hooks_at_hand(hooks_source, hook_files):
-        return base, copy_hooks(hooks_source, hooks_target, hook_files), True
-    return base, [NO_HOOK], False
-
-
-def write_config(path: Path, new_text: str | None, said: list[str], lines: list[str]) -> list[str]:
-    """An install's configuration written (`new_text`; None: it already holds our entries, nothing is written),
-    `said` first (what the entries do; only when written), then what the install did before."""
-    if new_text is None:
-        return [f"{path}: already up to date", *lines]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write(path, new_text, default_mode=0o600)
-    return [said[0], *lines, *said[1:]]
+        changes.write(path, new_text, default_mode=0o644)
+        if install:
+            verb = (
+                "brought the Live Memory note up to date"
+                if agent in before
+                else f"the Live Memory note now names {agent} too"
+                if others
+                else "added a note on when to ask Live Memory"
+            )
+        else:
+            verb = (
+                f"kept the Live Memory note for {', '.join(sorted(others))}"
+                if others
+                else "removed the Live Memory note"
+            )
+        changes.said.append(f"{path}: {verb}")

@@ -19,18 +19,18 @@ project's own hooks).
 
 from __future__ import annotations
 
-import copy
-import json
 import os
+import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from live_memory.cli.agents import files
-from live_memory.cli.agents.files import CHECKOUT_HOOKS, HOOK_DIR_NAME
+from live_memory.cli.agents.files import HOOK_DIR_NAME, HOOKS_SOURCE
+from live_memory.cli.agents.jsonc import Document
 from live_memory.constants import AGENT_HEADER
-from live_memory.errors import ConfigError
+from live_memory.errors import ConfigError, JsoncError
 
 SERVER_NAME = "live_memory"
 AGENT_NAME = "gemini-cli"  # what /stats counts its questions under (sent as AGENT_HEADER)
@@ -44,9 +44,10 @@ HOOK_TIMEOUT_MS = 5_000
 # Gemini CLI's tools that read or change a file by path (its AfterTool matcher is a regular expression).
 HOOK_MATCHER = "^(read_file|read_many_files|write_file|replace)$"
 HOOK_FILES = ("gemini_notify.py", "notify.py", "_client.py")
-NOTE = files.Note(
-    "GEMINI.md", "<!-- added by live-memory install gemini -->", "<!-- end of live-memory install gemini -->"
-)
+NOTE_FILE = "GEMINI.md"
+# How install names the token in headers: Gemini CLI expands ${VAR} from its environment.
+TOKEN_REFERENCE = re.compile(r"^Bearer \$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+AGENT_KEY = "gemini"  # the agent's name on the command line and in the instructions note
 
 
 def gemini_home(env: Mapping[str, str] | None = None) -> Path:
@@ -63,33 +64,52 @@ def install(
     token_env: str | None,
     *,
     instructions_dir: Path | None,
-    hooks_source: Path | None = CHECKOUT_HOOKS,
+    hooks_source: Path | None = HOOKS_SOURCE,
 ) -> list[str]:
     """As `codex.install`, for the Gemini home ``home`` (its ``settings.json``; the note goes in GEMINI.md)."""
-    base, lines, hooked = files.prepare_install(url, token_env, hooks_source, home / HOOK_DIR_NAME, HOOK_FILES)
-    hook = _hook(home, base, token_env) if hooked else None
+    base = files.check_install(url, token_env)
+    hooked = files.has_hooks(hooks_source, HOOK_FILES)
     path = home / "settings.json"
     text = files.read_text(path)
-    settings = _parse(text, path)
-    wanted = _with_ours(settings, _server(base + "/mcp", token_env), hook, path)
+    document = _parse(text, path)
+    _put_ours(document, _server(base + "/mcp", token_env), _hook(home, base, token_env) if hooked else None, path)
     token = f", bearer token from ${token_env}" if token_env else ""
     said = [f"{path}: mcpServers.{SERVER_NAME} httpUrl = {base}/mcp{token}"]
-    if hook is not None:
-        said.append(f"{path}: hooks.AfterTool tees read_file and write_file/replace to {base}/notify")
-    lines = files.write_config(path, None if wanted == settings else _render(wanted), said, lines)
+    changes = files.Changes()
+    files.plan_config(changes, path, text, document.text, said)
+    if hooks_source is not None and hooked:
+        files.plan_hooks(changes, hooks_source, home / HOOK_DIR_NAME, HOOK_FILES)
+        if document.text != text:
+            changes.said.append(f"{path}: hooks.AfterTool tees read_file and write_file/replace to {base}/notify")
+    else:
+        changes.said.append(files.NO_HOOK)
     if instructions_dir is not None:
-        lines.append(NOTE.add(instructions_dir))
-    return lines
+        files.plan_note(changes, instructions_dir, NOTE_FILE, AGENT_KEY, install=True)
+    return changes.apply()
 
 
 def uninstall(home: Path, *, instructions_dir: Path | None) -> list[str]:
     """Remove what :func:`install` added, and only that; returns what changed, in words."""
     path = home / "settings.json"
-    settings = _parse(files.read_text(path), path)
-    left = _without_ours(settings)
-    new_text = None if left == settings else _render(left) if left else ""
+    text = files.read_text(path)
+    document = _parse(text, path)
+    _take_ours(document)
+    left = document.text if document.value not in ({}, None) else ""
+    what = f"mcpServers.{SERVER_NAME} and Live Memory's hook"
     hooks = (home / HOOK_DIR_NAME, HOOK_FILES)
-    return files.finish_uninstall(path, new_text, f"mcpServers.{SERVER_NAME}", hooks, NOTE, instructions_dir)
+    return files.uninstall_all(path, text, left, what, hooks, (instructions_dir, NOTE_FILE, AGENT_KEY))
+
+
+def connection(home: Path) -> tuple[str, str | None] | None:
+    """(URL, token variable) of the installed entry; None when Gemini CLI has none of Live Memory's."""
+    try:
+        server = Document(files.read_text(home / "settings.json")).get(["mcpServers", SERVER_NAME])
+    except (ConfigError, JsoncError):
+        return None
+    if not _is_our_server(server) or not isinstance(server.get("httpUrl"), str):
+        return None
+    token = TOKEN_REFERENCE.search(str((server.get("headers") or {}).get("Authorization", "")))
+    return server["httpUrl"], token.group(1) if token else None
 
 
 # ---------------------------------------------------------------------------------------- our entries
@@ -135,76 +155,70 @@ def _is_our_server(server: Any) -> bool:
 # ------------------------------------------------------------------------------------------ settings.json
 
 
-def _parse(text: str, path: Path) -> dict[str, Any]:
-    if not text.strip():
-        return {}
+def _parse(text: str, path: Path) -> Document:
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(
-            f"{path} is not valid JSON ({exc}); Live Memory edits only plain JSON (a rewrite would lose comments"
-            " or trailing commas): fix it, or add the entries by hand as docs/agents.md shows"
-        ) from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} must hold a JSON object, got {type(data).__name__}; fix it and run again")
-    return data
+        document = Document(text)
+    except JsoncError as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc}); fix it and run again") from None
+    if document.value is not None and not isinstance(document.value, dict):
+        raise ConfigError(f"{path} must hold a JSON object, got {type(document.value).__name__}; fix it and run again")
+    return document
 
 
-def _render(settings: dict[str, Any]) -> str:
-    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
-
-
-def _table(settings: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
-    """``settings[key]``, a JSON object (created when absent); anything else is refused."""
-    value = settings.setdefault(key, {})
-    if not isinstance(value, dict):
+def _object(document: Document, key: str, path: Path) -> dict[str, Any] | None:
+    """``key`` of the settings, a JSON object or absent (None); anything else is refused."""
+    value = document.get([key])
+    if value is not None and not isinstance(value, dict):
         raise ConfigError(f"{path}: {key} must be a JSON object, got {type(value).__name__}; fix it and run again")
     return value
 
 
-def _with_ours(
-    settings: dict[str, Any], server: dict[str, Any], hook: dict[str, Any] | None, path: Path
-) -> dict[str, Any]:
-    """A copy of ``settings`` holding our server entry and hook group (the old ones replaced in place)."""
-    data = copy.deepcopy(settings)
-    servers = _table(data, "mcpServers", path)
+def _put_ours(document: Document, server: dict[str, Any], hook: dict[str, Any] | None, path: Path) -> None:
+    """Our server entry and hook group in ``document``, replaced in place when there, else added last."""
+    servers = _object(document, "mcpServers", path) or {}
     if SERVER_NAME in servers and not _is_our_server(servers[SERVER_NAME]):
         raise ConfigError(
             f"{path} already defines mcpServers.{SERVER_NAME} by hand; remove that entry (Live Memory writes"
             " its own) and run install again"
         )
-    servers[SERVER_NAME] = server
-    hooks = _table(data, "hooks", path) if hook is not None or "hooks" in data else None
-    if hooks is not None:
-        groups = hooks.setdefault("AfterTool", [])
-        if not isinstance(groups, list):
-            raise ConfigError(f"{path}: hooks.AfterTool must be a JSON array; fix it and run again")
-        ours = [i for i, group in enumerate(groups) if _is_our_group(group)]
-        kept = [group for group in groups if not _is_our_group(group)]
-        if hook is not None:
-            kept.insert(ours[0] if ours else len(kept), hook)
-        hooks["AfterTool"] = kept
-    return _without_empty(data, settings)
+    hooks = _object(document, "hooks", path)
+    groups = hooks.get("AfterTool") if hooks is not None else None
+    if groups is not None and not isinstance(groups, list):
+        raise ConfigError(f"{path}: hooks.AfterTool must be a JSON array; fix it and run again")
+    if servers.get(SERVER_NAME) != server:
+        document.set(["mcpServers", SERVER_NAME], server)
+    ours = [i for i, group in enumerate(groups or []) if _is_our_group(group)]
+    for index in reversed(ours[1:]):
+        document.delete(["hooks", "AfterTool", index])
+    if hook is None:
+        if ours:
+            _drop_group(document, ours[0])
+    elif not ours:
+        if groups is None:
+            document.set(["hooks", "AfterTool"], [hook])
+        else:
+            document.append(["hooks", "AfterTool"], hook)
+    elif groups is not None and groups[ours[0]] != hook:
+        document.replace_item(["hooks", "AfterTool"], ours[0], hook)
 
 
-def _without_ours(settings: dict[str, Any]) -> dict[str, Any]:
-    data = copy.deepcopy(settings)
-    servers = data.get("mcpServers")
+def _drop_group(document: Document, index: int) -> None:
+    """Remove our hook group, and the containers left empty by that (install created them)."""
+    if len(document.get(["hooks", "AfterTool"])) > 1:
+        document.delete(["hooks", "AfterTool", index])
+    elif len(document.get(["hooks"])) > 1:
+        document.delete(["hooks", "AfterTool"])
+    else:
+        document.delete(["hooks"])
+
+
+def _take_ours(document: Document) -> None:
+    if not isinstance(document.value, dict):
+        return
+    groups = document.get(["hooks", "AfterTool"])
+    if isinstance(document.get(["hooks"]), dict) and isinstance(groups, list):
+        for index in reversed([i for i, group in enumerate(groups) if _is_our_group(group)]):
+            _drop_group(document, index)
+    servers = document.get(["mcpServers"])
     if isinstance(servers, dict) and _is_our_server(servers.get(SERVER_NAME)):
-        del servers[SERVER_NAME]
-    hooks = data.get("hooks")
-    if isinstance(hooks, dict) and isinstance(hooks.get("AfterTool"), list):
-        hooks["AfterTool"] = [group for group in hooks["AfterTool"] if not _is_our_group(group)]
-    return _without_empty(data, settings)
-
-
-def _without_empty(data: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
-    """``data`` without the containers left empty by our edit (those the user had empty stay)."""
-    hooks, hooks_before = data.get("hooks"), before.get("hooks")
-    had_none = not isinstance(hooks_before, dict) or hooks_before.get("AfterTool") != []
-    if isinstance(hooks, dict) and hooks.get("AfterTool") == [] and had_none:
-        del hooks["AfterTool"]
-    for key in ("mcpServers", "hooks"):
-        if data.get(key) == {} and before.get(key) != {}:
-            del data[key]
-    return data
+        document.delete(["mcpServers"] if len(servers) == 1 else ["mcpServers", SERVER_NAME])

@@ -5,17 +5,17 @@ Owns three edits, each undone by `uninstall` and nothing else:
     goes through OpenCode's `{env:NAME}` substitution, so no secret is ever written);
   - with `plugin`, `plugins/live-memory.js` beside it: tees what OpenCode's read/edit/write/apply_patch tools
     touch to `POST /notify` (the Claude Code hook's event shape, secret floor and size cap);
-  - with `instructions_dir`, a marked block in that repository's `AGENTS.md` saying when to ask.
+  - with `instructions_dir`, the shared note in that repository's `AGENTS.md` (one note for Codex and OpenCode,
+    `note.py`).
 
-Never overwrites the user's other settings: the config is parsed, changed at one key and written back with
-every other key in its order. A file OpenCode would read as JSONC (comments, trailing commas) is refused with
-the entry to add by hand, since rewriting it would drop the comments. Idempotent: a second install changes
-nothing and says so.
+Never rewrites the user's other settings: the config, JSON with comments allowed as OpenCode reads it, is edited
+in place at one key (`jsonc.py`): comments, compact objects and indentation stay as they were, and uninstall
+gives the bytes back. Refused (before anything is written) when the file is not JSON. Idempotent: a second
+install changes nothing and says so.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -24,12 +24,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from live_memory.cli.agents import files
+from live_memory.cli.agents.jsonc import Document
 from live_memory.constants import AGENT_HEADER, DEFAULT_SECRET_GLOBS
-from live_memory.errors import ClientError
-from live_memory.safe_files import atomic_write
+from live_memory.errors import ConfigError, JsoncError
 
 SERVER_KEY = "live_memory"
-AGENT_NAME = "opencode"  # what /stats counts its questions under (sent as AGENT_HEADER)
+AGENT_NAME = "opencode"  # what /stats counts its questions under (sent as AGENT_HEADER), and its name in the note
 # OpenCode names an MCP tool <server>_<tool>.
 TOOL_NAME = f"{SERVER_KEY}_ask_live_memory"
 CONFIG_NAMES = ("opencode.json", "opencode.jsonc")
@@ -41,33 +42,12 @@ PLUGIN_MARKER = "// Live Memory file feed for OpenCode"
 # Why 300 s: OpenCode aborts an MCP call after 5 s unless told otherwise, and a cold question takes longer
 # (the same bound the Claude Code plugin's .mcp.json sets).
 MCP_TIMEOUT_MS = 300_000
-INSTRUCTIONS_NAME = "AGENTS.md"
-BEGIN_PREFIX = "<!-- live-memory:begin"
-BEGIN_MARK = BEGIN_PREFIX + " (written by live-memory; its uninstall removes this block) -->"
-END_MARK = "<!-- live-memory:end -->"
-_BLOCK = re.compile(re.escape(BEGIN_PREFIX) + r"[^\n]*\n.*?" + re.escape(END_MARK) + r"\n?", re.S)
+NOTE_FILE = "AGENTS.md"  # the one note, shared with Codex (note.py)
+# How install names the token in headers: OpenCode replaces {env:NAME} with that variable at start.
+TOKEN_REFERENCE = re.compile(r"^Bearer \{env:([A-Za-z_][A-Za-z0-9_]*)\}$")
 _URL_PLACEHOLDER = 'const INSTALLED_URL = "__LIVE_MEMORY_URL__"'
 _TOKEN_PLACEHOLDER = "const TOKEN_ENV = null"
 _SECRETS_PLACEHOLDER = "const SECRET_NAMES = []"
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_JSONC_NOISE = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.S)
-
-INSTRUCTIONS = f"""\
-## Live Memory
-
-Live Memory is a persistent memory of this repository, shared by every coding agent that works on it. It
-learned from earlier questions and from the files agents read and edited, so asking it is much cheaper than
-exploring.
-
-- **Ask before exploring unfamiliar code or re-reading files**: where something lives, what calls it, how
-  parts connect, why code is the way it is. One answer replaces several reads.
-- **Do not ask** about a small file you are about to edit anyway, or about facts already in your context.
-- Call `{TOOL_NAME}` with `question` (one self-contained question; include the names, paths or error text you
-  have) and `cwd`: always the **absolute path of the repository root**, never a relative path.
-- Use the answer's file paths and line ranges to read only the lines you need. Ignore its closing
-  `[live-memory]` metadata line. If the tool is unavailable or errors, go on with your normal tools; do not
-  retry in a loop.
-"""
 
 
 def default_config_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -79,18 +59,14 @@ def default_config_dir(env: Mapping[str, str] | None = None) -> Path:
 
 def mcp_entry(url: str, token_env: str | None) -> dict[str, Any]:
     """The `mcp.live_memory` value: a remote server at `<url>/mcp`, the token by reference only."""
-    base = url.strip().rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise ClientError(f"the service URL must start with http:// or https://, got {url!r}")
+    base = files.check_install(url, token_env)
     entry: dict[str, Any] = {
         "type": "remote",
-        "url": base if base.endswith("/mcp") else base + "/mcp",
+        "url": base + "/mcp",
         "timeout": MCP_TIMEOUT_MS,
         "headers": {AGENT_HEADER: AGENT_NAME},
     }
     if token_env:
-        if not _ENV_NAME.fullmatch(token_env):
-            raise ClientError(f"the token must be named by an environment variable, got {token_env!r}")
         entry["headers"]["Authorization"] = f"Bearer {{env:{token_env}}}"
     return entry
 
@@ -98,49 +74,66 @@ def mcp_entry(url: str, token_env: str | None) -> dict[str, Any]:
 def install(
     config_dir: Path, url: str, token_env: str | None, *, instructions_dir: Path | None, plugin: bool
 ) -> list[str]:
-    """Add Live Memory to OpenCode's global config; returns one line per change (or per thing already there)."""
+    """Add Live Memory to OpenCode's global config; returns one line per change (or per thing already there).
+    Refused (ConfigError) before anything is written when any part cannot be done."""
     entry = mcp_entry(url, token_env)
+    base = files.base_url(url)
     path = config_file(config_dir)
-    config = read_config(path, entry)
-    servers = config.setdefault("mcp", {})
-    if not isinstance(servers, dict):
-        raise ClientError(f'{path}: "mcp" is not an object; fix it by hand, then install again')
+    text = files.read_text(path)
+    document = read_config(path, text, entry)
+    servers = document.get(["mcp"]) or {}
+    changes = files.Changes()
     if servers.get(SERVER_KEY) == entry:
-        done = [f"{path}: mcp.{SERVER_KEY} already set"]
+        changes.said.append(f"{path}: mcp.{SERVER_KEY} already set")
     else:
         verb = "updated" if SERVER_KEY in servers else "added"
-        servers[SERVER_KEY] = entry
-        write_config(path, config)
-        done = [f"{path}: {verb} mcp.{SERVER_KEY} -> {entry['url']}"]
+        if document.value is None:
+            document.set(["$schema"], SCHEMA_URL)
+        document.set(["mcp", SERVER_KEY], entry)
+        changes.write(path, document.text, default_mode=0o644)
+        changes.said.append(f"{path}: {verb} mcp.{SERVER_KEY} -> {entry['url']}")
     if plugin:
-        done.append(install_plugin(config_dir, url, token_env))
+        plan_plugin(changes, config_dir, base, token_env)
     if instructions_dir is not None:
-        done.append(add_instructions(instructions_dir))
-    return done
+        files.plan_note(changes, instructions_dir, NOTE_FILE, AGENT_NAME, install=True)
+    return changes.apply()
 
 
 def uninstall(config_dir: Path, *, instructions_dir: Path | None) -> list[str]:
-    """Remove exactly what `install` added: the MCP entry, our plugin file, our AGENTS.md block."""
-    done: list[str] = []
+    """Remove exactly what `install` added: the MCP entry, our plugin file, our name in the AGENTS.md note."""
+    changes = files.Changes()
     path = config_file(config_dir)
-    # Why the text check first: a JSONC file that never had our entry is no reason to refuse.
-    if path.exists() and f'"{SERVER_KEY}"' in path.read_text(encoding="utf-8", errors="replace"):
-        config = read_config(path, None)
-        servers = config.get("mcp")
+    text = files.read_text(path)
+    # Why the text check first: a file that cannot be read as JSON but never had our entry is no reason to refuse.
+    if f'"{SERVER_KEY}"' in text:
+        document = read_config(path, text, None)
+        servers = document.get(["mcp"])
         if isinstance(servers, dict) and SERVER_KEY in servers:
-            del servers[SERVER_KEY]
-            if not servers:
-                del config["mcp"]
-            if config in ({}, {"$schema": SCHEMA_URL}):
-                path.unlink()
-                done.append(f"{path}: removed (it held only the Live Memory entry)")
+            document.delete(["mcp"] if len(servers) == 1 else ["mcp", SERVER_KEY])
+            if document.value in ({}, {"$schema": SCHEMA_URL}):
+                changes.remove(path)
+                changes.said.append(f"{path}: removed (it held only the Live Memory entry)")
             else:
-                write_config(path, config)
-                done.append(f"{path}: removed mcp.{SERVER_KEY}")
-    done.extend(remove_plugin(config_dir))
+                changes.write(path, document.text, default_mode=0o644)
+                changes.said.append(f"{path}: removed mcp.{SERVER_KEY}")
+    plan_plugin_removal(changes, config_dir)
     if instructions_dir is not None:
-        done.extend(remove_instructions(instructions_dir))
-    return done or [f"{config_dir}: nothing of Live Memory's to remove"]
+        files.plan_note(changes, instructions_dir, NOTE_FILE, AGENT_NAME, install=False)
+    if not changes.files and not any("left alone" in line for line in changes.said):
+        return [f"{config_dir}: nothing of Live Memory's to remove"]
+    return changes.apply()
+
+
+def connection(config_dir: Path) -> tuple[str, str | None] | None:
+    """(URL, token variable) of the installed entry; None when OpenCode has no Live Memory entry."""
+    try:
+        entry = Document(files.read_text(config_file(config_dir))).get(["mcp", SERVER_KEY])
+    except (ConfigError, JsoncError):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+        return None
+    token = TOKEN_REFERENCE.search(str((entry.get("headers") or {}).get("Authorization", "")))
+    return entry["url"], token.group(1) if token else None
 
 
 # ------------------------------------------------------------------------------------------------ config
@@ -154,39 +147,26 @@ def config_file(config_dir: Path) -> Path:
     return config_dir / CONFIG_NAMES[0]
 
 
-def read_config(path: Path, entry: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The config as a dict in file order ({} for a missing or empty file); refuses what it cannot rewrite."""
+def read_config(path: Path, text: str, entry: Mapping[str, Any] | None) -> Document:
+    """The config as an editable document (comments and trailing commas allowed, as OpenCode reads it); refuses
+    a file that is not JSON, or whose `mcp` is not an object."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {"$schema": SCHEMA_URL}
-    if not text.strip():
-        return {}
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ClientError(refusal(path, text, exc, entry)) from None
-    if not isinstance(config, dict):
-        raise ClientError(f"{path}: the config is not a JSON object; fix it by hand, then run this again")
-    return config
+        document = Document(text)
+    except JsoncError as exc:
+        raise ConfigError(refusal(path, f"{path} is not valid JSON ({exc})", entry)) from None
+    if document.value is not None and not isinstance(document.value, dict):
+        raise ConfigError(refusal(path, f"{path}: the config is not a JSON object", entry))
+    if document.get(["mcp"]) is not None and not isinstance(document.get(["mcp"]), dict):
+        raise ConfigError(refusal(path, f'{path}: "mcp" is not an object', entry))
+    return document
 
 
-def refusal(path: Path, text: str, exc: json.JSONDecodeError, entry: Mapping[str, Any] | None) -> str:
+def refusal(path: Path, why: str, entry: Mapping[str, Any] | None) -> str:
     """Why a config is left alone, and (for an install) what to add by hand."""
-    try:
-        json.loads(_JSONC_NOISE.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text))
-        why = f"{path} has comments or trailing commas (JSONC), which rewriting it would lose"
-    except json.JSONDecodeError:
-        why = f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
     if entry is None:
         return f'{why}; remove "{SERVER_KEY}" from its "mcp" object by hand'
     snippet = json.dumps({SERVER_KEY: entry}, indent=2)
     return f'{why}; add this to its "mcp" object by hand, or fix the file and run this again:\n{snippet}'
-
-
-def write_config(path: Path, config: Mapping[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), _mode(path))
 
 
 # ------------------------------------------------------------------------------------------------ plugin
@@ -204,75 +184,29 @@ def plugin_text(url: str, token_env: str | None) -> str:
     return filled.replace(_SECRETS_PLACEHOLDER, f"const SECRET_NAMES = {json.dumps(names)}")
 
 
-def install_plugin(config_dir: Path, url: str, token_env: str | None) -> str:
+def plan_plugin(changes: files.Changes, config_dir: Path, url: str, token_env: str | None) -> None:
     target = config_dir / PLUGIN_DIR / PLUGIN_NAME
     wanted = plugin_text(url, token_env)
     if target.exists():
         current = target.read_text(encoding="utf-8", errors="replace")
         if not current.startswith(PLUGIN_MARKER):
-            raise ClientError(f"{target} exists and is not Live Memory's plugin; move it away, then install again")
+            raise ConfigError(f"{target} exists and is not Live Memory's plugin; move it away, then install again")
         if current == wanted:
-            return f"{target}: file feed plugin already installed"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, wanted.encode("utf-8"), 0o644)
-    return f"{target}: installed the file feed plugin"
+            changes.said.append(f"{target}: file feed plugin already installed")
+            return
+    changes.write(target, wanted, default_mode=0o644)
+    changes.said.append(f"{target}: installed the file feed plugin")
 
 
-def remove_plugin(config_dir: Path) -> list[str]:
+def plan_plugin_removal(changes: files.Changes, config_dir: Path) -> None:
     target = config_dir / PLUGIN_DIR / PLUGIN_NAME
     try:
         ours = target.read_text(encoding="utf-8", errors="replace").startswith(PLUGIN_MARKER)
     except FileNotFoundError:
-        return []
+        return
     if not ours:
-        return [f"{target}: left alone (not Live Memory's plugin)"]
-    target.unlink()
-    with contextlib.suppress(OSError):  # the plugins dir goes too when nothing else is in it
-        target.parent.rmdir()
-    return [f"{target}: removed the file feed plugin"]
-
-
-# ------------------------------------------------------------------------------------------------ AGENTS.md
-
-
-def add_instructions(repository: Path) -> str:
-    if not repository.is_dir():
-        raise ClientError(
-            f"{repository} is not a directory: pass the repository whose AGENTS.md should say when to ask"
-        )
-    target = repository / INSTRUCTIONS_NAME
-    block = f"{BEGIN_MARK}\n{INSTRUCTIONS}{END_MARK}\n"
-    try:
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
-    found = _BLOCK.search(text)
-    if found is not None and found.group(0).rstrip("\n") == block.rstrip("\n"):
-        return f"{target}: Live Memory instructions already there"
-    if found is not None:
-        text = text[: found.start()] + block + text[found.end() :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block if text.strip() else block
-    atomic_write(target, text.encode("utf-8"), _mode(target))
-    return f"{target}: {'updated' if found else 'added'} the Live Memory instructions"
-
-
-def remove_instructions(repository: Path) -> list[str]:
-    target = repository / INSTRUCTIONS_NAME
-    try:
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    found = _BLOCK.search(text)
-    if found is None:
-        return []
-    parts = [part for part in (text[: found.start()].rstrip("\n"), text[found.end() :].strip("\n")) if part.strip()]
-    if not parts:
-        target.unlink()
-        return [f"{target}: removed (it held only the Live Memory instructions)"]
-    atomic_write(target, ("\n\n".join(parts) + "\n").encode("utf-8"), _mode(target))
-    return [f"{target}: removed the Live Memory instructions"]
-
-
-def _mode(path: Path) -> int:
-    return path.stat().st_mode & 0o777 if path.exists() else 0o644
+        changes.said.append(f"{target}: left alone (not Live Memory's plugin)")
+        return
+    changes.remove(target)
+    changes.empty_dirs.append(target.parent)  # the plugins dir goes too when nothing else is in it
+    changes.said.append(f"{target}: removed the file feed plugin")
