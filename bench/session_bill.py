@@ -571,6 +571,8 @@ def memory_workload(
             "server_compactions": workspace.get("compactions"),
             "server_reported_cost_usd": workspace.get("cost_usd"),
             "server_final_fill": (workspace.get("fill") or {}).get("ratio"),
+            # Questions given this memory's earlier answer again, with no model call (reuse_answers).
+            "answers_given_again": workspace.get("answers_given_again"),
             # Questions answered from a teammate's answer, with no model call (team_share_answers).
             "team_answers_reused": final_stats["team"].get("answers_reused", 0),
             "plugin_head_tokens": {"tools": count_tokens(head["tools"]), "context": count_tokens(head["context"])},
