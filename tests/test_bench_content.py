@@ -38,7 +38,7 @@ SEED = session_bill.SEED
 @pytest.fixture(scope="module")
 def rows() -> dict[str, list[Task]]:
     repo = load_repo("live-memory")
-    shapes = {"base": (60,), "content": (60,), "sessions": (20, 20, 20)}
+    shapes = {"base": (30,), "content": (30,), "sessions": (10, 10, 10)}
     return {
         name: build_tasks(repo, workload("medium", "natural", shape, content=name != "base"), SEED)
         for name, shape in shapes.items()
