@@ -29,8 +29,10 @@ from live_memory.jail import Jail
 from live_memory.safe_files import read_prefix
 
 __all__ = [
+    "ALL_KEYWORDS",
     "HEADING_SEPARATOR",
     "IDENTIFIER_PATTERN",
+    "MODIFIERS",
     "Definition",
     "FileCard",
     "build_card",
@@ -82,20 +84,22 @@ _PLAIN = frozenset(
 _CONTAINERS = frozenset({"class", "struct", "interface", "trait", "impl", "enum", "module"})
 HEADING_SEPARATOR = " > "  # joins Markdown headings into a qualified name ("Setup > Linux")
 
-_MODIFIERS = (
+MODIFIERS = (
     r"export|default|pub(?:\([^)\n]*\))?|public|private|protected|internal|static|abstract|final|async|unsafe"
     r"|extern|inline|override|virtual|sealed|open|data|suspend|declare|readonly"
 )
 _KEYWORDS = r"def|class|function|func|fun|fn|struct|enum|trait|interface|type|impl|mod|module|namespace|object|record"
+_VARIABLE_KEYWORDS = "|const|let|var|static"
+ALL_KEYWORDS = _KEYWORDS + _VARIABLE_KEYWORDS + "|macro_rules"  # every keyword `definition_regex` may use
 IDENTIFIER_PATTERN = r"[A-Za-z_$][\w$]*"
 
 
 def definition_regex(name: str = IDENTIFIER_PATTERN, *, variables: bool = False) -> str:
     """The source of a regex for a def/class-like line defining `name` (itself a regex), in a syntax both
     Python's `re` and ripgrep read. `variables` adds const/let/var/static declarations."""
-    keywords = _KEYWORDS + ("|const|let|var|static" if variables else "") + "|macro_rules"
+    keywords = _KEYWORDS + (_VARIABLE_KEYWORDS if variables else "") + "|macro_rules"
     return (
-        rf"^(?P<indent>[ \t]*)(?:(?:{_MODIFIERS})[ \t]+)*(?P<kw>{keywords})\b!?[ \t]*\*?[ \t]*"
+        rf"^(?P<indent>[ \t]*)(?:(?:{MODIFIERS})[ \t]+)*(?P<kw>{keywords})\b!?[ \t]*\*?[ \t]*"
         rf"(?:<[^>\n]*>[ \t]*)?(?:\([^)\n]*\)[ \t]*)?(?P<name>{name})"
     )
 

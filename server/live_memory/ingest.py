@@ -111,6 +111,7 @@ class Ingestor:
             if not rel:
                 result.ignore(event.path, "the workspace root itself is not a file")
                 continue
+            result.paths.append(rel)
             if not in_scope(rel, self.policy.file_globs):
                 result.ignore(rel, "outside file_globs")
                 continue

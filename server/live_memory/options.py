@@ -267,6 +267,11 @@ class Options:
         "cached.",
         low=200,
     )
+    symbol_index: bool = option(
+        C.SYMBOL_INDEX,
+        "Keep a symbol index of each checkout (SQLite, beside its snapshot): a lookup of a name the question "
+        "mentions reads it instead of scanning the workspace with ripgrep (which answers until the index is built).",
+    )
     watch_max_directories: int = option(
         C.WATCH_MAX_DIRECTORIES,
         "Most directories the OS watcher watches per workspace; beyond it the workspace relies on the hooks and "

@@ -35,6 +35,7 @@ from live_memory.config import Settings
 from live_memory.context_window import ContextWindow
 from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError, SnapshotNotSaved, WorkspaceLoadError
+from live_memory.hot_set import used_recently
 from live_memory.ingest import Ingestor, IngestPolicy
 from live_memory.loading import load_workspace, restore_workspace
 from live_memory.messages import ChatProvider
@@ -202,13 +203,13 @@ class WorkspaceService:
         state = await self._state(location)
         settings = self.settings
         try:
+            tools = await self._toolbox(location.root, settings)  # its symbol index builds while the rest loads
             if not state.loaded:
                 team_wait_s = C.TEAM_LOAD_WAIT_S if self.team is not None else 0.0
                 await load_workspace(state, self.store, settings, team_wait_s=team_wait_s)
                 self._share_team(state)  # what it learned before the store was on
                 if settings.watch:
-                    self._watch(state)
-            tools = await self._toolbox(location.root, settings)
+                    self._watch(state, tools)
         except LiveMemoryError:
             raise
         except Exception as exc:  # one broken workspace must not take the others down
@@ -323,11 +324,21 @@ class WorkspaceService:
         return list(self._states.values())
 
     async def _toolbox(self, root: Path, settings: Settings) -> CheckoutTools:
+        """The checkout's tools, built once; its symbol index is kept in the lifespan's task group from then on
+        (without one, as in unit tests, lookups scan)."""
         key = (root, settings.secret_globs)
         tools = self._toolboxes.get(key)
         if tools is None:
             tools = self._toolboxes[key] = await asyncio.to_thread(self.tool_factory, root, settings)
+            if self._tasks is not None:
+                self._tasks.start_soon(tools.keep_index, name=f"live-memory symbol index {root}")
         return tools
+
+    def _files_changed(self, root: Path, paths: Sequence[str]) -> None:
+        """Tell the checkout's symbol index which files changed (its toolbox, if built: else it has none yet)."""
+        tools = self._toolboxes.get((root, self.settings.secret_globs))
+        if tools is not None and paths:
+            tools.files_changed(paths)
 
     # --- the team store (team_work.py) ---------------------------------------------------------
     def _in_background(
@@ -358,15 +369,20 @@ class WorkspaceService:
             self._in_background(functools.partial(team_work.share_facts, self.team), state)
 
     # --- file events ---------------------------------------------------------------------------
-    def _watch(self, state: WorkspaceState) -> None:
+    def _watch(self, state: WorkspaceState, tools: CheckoutTools) -> None:
         def known(rel: str) -> bool:
             return rel in state.window.files or any(rel in f.sources for f in state.window.ledger.facts)
 
         async def sink(root: Path, events: Sequence[FileEvent]) -> None:
-            if not state.dropped:
-                await Ingestor(IngestPolicy.of(self.settings)).apply(state, root, events)
+            tools.files_changed([event.path for event in events])  # every file counts for the index
+            ingested = [event for event in events if known(event.path)]  # only files the memory knows go stale
+            if ingested and not state.dropped:
+                await Ingestor(IngestPolicy.of(self.settings)).apply(state, root, ingested)
 
-        self.watcher.watch(state.tree_root, known, sink)
+        def used_directories() -> list[str]:  # watched first: where the memory's recently used files are
+            return [path.rpartition("/")[0] for path in used_recently(state.window.file_uses, C.WATCH_MAX_DIRECTORIES)]
+
+        self.watcher.watch(state.tree_root, sink, used_directories)
 
     async def notify(self, cwd: str, events: Sequence[FileEvent]) -> tuple[IngestResult, bool]:
         """Apply file events, restoring (or creating) the workspace first: the memory learns from the
@@ -377,6 +393,7 @@ class WorkspaceService:
         state = await self._state(location)
         await restore_workspace(state, self.store, self.settings)
         result = await Ingestor(IngestPolicy.of(self.settings)).apply(state, location.root, events)
+        self._files_changed(location.root, result.paths)
         self._shed_observed_bytes(state)
         return result, was_loaded
 

@@ -48,8 +48,9 @@ from live_memory.providers.factory import build_provider
 from live_memory.runtime import Runtime, missing_credential_message
 from live_memory.safe_files import clean_stale_temp_files, ensure_private_dir
 from live_memory.service import ToolFactory, WorkspaceService
-from live_memory.store import SNAPSHOT_DIR
+from live_memory.store import SNAPSHOT_DIR, SYMBOL_INDEX_SUFFIX
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
+from live_memory.workspace import workspace_id
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,11 @@ def prepare_data_dir(data_dir: Path) -> None:
 
 
 def default_tool_factory(root: Path, settings: Settings) -> Toolbox:
-    return Toolbox(root, ToolLimits(secret_globs=settings.secret_globs))
+    """A checkout's tools; with `symbol_index`, its index is kept beside the snapshot of the memory it is named
+    after (`<id of the checkout>.symbols.sqlite`)."""
+    index = settings.data_dir / SNAPSHOT_DIR / f"{workspace_id(root)}{SYMBOL_INDEX_SUFFIX}"
+    limits = ToolLimits(secret_globs=settings.secret_globs)
+    return Toolbox(root, limits, index_path=index if settings.symbol_index else None)
 
 
 class McpTrailingSlash:
