@@ -259,6 +259,11 @@ REUSE_ANSWERS = True
 ANSWERS_KEPT = 256
 ANSWERS_KEPT_PER_NEED = 2
 
+# The files the prompt names as seen (the frozen block's "Files you have seen", and a delta's list of the files the
+# agents read or edited), at most this many: the most recently used (each costs ~55 characters in every request; the
+# others stay known and re-validated, found again through the tree, find_paths and the symbol index). A session of
+# the bill names at most ~(measured) of them, so the cap bites only where a list would grow without bound.
+SEEN_FILES_MAX = 40
 # Files whose lookups (find_symbol) a window remembers as the grounds of what it learns (newest kept).
 LOOKED_UP_MAX = 2000
 # The asking agent's name (its MCP client info, else AGENT_HEADER) is kept for /stats up to this many characters.
@@ -399,6 +404,9 @@ TREE_MAX_LISTING_BYTES = 256 * 1024 * 1024
 TREE_TIMEOUT_S = 30.0
 # Directory tree without git: the walk stops after this many files (then says the listing was cut).
 TREE_MAX_WALK_FILES = 1_000_000
+# A checkout's tree is kept on disk for the next start (tree_cache.py) when it has at most this many directories
+# (each one's stamp is checked then: a stat each).
+TREE_CACHE_MAX_DIRECTORIES = 100_000
 
 # --- team store (team_store.py; off unless the team_store option names a postgresql:// URL) ------------
 # Connections one server opens to the store at most: a whole team's servers share one PostgreSQL.

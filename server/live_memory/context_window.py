@@ -29,9 +29,10 @@ from live_memory.constants import (
     HOT_SET_REQUESTS_PER_QUESTION,
     LOOKED_UP_MAX,
     REQUESTS_EMA_ALPHA,
+    SEEN_FILES_MAX,
     TRANSCRIPT_KEEP_SHARE,
 )
-from live_memory.file_context import Delta, FileContext, changed_lines, file_block, named
+from live_memory.file_context import Delta, FileContext, changed_lines, file_block, most_recently_used, named
 from live_memory.history import EXCHANGE_KINDS, HistoryTally, Sent, Turn, message_text, tally
 from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses, returns
 from live_memory.ledger import Ledger
@@ -47,6 +48,8 @@ from live_memory.prompts import (
     OBSERVATION_ACK,
     OBSERVED_HEADING,
     PRELOADED_HEADING,
+    SEEN_FILES_MORE,
+    SEEN_FILES_MORE_INLINE,
     SYSTEM_PROMPT,
 )
 from live_memory.records import estimate_tokens
@@ -156,16 +159,27 @@ class ContextWindow:
             parts.append(OBSERVED_HEADING + "\n" + "\n\n".join(file_block(f) for f in observed))
         if self.cited:
             parts.append(CITED_HEADING + "\n" + render_cited(self.cited))
-        listed = self.manifest_entries()
+        listed, unlisted = self.manifest()
         if listed:
-            parts.append(MANIFEST_HEADING + "\n" + "\n".join(f.manifest_line() for f in listed))
+            lines = [f.manifest_line() for f in listed] + ([SEEN_FILES_MORE.format(unlisted)] if unlisted else [])
+            parts.append(MANIFEST_HEADING + "\n" + "\n".join(lines))
         return "\n\n".join(parts)
 
     def manifest_entries(self) -> list[FileContext]:
         """What the manifest lists, by path: changed and deleted files, and files known by name only that no
-        trusted fact spells out (such a fact makes the file known already: listing it again would pay twice)."""
+        trusted fact spells out (such a fact makes the file known already: listing it again would pay twice); at
+        most SEEN_FILES_MAX, the most recently used (the others stay known, findable through the tree and the
+        index, and are re-validated: only the prompt does not carry them)."""
+        return self.manifest()[0]
+
+    def manifest(self) -> tuple[list[FileContext], int]:
+        """`manifest_entries()`, and how many more the cap left out."""
         spelled_out = self.ledger.named_paths()
-        return [f for f in self._by_path() if f.state != "current" or (f.content is None and f.path not in spelled_out)]
+        entries = [
+            f for f in self._by_path() if f.state != "current" or (f.content is None and f.path not in spelled_out)
+        ]
+        listed = most_recently_used(entries, SEEN_FILES_MAX)
+        return listed, len(entries) - len(listed)
 
     def ledger_for_fold(self) -> str:
         """The ledger as a fold (which sees the frozen block) names it: when the frozen block numbers these
@@ -442,7 +456,11 @@ class ContextWindow:
             self._append_observation(f"[observation] {CITED_NOTE}\n\n{render_cited(new_lines)}")
             added += 1
         if self.pending.seen:
-            listed = ", ".join(named(p, size) for p, size in self.pending.seen.items())
+            seen = [self.files[p] for p in self.pending.seen if p in self.files]
+            recent = {f.path for f in most_recently_used(seen, SEEN_FILES_MAX)}
+            listed = ", ".join(named(p, size) for p, size in self.pending.seen.items() if p in recent)
+            more = len(self.pending.seen) - len(recent)
+            listed += SEEN_FILES_MORE_INLINE.format(more) if more > 0 else ""
             self._append_observation(f"[observation] The agents read or edited (not shown here): {listed}")
             added += 1
         if self.pending.notices:

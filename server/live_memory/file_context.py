@@ -4,6 +4,7 @@ only where that warns the model to read a part), its held bytes, or what changed
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -37,6 +38,14 @@ class FileContext:
 def named(path: str, size: int) -> str:
     """A file as the prompt names it: its size only where it warns the model to read a part."""
     return f"{path} ({size // 1024} KB)" if size >= FILE_SIZE_SHOWN_FROM_BYTES else path
+
+
+def most_recently_used(files: Sequence[FileContext], limit: int) -> list[FileContext]:
+    """At most `limit` of `files`, in their order: those the window used last (its tick: a read, a tee, a hold)."""
+    if len(files) <= limit:
+        return list(files)
+    kept = {f.path for f in sorted(files, key=lambda f: f.last_used, reverse=True)[:limit]}
+    return [f for f in files if f.path in kept]
 
 
 def changed_lines(path: str, old: str, new: str) -> str | None:

@@ -37,7 +37,7 @@ from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError, SnapshotNotSaved, WorkspaceLoadError
 from live_memory.hot_set import used_recently
 from live_memory.ingest import Ingestor, IngestPolicy
-from live_memory.loading import load_workspace, restore_workspace
+from live_memory.loading import keep_tree, load_workspace, restore_workspace
 from live_memory.messages import ChatProvider
 from live_memory.options import changed_options
 from live_memory.records import FileEvent, IngestResult, TeamAnswer
@@ -206,7 +206,9 @@ class WorkspaceService:
             tools = await self._toolbox(location.root, settings)  # its symbol index builds while the rest loads
             if not state.loaded:
                 team_wait_s = C.TEAM_LOAD_WAIT_S if self.team is not None else 0.0
-                await load_workspace(state, self.store, settings, team_wait_s=team_wait_s)
+                scanned = await load_workspace(state, self.store, settings, team_wait_s=team_wait_s)
+                if scanned is not None and self._tasks is not None:  # kept for the next start, in the background
+                    self._tasks.start_soon(keep_tree, scanned, name=f"live-memory tree of {state.tree_root}")
                 self._share_team(state)  # what it learned before the store was on
                 if settings.watch:
                     self._watch(state, tools)
@@ -333,6 +335,12 @@ class WorkspaceService:
             if self._tasks is not None:
                 self._tasks.start_soon(tools.keep_index, name=f"live-memory symbol index {root}")
         return tools
+
+    def index_statuses(self) -> dict[str, dict[str, Any]]:
+        """Each checkout's symbol index, for /stats: its state ("building", "ready", "failed"), how long it
+        took to be ready, and what its build or refresh did."""
+        found = {str(root): tools.index_status() for (root, _), tools in self._toolboxes.items()}
+        return {root: status for root, status in found.items() if status is not None}
 
     def _files_changed(self, root: Path, paths: Sequence[str]) -> None:
         """Tell the checkout's symbol index which files changed (its toolbox, if built: else it has none yet)."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import json
 import os
 import re
@@ -33,24 +32,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from live_memory.card_syntax import parser_version
 from live_memory.cards import FileCard, build_card
 from live_memory.constants import CARD_PARSE_MAX_BYTES, SYMBOL_INDEX_MAX_FILE_BYTES
 from live_memory.errors import JailRefusal
 from live_memory.jail import Jail
 from live_memory.symbol_lines import definition_lines, mentioned, searchable
 
-__all__ = ["FileRecord", "Stamp", "SymbolStore", "build_path", "index_file", "parser_version", "read_file", "record_of"]
+__all__ = ["FileRecord", "Stamp", "SymbolStore", "build_path", "index_file", "read_file", "record_of"]
 
 SCHEMA_VERSION = 1
-_GRAMMARS = (
-    "tree-sitter",
-    "tree-sitter-python",
-    "tree-sitter-javascript",
-    "tree-sitter-typescript",
-    "tree-sitter-go",
-    "tree-sitter-rust",
-    "tree-sitter-markdown",
-)
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(
@@ -96,17 +87,6 @@ class FileRecord:
 
 
 _ONE_WORD = re.compile(r"[\w$]+")
-
-
-def parser_version() -> str:
-    """The versions of what makes the cards (the grammar wheels), so an index made by others is rebuilt."""
-    found = []
-    for name in _GRAMMARS:
-        try:
-            found.append(f"{name}={importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            found.append(f"{name}=-")
-    return ",".join(found)
 
 
 def build_path(path: Path) -> Path:

@@ -102,9 +102,11 @@ def _git_exclude_rules(root_fd: int) -> list[IgnoreRule]:
         os.close(fd)
 
 
-def _dir_level(dir_fd: int, rel: str, extra: list[IgnoreRule] | None = None) -> _Level | None:
+def _dir_level(
+    dir_fd: int, rel: str, extra: list[IgnoreRule] | None = None, ignore_files: tuple[str, ...] = IGNORE_FILES
+) -> _Level | None:
     rules: list[IgnoreRule] = list(extra or ())
-    for name in IGNORE_FILES:
+    for name in ignore_files:
         rules.extend(_read_rules(name, dir_fd))
     return (rel, tuple(rules)) if rules else None
 
@@ -221,11 +223,14 @@ def _scan(
             yield rel, False
 
 
-def directories_breadth_first(root: str, *, should_stop: Callable[[], bool] | None = None) -> Iterator[str]:
+def directories_breadth_first(
+    root: str, *, should_stop: Callable[[], bool] | None = None, ignore_files: tuple[str, ...] = IGNORE_FILES
+) -> Iterator[str]:
     """Yield every non-ignored directory below the root (not the root itself), the shallow ones first (each
-    level sorted by path), by the same rules as `walk_paths`. A caller that wants only the first N stops early
-    and has read only the levels above them. Each directory is opened from the root one component at a time
-    without following links; `should_stop` is polled once per directory."""
+    level sorted by path), by the same rules as `walk_paths` (`ignore_files`: (".gitignore",) for git's, which
+    descends where an .ignore or .rgignore file would stop ripgrep). A caller that wants only the first N stops
+    early and has read only the levels above them. Each directory is opened from the root one component at a
+    time without following links; `should_stop` is polled once per directory."""
     try:
         root_fd = os.open(root, ROOT_FLAGS)
     except OSError:
@@ -241,7 +246,7 @@ def directories_breadth_first(root: str, *, should_stop: Callable[[], bool] | No
             except (OSError, ValueError):
                 continue  # vanished or swapped for a link: skip it, as the walk does
             try:
-                level = _dir_level(fd, rel, _git_exclude_rules(fd) if not rel else None)
+                level = _dir_level(fd, rel, _git_exclude_rules(fd) if not rel else None, ignore_files)
                 levels = above + ((level,) if level is not None else ())
                 subdirs: list[str] = []
                 for _entry in _scan(fd, rel, levels, False, subdirs):
