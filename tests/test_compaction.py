@@ -16,7 +16,7 @@ from live_memory.admission import DistillGate
 from live_memory.agent_loop import CompactionHook, LoopLimits, QuestionLoop
 from live_memory.cited_lines import Citation, CitedLines, cut
 from live_memory.compaction import CompactionPolicy, CompactionScope, Compactor, history_tokens
-from live_memory.constants import SEEN_FILES_MAX, SUMMARY_MAX_TOKENS
+from live_memory.constants import SUMMARY_MAX_TOKENS
 from live_memory.context_window import ContextWindow
 from live_memory.errors import OverloadedError
 from live_memory.hot_set import HotSet, HotSetPolicy
@@ -299,7 +299,8 @@ async def test_without_a_hot_set_a_compaction_keeps_held_lines_as_they_are() -> 
 async def test_past_the_seen_files_cap_no_entry_is_evicted_for_nothing() -> None:
     """The list then shows the most recently used; dropping one would show the next: the files stay known."""
     window = ContextWindow(budget_tokens=500)
-    for index in range(SEEN_FILES_MAX + 10):
+    past_the_room = window.seen_room() // len("- src/mod000.py\n") + 10
+    for index in range(past_the_room):
         window.record_read(f"src/mod{index:03}.py", sha(f"m{index}"), 100)
     window.freeze()
     for index in range(10):
@@ -307,7 +308,7 @@ async def test_past_the_seen_files_cap_no_entry_is_evicted_for_nothing() -> None
     compact = Compactor(CompactionPolicy(threshold=0.85, floor=0.6, hot_set=hot_set()), None)
     report = await bound(compact, DistillGate(60.0, Clock()))(window, None)
     assert report is not None and report.evicted == []
-    assert len(window.files) == SEEN_FILES_MAX + 10
+    assert len(window.files) == past_the_room
 
 
 async def test_a_file_whose_lines_are_held_stays_known_so_a_later_change_drops_them() -> None:
@@ -315,7 +316,8 @@ async def test_a_file_whose_lines_are_held_stays_known_so_a_later_change_drops_t
     or a later edit of the file would find no entry to mark and leave its lines shown as current."""
     window = ContextWindow(budget_tokens=500)
     window.record_read("src/app.py", sha(APP), len(APP))  # the least recently read file...
-    for index in range(SEEN_FILES_MAX - 1):  # the whole list shown (past its cap, dropping one shows the next)
+    for index in range(window.seen_room() // len("- src/mod000.py\n") - 1):  # the whole list shown (past its room,
+        # dropping one shows the next)
         window.record_read(f"src/mod{index:03}.py", sha(f"m{index}"), 100)
     window.freeze()
     for index in range(10):  # ...but the one every question used

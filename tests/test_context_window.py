@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from live_memory.cited_lines import Citation, CitedLines, cut
-from live_memory.constants import SEEN_FILES_MAX
 from live_memory.context_window import ContextWindow
 from live_memory.file_context import file_block
 from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy
@@ -182,38 +181,48 @@ def test_the_manifest_skips_files_a_trusted_fact_spells_out_and_sizes_only_large
     assert listed == ["- lib/src/known.py", "- src/big.py (39 KB)", "- src/small.py", "- src/stale.py"]
 
 
+def _fitting(window: ContextWindow, line: str) -> int:
+    """How many lines like `line` the list of files seen has room for in this window."""
+    return window.seen_room() // (len(line) + 1)
+
+
 def test_the_files_seen_list_names_the_most_recently_used_and_counts_the_others() -> None:
     window = ContextWindow(budget_tokens=100_000)
+    window.set_directory_tree("x\n" * 20_000)  # a big head: room for a longer list
+    fitting = _fitting(window, "- src/f000.py")
+    assert fitting > 100
     extra = 7
-    for number in range(SEEN_FILES_MAX + extra):
+    for number in range(fitting + extra):
         window.note_seen(f"src/f{number:03d}.py", sha(str(number)), 100, edited=False)
     window.record_read("src/f000.py", sha("0"), 100)  # used again: among the most recent now
     window.freeze()
     listed = (window.frozen_volatile or "").partition(MANIFEST_HEADING)[2].strip().splitlines()
-    kept = ["src/f000.py"] + [f"src/f{n:03d}.py" for n in range(extra + 1, SEEN_FILES_MAX + extra)]
+    kept = ["src/f000.py"] + [f"src/f{n:03d}.py" for n in range(extra + 1, fitting + extra)]
     assert listed == [f"- {path}" for path in kept] + [SEEN_FILES_MORE.format(extra)]
-    assert len(window.files) == SEEN_FILES_MAX + extra  # still known (and re-validated): only not listed
+    assert len(window.files) == fitting + extra  # still known (and re-validated): only not listed
 
 
-def test_a_files_seen_list_under_the_cap_is_listed_whole_as_before() -> None:
+def test_a_files_seen_list_with_room_is_listed_whole_as_before() -> None:
     window = ContextWindow(budget_tokens=100_000)
-    for number in range(SEEN_FILES_MAX):
+    fitting = _fitting(window, "- src/f000.py")
+    for number in range(fitting):
         window.note_seen(f"src/f{number:03d}.py", sha(str(number)), 100, edited=False)
     window.freeze()
     listed = (window.frozen_volatile or "").partition(MANIFEST_HEADING)[2].strip().splitlines()
-    assert listed == [f"- src/f{n:03d}.py" for n in range(SEEN_FILES_MAX)]
+    assert listed == [f"- src/f{n:03d}.py" for n in range(fitting)]
 
 
-def test_the_files_the_agents_read_between_questions_are_named_up_to_the_cap() -> None:
+def test_the_files_the_agents_read_between_questions_are_named_within_the_room() -> None:
     window = ContextWindow(budget_tokens=100_000)
     window.freeze()
-    teed = SEEN_FILES_MAX + 600
+    teed = 600
     for number in range(teed):
         window.note_seen(f"src/f{number:04d}.py", sha(str(number)), 100, edited=False)
     window.sync_deltas()
     (line,) = observations(window)
-    recent = ", ".join(f"src/f{n:04d}.py" for n in range(600, teed))
-    assert line == f"[observation] The agents read or edited (not shown here): {recent} and 600 more files"
+    fitting = window.seen_room() // len("src/f0000.py, ")
+    recent = ", ".join(f"src/f{n:04d}.py" for n in range(teed - fitting, teed))
+    assert line == f"[observation] The agents read or edited (not shown here): {recent} and {teed - fitting} more files"
 
 
 # --- cited lines and the hot set ----------------------------------------------------------------

@@ -260,10 +260,13 @@ ANSWERS_KEPT = 256
 ANSWERS_KEPT_PER_NEED = 2
 
 # The files the prompt names as seen (the frozen block's "Files you have seen", and a delta's list of the files the
-# agents read or edited), at most this many: the most recently used (each costs ~55 characters in every request; the
-# others stay known and re-validated, found again through the tree, find_paths and the symbol index). A session of
-# the bill names at most ~(measured) of them, so the cap bites only where a list would grow without bound.
-SEEN_FILES_MAX = 40
+# agents read or edited) take at most this share of the prompt's head (system prompt and tree; at least
+# SEEN_FILES_MIN_CHARS): the most recently used first, the others counted. They stay known and re-validated, found
+# again through the tree, find_paths and the symbol index; each costs ~55 characters in every request otherwise, so
+# 600 files read cost a 32,000-character list. Bounded so that the first prompt after any number of reads stays
+# within a tenth of the prompt without them (bench/scale_bench.py).
+SEEN_FILES_SHARE = 0.08
+SEEN_FILES_MIN_CHARS = 500
 # Files whose lookups (find_symbol) a window remembers as the grounds of what it learns (newest kept).
 LOOKED_UP_MAX = 2000
 # The asking agent's name (its MCP client info, else AGENT_HEADER) is kept for /stats up to this many characters.

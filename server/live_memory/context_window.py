@@ -29,7 +29,8 @@ from live_memory.constants import (
     HOT_SET_REQUESTS_PER_QUESTION,
     LOOKED_UP_MAX,
     REQUESTS_EMA_ALPHA,
-    SEEN_FILES_MAX,
+    SEEN_FILES_MIN_CHARS,
+    SEEN_FILES_SHARE,
     TRANSCRIPT_KEEP_SHARE,
 )
 from live_memory.file_context import Delta, FileContext, changed_lines, file_block, most_recently_used, named
@@ -167,9 +168,9 @@ class ContextWindow:
 
     def manifest_entries(self) -> list[FileContext]:
         """What the manifest lists, by path: changed and deleted files, and files known by name only that no
-        trusted fact spells out (such a fact makes the file known already: listing it again would pay twice); at
-        most SEEN_FILES_MAX, the most recently used (the others stay known, findable through the tree and the
-        index, and are re-validated: only the prompt does not carry them)."""
+        trusted fact spells out (such a fact makes the file known already: listing it again would pay twice); the
+        most recently used, within the room `seen_room` gives (the others stay known, findable through the tree
+        and the index, and are re-validated: only the prompt does not carry them)."""
         return self.manifest()[0]
 
     def manifest(self) -> tuple[list[FileContext], int]:
@@ -178,8 +179,12 @@ class ContextWindow:
         entries = [
             f for f in self._by_path() if f.state != "current" or (f.content is None and f.path not in spelled_out)
         ]
-        listed = most_recently_used(entries, SEEN_FILES_MAX)
+        listed = most_recently_used(entries, self.seen_room(), lambda f: len(f.manifest_line()) + 1)
         return listed, len(entries) - len(listed)
+
+    def seen_room(self) -> int:
+        """Characters the files seen may take in the prompt: a share of its head (fixed between compactions)."""
+        return max(SEEN_FILES_MIN_CHARS, int(SEEN_FILES_SHARE * len(self.stable_prefix)))
 
     def ledger_for_fold(self) -> str:
         """The ledger as a fold (which sees the frozen block) names it: when the frozen block numbers these
@@ -457,7 +462,8 @@ class ContextWindow:
             added += 1
         if self.pending.seen:
             seen = [self.files[p] for p in self.pending.seen if p in self.files]
-            recent = {f.path for f in most_recently_used(seen, SEEN_FILES_MAX)}
+            room = self.seen_room()
+            recent = {f.path for f in most_recently_used(seen, room, lambda f: len(named(f.path, f.size)) + 2)}
             listed = ", ".join(named(p, size) for p, size in self.pending.seen.items() if p in recent)
             more = len(self.pending.seen) - len(recent)
             listed += SEEN_FILES_MORE_INLINE.format(more) if more > 0 else ""

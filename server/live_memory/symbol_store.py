@@ -213,6 +213,11 @@ class SymbolStore:
                 out[path] = Stamp(row[0], row[1])
         return out
 
+    def sha256_of(self, path: str) -> str | None:
+        """The SHA-256 of a file's recorded bytes ("" for a file recorded with nothing in it; None: not recorded)."""
+        row = self._db.execute("SELECT sha256 FROM files WHERE path = ?", (path,)).fetchone()
+        return None if row is None else str(row[0])
+
     def record(self, path: str) -> tuple[Stamp, str, FileCard | None] | None:
         """A file's stamp, SHA-256 and card (None when the index does not list it)."""
         row = self._db.execute("SELECT size, mtime_ns, sha256, card FROM files WHERE path = ?", (path,)).fetchone()

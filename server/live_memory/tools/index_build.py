@@ -147,8 +147,7 @@ def refresh(store: SymbolStore, jail: Jail, paths: Sequence[str], *, listed: boo
                 continue
             stamp, data = found
             sha256 = hashlib.sha256(data).hexdigest()
-            known = store.record(path) if path in recorded else None
-            if known is not None and known[1] == sha256:
+            if path in recorded and store.sha256_of(path) == sha256:
                 restamped.append((path, stamp))  # touched, or written back as it was
                 continue
             records.append(record_of(path, stamp, data, sha256))
