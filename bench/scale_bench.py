@@ -208,11 +208,11 @@ def goals(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         # machine than of the build); the wall times as well.
         "index_build_vs_floor": _ratio(build["cpu_s"], build["rg_files_s"] + build["parse_cpu_s"], 3.0),
         "index_build_wall_vs_floor": _ratio(build["wall_s"], build["rg_files_s"] + build["parse_s"], 3.0),
-        "incremental_ms_per_file": {
-            "value": incremental["ms_per_file"],
-            "floor": incremental["parse_ms_per_file"],
+        "incremental_ms_per_file": {  # CPU milliseconds (the wall time is in the repository's figures)
+            "value": incremental["cpu_ms_per_file"],
+            "floor": incremental["parse_cpu_ms_per_file"],
             "goal": 10.0,
-            "met": incremental["ms_per_file"] <= 10.0,
+            "met": incremental["cpu_ms_per_file"] <= 10.0,
         },
         "prompt_600_reads_vs_none": _ratio(prompt["after_reads_ratio_worst"], 1.0, 1.1),
         "watcher_20_new_directories_cpu_s": {

@@ -274,8 +274,8 @@ class Options:
     )
     watch_max_directories: int = option(
         C.WATCH_MAX_DIRECTORIES,
-        "Most directories the OS watcher watches per workspace; beyond it the workspace relies on the hooks and "
-        "SHA-256 re-validation, and /stats says so.",
+        "Most directories the OS watcher watches per workspace (one watch each): those of the recently used files "
+        "first, then the shallow ones; the others rely on the hooks and SHA-256 re-validation, and /stats says so.",
         low=1,
     )
     secret_globs: tuple[str, ...] = option(

@@ -27,16 +27,14 @@ if TYPE_CHECKING:  # the team store's driver loads only when `team_store` is set
 
 from live_memory import constants as C
 from live_memory import team_work
-from live_memory.admission import AdmissionLimits
 from live_memory.agent_loop import LoopOutcome
 from live_memory.answer_reuse import Asked, KeptAnswer, answer_grounds, asked_about, rests_on, still_holds
-from live_memory.compaction import CompactionReport
 from live_memory.config import Settings
 from live_memory.context_window import ContextWindow
 from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError, SnapshotNotSaved, WorkspaceLoadError
-from live_memory.hot_set import used_recently
-from live_memory.ingest import Ingestor, IngestPolicy
+from live_memory.hot_set import used_directories
+from live_memory.ingest import Ingestor, IngestPolicy, shed_observed_bytes
 from live_memory.loading import keep_tree, load_workspace, restore_workspace
 from live_memory.messages import ChatProvider
 from live_memory.options import changed_options
@@ -51,12 +49,11 @@ from live_memory.tool_runner import CheckoutTools
 from live_memory.watcher import WorkspaceWatcher
 from live_memory.workspace import (
     Location,
-    WorkspacePolicy,
     WorkspaceState,
-    allowed_roots,
     locate_workspace,
     new_state,
     workspace_id,
+    workspace_policy,
 )
 
 logger = logging.getLogger(__name__)
@@ -65,23 +62,6 @@ logger = logging.getLogger(__name__)
 ToolFactory = Callable[[Path, Settings], CheckoutTools]
 
 LOCATION_CACHE_SIZE = 1024
-
-
-def workspace_policy(settings: Settings) -> WorkspacePolicy:
-    return WorkspacePolicy(
-        budget_tokens=settings.context_tokens,
-        distill_min_interval_s=settings.distill_min_interval_s,
-        admission=AdmissionLimits(
-            mode=settings.concurrency,
-            max_parallel=settings.max_parallel_queries,
-            max_waiting=settings.max_waiting_queries,
-            retry_after_s=C.BUSY_RETRY_AFTER_S,
-        ),
-        canonicalize=settings.canonicalize_workspace,
-        repo_root_mode=settings.repo_root_mode,
-        share_worktrees=settings.share_worktrees,
-        allowed_roots=allowed_roots(settings.allowed_roots, settings.env),
-    )
 
 
 @dataclass(frozen=True)
@@ -272,7 +252,7 @@ class WorkspaceService:
             state.team_inbox = [f for f in state.team_inbox if f.grounds not in known]
             self._share_team(state)
             self._pull_team(state)
-        spent = self._count_compactions(state, runtime, out.compactions)
+        spent = self.spend.count_compactions(state, runtime, out.compactions, self.wall_clock())
         cost = self.spend.count(state, runtime, out.model, out.usage, background=False)
         stats = state.stats
         # What the tools returned (not whole files: a partial Read counts its lines only); stats.py nets
@@ -288,22 +268,10 @@ class WorkspaceService:
         """A question that failed or was cancelled: its fork is dropped, but what its compactions cost was
         spent (the day's tally is saved by the write-behind)."""
         state.abandon(fork_id)
-        spent = self._count_compactions(state, runtime, out.compactions)
+        spent = self.spend.count_compactions(state, runtime, out.compactions, self.wall_clock())
         if spent:
             self._deferred = self.spend.pending_save(spent) or self._deferred
             self._staged.set()
-
-    def _count_compactions(self, state: WorkspaceState, runtime: Runtime, reports: Sequence[CompactionReport]) -> float:
-        settings = runtime.settings
-        summary_model = settings.summary_model or settings.model
-        spent = 0.0
-        for report in reports:
-            stats = state.stats
-            stats.compactions += 1
-            stats.summaries_written += report.summaries
-            stats.last_compaction_at = self.wall_clock()
-            spent += self.spend.count(state, runtime, summary_model, report.usage, background=True) or 0.0
-        return spent
 
     async def find(self, cwd: str) -> WorkspaceState | None:
         """The workspace for `cwd`: in memory, or restored from its snapshot (no tree scan); None when
@@ -378,19 +346,14 @@ class WorkspaceService:
 
     # --- file events ---------------------------------------------------------------------------
     def _watch(self, state: WorkspaceState, tools: CheckoutTools) -> None:
-        def known(rel: str) -> bool:
-            return rel in state.window.files or any(rel in f.sources for f in state.window.ledger.facts)
-
         async def sink(root: Path, events: Sequence[FileEvent]) -> None:
             tools.files_changed([event.path for event in events])  # every file counts for the index
-            ingested = [event for event in events if known(event.path)]  # only files the memory knows go stale
+            ingested = [e for e in events if state.window.knows(e.path)]  # only files the memory knows go stale
             if ingested and not state.dropped:
                 await Ingestor(IngestPolicy.of(self.settings)).apply(state, root, ingested)
 
-        def used_directories() -> list[str]:  # watched first: where the memory's recently used files are
-            return [path.rpartition("/")[0] for path in used_recently(state.window.file_uses, C.WATCH_MAX_DIRECTORIES)]
-
-        self.watcher.watch(state.tree_root, sink, used_directories)
+        # Watched first: where the files the memory used most recently are.
+        self.watcher.watch(state.tree_root, sink, lambda: used_directories(state.window.file_uses))
 
     async def notify(self, cwd: str, events: Sequence[FileEvent]) -> tuple[IngestResult, bool]:
         """Apply file events, restoring (or creating) the workspace first: the memory learns from the
@@ -402,23 +365,8 @@ class WorkspaceService:
         await restore_workspace(state, self.store, self.settings)
         result = await Ingestor(IngestPolicy.of(self.settings)).apply(state, location.root, events)
         self._files_changed(location.root, result.paths)
-        self._shed_observed_bytes(state)
+        shed_observed_bytes(list(self._states.values()), state)
         return result, was_loaded
-
-    def _shed_observed_bytes(self, touched: WorkspaceState) -> int:
-        """Keep held file bytes under the process-wide cap by shedding the LRU ones of `touched`."""
-        total = sum(f.size for s in self._states.values() for f in s.window.files.values() if f.content is not None)
-        if total <= C.MAX_OBSERVED_BYTES:
-            return 0
-        shed = 0
-        held = sorted((f for f in touched.window.files.values() if f.content is not None), key=lambda f: f.last_used)
-        for f in held:
-            if total <= C.MAX_OBSERVED_BYTES:
-                break
-            touched.apply(functools.partial(ContextWindow.shed_content, path=f.path))
-            total -= f.size
-            shed += 1
-        return shed
 
     async def forget(self, cwd: str, substring: str) -> tuple[WorkspaceState, int] | None:
         """Retract ledger facts containing `substring`; None when the workspace is not loaded."""

@@ -19,7 +19,8 @@ from typing import Any
 
 from live_memory.admission import Admission, AdmissionLimits, DistillGate
 from live_memory.answer_reuse import AnswerBook
-from live_memory.constants import MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
+from live_memory.config import Settings
+from live_memory.constants import BUSY_RETRY_AFTER_S, MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
 from live_memory.context_window import ContextWindow
 from live_memory.errors import InputError
 from live_memory.history import EXCHANGE_KINDS, Turn
@@ -282,6 +283,24 @@ class WorkspacePolicy:
     repo_root_mode: RepoRootMode = "nearest"
     share_worktrees: bool = True
     allowed_roots: tuple[Path, ...] = ()  # empty: anywhere
+
+
+def workspace_policy(settings: Settings) -> WorkspacePolicy:
+    """The policy of a settings snapshot (blocking: it resolves the allowed roots)."""
+    return WorkspacePolicy(
+        budget_tokens=settings.context_tokens,
+        distill_min_interval_s=settings.distill_min_interval_s,
+        admission=AdmissionLimits(
+            mode=settings.concurrency,
+            max_parallel=settings.max_parallel_queries,
+            max_waiting=settings.max_waiting_queries,
+            retry_after_s=BUSY_RETRY_AFTER_S,
+        ),
+        canonicalize=settings.canonicalize_workspace,
+        repo_root_mode=settings.repo_root_mode,
+        share_worktrees=settings.share_worktrees,
+        allowed_roots=allowed_roots(settings.allowed_roots, settings.env),
+    )
 
 
 def locate_workspace(cwd: str, policy: WorkspacePolicy) -> Location:
