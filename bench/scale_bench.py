@@ -69,6 +69,7 @@ SERVER: dict[str, Any] = {
     "allowed_roots": "/",
 }
 READY_TIMEOUT_S = 3600.0
+COLD_ROUNDS = 3  # fresh servers per cold figure, in turn with the floor's: the median (a busy machine is noisy)
 
 
 async def _ask(url: str, cwd: Path, question: str) -> float:
@@ -119,27 +120,38 @@ def _identifier_round(url: str, repo: Path, wording: int) -> dict[str, float]:
 
 
 def cold_and_warm(fake: FakeLLM, repo: Path, tmp: Path) -> dict[str, Any]:
-    """Today's server (no index) and this one: the first question (cold), then, once the index is ready, the
-    identifier questions (warm); the server's peak RSS; then a restart of the indexed one."""
-    out: dict[str, Any] = {}
-    with _server(fake, tmp / "today", symbol_index="false") as (url, pid):
-        out["today_cold_s"] = asyncio.run(_ask(url, repo, QUESTIONS["defined once"][0]))
-        out["today_questions_s"] = _identifier_round(url, repo, 1)
-        out["today_peak_rss_mb"] = _peak_rss_mb(pid)
-    indexed = tmp / "indexed"
-    with _server(fake, indexed) as (url, pid):
-        out["cold_s"] = asyncio.run(_ask(url, repo, QUESTIONS["defined once"][0]))
-        out["index_at_first_answer"] = asyncio.run(_index_state(url, repo)).get("state")
-        out["index"] = asyncio.run(_until_ready(url, repo))
-        out["warm_s"] = {k: statistics.median(v) for k, v in _rounds(url, repo).items()}
-        out["peak_rss_mb"] = _peak_rss_mb(pid)
-        _until_tree_kept(indexed)
-    with _server(fake, tmp / "cold-generic") as (url, _pid):
-        out["cold_generic_s"] = asyncio.run(_ask(url, repo, GENERIC[0]))
-    with _server(fake, indexed) as (url, _pid):  # a restart: the snapshot, tree and index are on disk
-        out["restart_generic_s"] = asyncio.run(_ask(url, repo, GENERIC[1]))
-        out["restart_index"] = asyncio.run(_until_ready(url, repo))
-        out["restart_identifier_s"] = asyncio.run(_ask(url, repo, "What does `sympify` do?"))
+    """Today's server (no index) and this one, each fresh: the first question (cold; COLD_ROUNDS times in turn,
+    the median), then, once the index is ready, the identifier questions (warm); the servers' peak RSS; then
+    restarts of the indexed one against fresh starts for a question naming no code."""
+    out: dict[str, Any] = {"today_cold_samples_s": [], "cold_samples_s": [], "index_at_first_answer": []}
+    for round_index in range(COLD_ROUNDS):
+        with _server(fake, tmp / f"today-{round_index}", symbol_index="false") as (url, pid):
+            out["today_cold_samples_s"].append(asyncio.run(_ask(url, repo, QUESTIONS["defined once"][0])))
+            if round_index == 0:
+                out["today_questions_s"] = _identifier_round(url, repo, 1)
+                out["today_peak_rss_mb"] = _peak_rss_mb(pid)
+        indexed = tmp / f"indexed-{round_index}"
+        with _server(fake, indexed) as (url, pid):
+            out["cold_samples_s"].append(asyncio.run(_ask(url, repo, QUESTIONS["defined once"][0])))
+            out["index_at_first_answer"].append(asyncio.run(_index_state(url, repo)).get("state"))
+            if round_index == COLD_ROUNDS - 1:
+                out["index"] = asyncio.run(_until_ready(url, repo))
+                out["warm_s"] = {k: statistics.median(v) for k, v in _rounds(url, repo).items()}
+                out["peak_rss_mb"] = _peak_rss_mb(pid)
+                _until_tree_kept(indexed)
+    out["today_cold_s"] = statistics.median(out["today_cold_samples_s"])
+    out["cold_s"] = statistics.median(out["cold_samples_s"])
+    out["cold_generic_samples_s"], out["restart_generic_samples_s"] = [], []
+    for round_index in range(COLD_ROUNDS):
+        with _server(fake, tmp / f"cold-generic-{round_index}") as (url, _pid):
+            out["cold_generic_samples_s"].append(asyncio.run(_ask(url, repo, GENERIC[0])))
+        with _server(fake, indexed) as (url, _pid):  # a restart: the snapshot, tree and index are on disk
+            out["restart_generic_samples_s"].append(asyncio.run(_ask(url, repo, GENERIC[round_index % 2])))
+            if round_index == 0:
+                out["restart_index"] = asyncio.run(_until_ready(url, repo))
+                out["restart_identifier_s"] = asyncio.run(_ask(url, repo, "What does `sympify` do?"))
+    out["cold_generic_s"] = statistics.median(out["cold_generic_samples_s"])
+    out["restart_generic_s"] = statistics.median(out["restart_generic_samples_s"])
     return out
 
 
@@ -202,7 +214,7 @@ def goals(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "warm_identifier_s": {"value": warm, "goal": 0.2, "met": warm <= 0.2},
         "warm_vs_3k": _ratio(warm, warm_small, 1.2),
         "cold_identifier_vs_today": _ratio(q["cold_s"], q["today_cold_s"], 1.0),
-        "first_answer_waited_for_the_index": q["index_at_first_answer"] == "ready",
+        "first_answer_waited_for_the_index": "ready" in q["index_at_first_answer"],
         "peak_rss_over_today_mb": _difference(q["peak_rss_mb"], q["today_peak_rss_mb"], 150.0),
         # CPU against CPU (the build runs at a lower priority: on a busy machine its wall time says more of the
         # machine than of the build); the wall times as well.

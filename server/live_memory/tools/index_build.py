@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from live_memory import constants as C
+from live_memory.constants import LISTING_MAX_RAW_BYTES
 from live_memory.jail import Jail
 from live_memory.symbol_store import FileRecord, Stamp, SymbolStore, build_path, read_file, record_of
 from live_memory.tools.context import ToolContext, ToolLimits, find_ripgrep
@@ -111,15 +112,15 @@ def stamps_now(root: Path, directories: Collection[str]) -> dict[str, int]:
     return out
 
 
-async def listed_files(jail: Jail, limits: ToolLimits) -> list[str] | None:
+async def listed_files(jail: Jail, limits: ToolLimits, *, max_bytes: int = LISTING_MAX_RAW_BYTES) -> list[str] | None:
     """The files the workspace scan searches (ripgrep's listing, secret files left out), or None when ripgrep is
-    missing or the listing was cut short."""
+    missing or the listing was cut short (`max_bytes` of names: a cheap way to tell a small workspace)."""
     ripgrep = await asyncio.to_thread(find_ripgrep, limits)
     if ripgrep is None:
         return None
     in_git = await asyncio.to_thread(os.path.exists, jail.root / ".git")
     ctx = ToolContext(jail=jail, limits=limits, ripgrep=ripgrep, in_git=in_git)
-    listing = await list_files(ctx, "")
+    listing = await list_files(ctx, "", max_bytes=max_bytes)
     if not listing.complete:
         return None
     return [path for path in listing.paths if not jail.is_secret(path)]

@@ -49,6 +49,7 @@ T = TypeVar("T")
 Verdict = Literal["current", "updated", "stale"]
 Check = Callable[[Iterable[str]], Verdict]
 _IGNORE_FILES = frozenset({".gitignore", ".ignore", ".rgignore"})
+_BYTES_PER_NAME = 256  # a generous mean length of a listed path
 
 # Values of `status()["state"]`.
 STARTING = "starting"
@@ -134,7 +135,10 @@ class IndexKeeper:
             await self._call(store.close)
         self._pending.clear()  # every file is listed anew
         self._relist = False
-        listed = await listed_files(self.ctx.jail, self.ctx.limits)
+        # A small workspace is listed whole within this many bytes of names; a large one is not listed here at all
+        # (reading and sorting 50,000 names would take the loop's time from the question being answered).
+        probe = self.update_max_files * _BYTES_PER_NAME
+        listed = await listed_files(self.ctx.jail, self.ctx.limits, max_bytes=probe)
         if listed is not None and len(listed) <= self.update_max_files:
             self.detail = await self._record_here(rebuild=rebuild)
         else:

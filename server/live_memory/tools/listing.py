@@ -60,9 +60,12 @@ def ripgrep_base_args(ripgrep: str, *, at_root: bool = False, in_git: bool = Fal
 GIT_EXCLUDE = ("--glob", "!.git")
 
 
-async def list_files(ctx: ToolContext, start_rel: str, *, max_depth: int | None = None) -> FileListing:
+async def list_files(
+    ctx: ToolContext, start_rel: str, *, max_depth: int | None = None, max_bytes: int = LISTING_MAX_RAW_BYTES
+) -> FileListing:
     """All non-ignored regular files under `start_rel` ("" is the root), sorted by path; `max_depth` 1: only
-    those directly in it. Raises JailRefusal or OSError when the start directory cannot be opened safely."""
+    those directly in it; past `max_bytes` of names the listing is cut short (complete False). Raises JailRefusal
+    or OSError when the start directory cannot be opened safely."""
     if ctx.ripgrep is not None:
         base = ripgrep_base_args(ctx.ripgrep, at_root=not start_rel, in_git=ctx.in_git)
         depth = ("--max-depth", str(max_depth)) if max_depth is not None else ()
@@ -74,7 +77,7 @@ async def list_files(ctx: ToolContext, start_rel: str, *, max_depth: int | None 
                 cwd=ctx.root / start_rel,  # used only where the descriptor cannot pin the directory
                 cwd_fd=start_fd,
                 timeout_s=ctx.limits.subprocess_timeout_s,
-                max_bytes=LISTING_MAX_RAW_BYTES,
+                max_bytes=max_bytes,
             )
         except OSError:
             pass  # ripgrep vanished or cannot run: fall through to the walker
