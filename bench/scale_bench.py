@@ -15,7 +15,8 @@ fake provider (an instant answer); questions go through the official MCP client.
   same on a server without the index, today's) and once the index is ready (warm, against the 3k repository's);
 - peak RSS of the server over those questions, with the index and without;
 - the first prompt of a question after 600 teed reads, and after a restart, against the same with none;
-- the first question after a restart (tree, outline and index taken back from disk) against a cold one;
+- the first question after a restart (tree, outline and index taken back from disk; the provider's client
+  prepared meanwhile) against a cold one, each server up for SETTLE_S before its first question;
 - the watcher: CPU for 20 new directories over 10 s with every directory watched, against the same without a
   watcher; and how many directories the default cap watches.
 
@@ -69,6 +70,7 @@ SERVER: dict[str, Any] = {
     "allowed_roots": "/",
 }
 READY_TIMEOUT_S = 3600.0
+SETTLE_S = 3.0
 COLD_ROUNDS = 3  # fresh servers per cold figure, in turn with the floor's: the median (a busy machine is noisy)
 
 
@@ -110,8 +112,11 @@ def _peak_rss_mb(pid: int) -> float | None:
 
 @contextlib.contextmanager
 def _server(fake: FakeLLM, data: Path, **options: str) -> Iterator[tuple[str, int]]:
+    """A server that has been up for SETTLE_S (an agent's question rarely follows a restart within milliseconds;
+    a restart prepares its provider's client meanwhile, a first start does not)."""
     chosen: dict[str, Any] = {**SERVER, **options}
     with server_process(fake.base_url, data, **chosen) as server:
+        time.sleep(SETTLE_S)
         yield server.url, server.pid
 
 

@@ -145,3 +145,17 @@ def test_ripgrep_skips_a_file_with_a_nul_early_and_stops_at_a_late_one() -> None
     text = searchable(late)
     assert text is not None and "kept" in text and "lost" not in text
     assert searchable(b"caf\xe9 ok\n") == "caf\udce9 ok\n"  # undecodable bytes are never word characters
+
+
+def test_outside_markdown_a_comment_only_names_its_words_once_for_the_file() -> None:
+    text = "# the load path\ndef load():\n    pass\n   # load again, then\n    # deeper: not a heading to the pattern\n"
+    assert definition_lines(text, markdown=False) == [
+        ("load", 2, 0),
+        ("again", 0, COMMENT),
+        ("load", 0, COMMENT),
+        ("path", 0, COMMENT),
+        ("the", 0, COMMENT),
+        ("then", 0, COMMENT),
+    ]
+    long_comment = "# " + "word " * GREP_MAX_COLUMNS
+    assert definition_lines(long_comment, markdown=False) == [("word", 1, COMMENT | LONG)]  # shown: numbered

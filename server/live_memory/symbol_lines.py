@@ -64,14 +64,20 @@ def mentioned(text: str) -> set[str]:
     return set(_WORD.findall(text))
 
 
-def definition_lines(text: str) -> list[tuple[str, int, int]]:
+def definition_lines(text: str, *, markdown: bool = True) -> list[tuple[str, int, int]]:
     """(name, line number, flags) for every line that looks like a definition of `name` to the scan's pattern,
-    in line order; flags are COMMENT and LONG."""
+    in line order; flags are COMMENT and LONG. Outside Markdown (`markdown` False) a "#" line the scan never
+    shows or counts (a comment, printed in full) only makes its file a candidate for its words: those come once
+    per file, as line 0, after the others."""
     starts: dict[int, set[str]] = {}
+    comments: list[str] = []  # outside Markdown: what follows the "#" of each comment line, for its words
     for match in _HEADING.finditer(text):
-        names = {run for run in _RUN.findall(match.group(1)) if _starts_name(run)}
-        if names:
-            starts.setdefault(match.start(), set()).update(names)
+        if markdown or _long(text, match.start(), match.end()):
+            names = {run for run in _RUN.findall(match.group(1)) if _starts_name(run)}
+            if names:
+                starts.setdefault(match.start(), set()).update(names)
+        else:
+            comments.append(match.group(1))
     for match in _ASSIGNMENT.finditer(text):
         if _starts_name(match.group(1)):
             starts.setdefault(match.start(), set()).add(match.group(1))
@@ -87,10 +93,21 @@ def definition_lines(text: str) -> list[tuple[str, int, int]]:
         end = text.find("\n", start)
         line = text[start:] if end < 0 else text[start:end]
         flags = COMMENT if line.lstrip().startswith("#") else 0
-        if len(line.encode("utf-8", "surrogateescape")) + (end >= 0) > GREP_MAX_COLUMNS:
+        if _long(text, start, len(text) if end < 0 else end):
             flags |= LONG
         out.extend((name, number, flags) for name in sorted(starts[start]))
+    words = {run for run in _RUN.findall("\n".join(comments)) if _starts_name(run)}
+    out.extend((name, 0, COMMENT) for name in sorted(words))
     return out
+
+
+def _long(text: str, start: int, end: int) -> bool:
+    """Whether the line from `start` to `end` (its newline, or the end of the text) is longer than ripgrep prints
+    (counted in bytes, its newline included): a line of at most a quarter as many characters never is."""
+    if end - start < GREP_MAX_COLUMNS // 4:
+        return False
+    ended = end < len(text)
+    return len(text[start:end].encode("utf-8", "surrogateescape")) + ended > GREP_MAX_COLUMNS
 
 
 def _starts_name(run: str) -> bool:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from live_memory.card_syntax import parser_version
-from live_memory.cards import FileCard, build_card
+from live_memory.cards import FileCard, build_card, language_for
 from live_memory.constants import CARD_PARSE_MAX_BYTES, SYMBOL_INDEX_MAX_FILE_BYTES
 from live_memory.errors import JailRefusal
 from live_memory.jail import Jail
@@ -41,7 +41,7 @@ from live_memory.symbol_lines import definition_lines, mentioned, searchable
 
 __all__ = ["FileRecord", "Stamp", "SymbolStore", "build_path", "index_file", "read_file", "record_of"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(
@@ -87,6 +87,8 @@ class FileRecord:
 
 
 _ONE_WORD = re.compile(r"[\w$]+")
+_IN_BATCH = 500  # paths per `IN (...)` query (SQLite allows 32,766 parameters; smaller batches stay quick)
+_MARK_UPPER = str.maketrans({c: f"^{c.lower()}" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"})
 
 
 def build_path(path: Path) -> Path:
@@ -96,10 +98,17 @@ def build_path(path: Path) -> Path:
 
 def _encode(word: str) -> str:
     """A word as the case-folding FTS5 tokenizer keeps it apart from its other spellings ("Foo" -> "^foo")."""
-    lowered = word.lower()
-    if lowered == word:
-        return word
+    if word.isascii():
+        return word.translate(_MARK_UPPER)
     return "".join(f"^{c.lower()}" if c != c.lower() else c for c in word)
+
+
+def _encoded(words: Iterable[str]) -> str:
+    """Words as `mentions` holds them, space-separated (one translation for the ASCII ones)."""
+    text = " ".join(words)
+    if text.isascii():
+        return text.translate(_MARK_UPPER)
+    return " ".join(map(_encode, text.split(" ")))
 
 
 def read_file(jail: Jail, rel: str) -> tuple[Stamp, bytes] | None:
@@ -137,7 +146,8 @@ def record_of(rel: str, stamp: Stamp, data: bytes | None, sha256: str | None = N
     text = searchable(data)
     card = build_card(rel, data) if len(data) <= CARD_PARSE_MAX_BYTES else None
     words = frozenset(mentioned(text)) if text is not None else frozenset()
-    lines = tuple(definition_lines(text)) if text is not None else ()
+    markdown = language_for(rel) == "markdown"
+    lines = tuple(definition_lines(text, markdown=markdown)) if text is not None else ()
     return FileRecord(rel, stamp, sha256 or hashlib.sha256(data).hexdigest(), card, words, lines)
 
 
@@ -206,11 +216,12 @@ class SymbolStore:
 
     def stamps_of(self, paths: Iterable[str]) -> dict[str, Stamp]:
         """The stamps of those of `paths` the index records."""
+        wanted = list(paths)
         out: dict[str, Stamp] = {}
-        for path in paths:
-            row = self._db.execute("SELECT size, mtime_ns FROM files WHERE path = ?", (path,)).fetchone()
-            if row is not None:
-                out[path] = Stamp(row[0], row[1])
+        for start in range(0, len(wanted), _IN_BATCH):
+            batch = wanted[start : start + _IN_BATCH]
+            query = f"SELECT path, size, mtime_ns FROM files WHERE path IN ({','.join('?' * len(batch))})"
+            out.update((p, Stamp(size, mtime)) for p, size, mtime in self._db.execute(query, batch))
         return out
 
     def sha256_of(self, path: str) -> str | None:
@@ -261,7 +272,7 @@ class SymbolStore:
         with db:
             for record in records:
                 replaced += self._forget(record.path)
-                db.execute("INSERT INTO mentions(words) VALUES (?)", (" ".join(map(_encode, record.words)),))
+                db.execute("INSERT INTO mentions(words) VALUES (?)", (_encoded(record.words),))
                 doc = db.execute("SELECT last_insert_rowid()").fetchone()[0]
                 card = json.dumps(record.card.to_record(), separators=(",", ":")) if record.card else None
                 defined = json.dumps(sorted({name for name, _, _ in record.lines}), separators=(",", ":"))

@@ -100,6 +100,20 @@ class McpTrailingSlash:
         await self.app(scope, receive, send)
 
 
+async def prepare_after_a_restart(service: WorkspaceService) -> None:
+    """With memories on disk (a restart), build the provider's SDK client now, in a worker thread: importing an SDK
+    costs a second or more of CPU, which the first question after a restart would otherwise wait for. A server
+    never asked anything still pays nothing (the client is built on first use). Failures are the first
+    question's to report."""
+    prepare = getattr(service.runtime.provider, "prepare", None)
+    if prepare is None or not await anyio.to_thread.run_sync(service.store.list_meta):
+        return
+    try:
+        await prepare()
+    except Exception as exc:  # the first question builds it again and says what is wrong
+        logger.info("the provider's client was not prepared at start: %s", exc)
+
+
 def security_policy(settings: Settings) -> SecurityPolicy:
     return SecurityPolicy.build(bind_host=settings.host, extra_hosts=settings.allowed_hosts, token=settings.auth_token)
 
@@ -178,6 +192,7 @@ def create_app(
         await anyio.to_thread.run_sync(prepare_data_dir, settings.data_dir)
         async with mcp.session_manager.run(), anyio.create_task_group() as tasks:
             service.start(tasks)
+            tasks.start_soon(prepare_after_a_restart, service, name="live-memory provider client")
             jobs.attach(tasks)
             tasks.start_soon(keep_warm.run, name="live-memory keep-warm")
             announce(f"live-memory {__version__}: serving http://{settings.host}:{settings.port}{MCP_PATH}")

@@ -301,34 +301,42 @@ def _from_store(
     ctx: ToolContext, name: str, kind: str, prefer: list[str], store: SymbolStore, check: Check
 ) -> _Found | None:
     """What the scan would find, read from the symbol index: its recorded definition lines and mentions instead of
-    the two ripgrep passes, its cards instead of outlining the files again, once the stamps of every file whose
-    entries are used are checked (None when too many changed). In the index's thread."""
+    the two ripgrep passes, its cards instead of outlining the files again. The files whose entries are shown (the
+    outlined ones, those of the lines shown) have their stamps checked first; a file that moved is read again and
+    the index read once more; None when too many moved (the scan answers). In the index's thread."""
     bare = name.rsplit(".", 1)[-1]
-    for _attempt in range(2):  # a file re-indexed by the check may change what is found: read once more
+    for _attempt in range(2):  # a file re-indexed by a check may change what is found: read once more
         rows = store.definition_lines(bare) if kind != "uses" else []
         lines = [_Line(path, number, "", flags == COMMENT) for path, number, flags in rows]
         mentions = store.mentioning(bare) if kind != "definition" else []
-        used = dict.fromkeys(_candidates(ctx, lines, mentions, prefer)[:SYMBOL_SCAN_MAX_FILES])
-        used.update(dict.fromkeys(line.path for line in lines))
-        verdict = check(used)
-        if verdict != "updated":
-            break
-    if verdict != "current":
+        verdict = check(_candidates(ctx, lines, mentions, prefer)[:SYMBOL_SCAN_MAX_FILES])
+        if verdict != "current":
+            if verdict == "stale":
+                return None
+            continue
+        found = _Found("workspace scan")
+        unparsed = _examine(ctx, name, lines, mentions, prefer, found, functools.partial(_outline, store))
+        shown = unparsed[: max(SYMBOL_MAX_DEFINITIONS - len(found.definitions), 0)]  # the others are counted
+        verdict = check(dict.fromkeys(line.path for line in shown))
+        if verdict != "current":
+            if verdict == "stale":
+                return None
+            continue
+        with Recheck(str(ctx.root)) as recheck:
+            texts = [recheck.line(line.path, line.number) or "" for line in shown]
+        found.lines = [(line.path, line.number, text) for line, text in zip(shown, texts, strict=True)]
+        found.lines += [(line.path, line.number, "") for line in unparsed[len(shown) :]]
+        return found
+    return None  # files kept moving while they were read: the scan decides
+
+
+def _outline(store: SymbolStore, path: str) -> tuple[FileCard, FileRead] | None:
+    """A file's card and its fingerprint as the index recorded them (stamps checked by the caller)."""
+    recorded = store.record(path)
+    if recorded is None:
         return None
-    found = _Found("workspace scan")
-
-    def outline(path: str) -> tuple[FileCard, FileRead] | None:
-        recorded = store.record(path)
-        if recorded is None:
-            return None
-        stamp, sha256, card = recorded
-        return None if card is None else (card, FileRead(path, sha256, stamp[0]))
-
-    unparsed = _examine(ctx, name, lines, mentions, prefer, found, outline)
-    room = max(SYMBOL_MAX_DEFINITIONS - len(found.definitions), 0)
-    with Recheck(str(ctx.root)) as recheck:  # only the lines shown are read; the others are counted
-        found.lines = [(p, n, recheck.line(p, n) or "" if i < room else "") for i, (p, n, _, _) in enumerate(unparsed)]
-    return found
+    stamp, sha256, card = recorded
+    return None if card is None else (card, FileRead(path, sha256, stamp.size))
 
 
 def _candidates(ctx: ToolContext, lines: list[_Line], mentions: list[str], prefer: list[str]) -> list[str]:
