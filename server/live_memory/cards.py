@@ -38,6 +38,7 @@ __all__ = [
     "build_card",
     "definition_regex",
     "language_for",
+    "open_text",
     "read_card",
 ]
 
@@ -260,15 +261,21 @@ def build_card(path: str, text: str | bytes) -> FileCard:
     return FileCard(path, sha, lines, language, approximate, tuple(definitions[:CARD_MAX_DEFINITIONS]), references)
 
 
+def open_text(jail: Jail, rel: str) -> int | None:
+    """A descriptor of the workspace's text file `rel`, opened through the jail with no link on the way (the
+    caller closes it), or None: withheld, gone, binary, or reached through a link. Blocking."""
+    try:
+        real = jail.resolve(rel)
+        return jail.open_text_fd(real) if jail.relative(real) == rel else None
+    except (JailRefusal, OSError):
+        return None
+
+
 def read_card(jail: Jail, rel: str) -> tuple[FileCard, bytes] | None:
     """The card of a workspace file read through the jail (no link followed) and the bytes read, or None:
     withheld, gone, binary, reached through a link, or too large to outline. Blocking (a worker thread)."""
-    try:
-        real = jail.resolve(rel)
-        if jail.relative(real) != rel:
-            return None
-        fd = jail.open_text_fd(real)
-    except (JailRefusal, OSError):
+    fd = open_text(jail, rel)
+    if fd is None:
         return None
     try:
         data = read_prefix(fd, CARD_PARSE_MAX_BYTES + 1)

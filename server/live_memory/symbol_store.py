@@ -33,9 +33,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from live_memory.card_syntax import parser_version
-from live_memory.cards import FileCard, build_card, language_for
+from live_memory.cards import FileCard, build_card, language_for, open_text
 from live_memory.constants import CARD_PARSE_MAX_BYTES, SYMBOL_INDEX_MAX_FILE_BYTES
-from live_memory.errors import JailRefusal
 from live_memory.jail import Jail
 from live_memory.symbol_lines import definition_lines, mentioned, searchable
 
@@ -115,12 +114,8 @@ def read_file(jail: Jail, rel: str) -> tuple[Stamp, bytes] | None:
     """A workspace file's stamp and bytes (its first SYMBOL_INDEX_MAX_FILE_BYTES), read through the jail (no link
     followed); None for a file the tools may not read (binary, secret, reached through a link) or that is gone.
     The stamp is taken before the bytes are read: a change meanwhile shows as a new stamp later. Blocking."""
-    try:
-        real = jail.resolve(rel)
-        if jail.relative(real) != rel:
-            return None
-        fd = jail.open_text_fd(real)
-    except (JailRefusal, OSError):
+    fd = open_text(jail, rel)
+    if fd is None:
         return None
     try:
         stamp = Stamp.of(os.fstat(fd))

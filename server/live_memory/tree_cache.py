@@ -31,6 +31,7 @@ from live_memory.constants import TREE_CACHE_MAX_DIRECTORIES
 from live_memory.safe_files import atomic_write, ensure_private_dir
 from live_memory.tree_outline import ScannedTree
 from live_memory.walk import directories_breadth_first
+from live_memory.workspace import linked_git_dir
 from live_memory.workspace_paths import WorkspacePaths
 
 __all__ = ["SavedTree", "capture", "restore", "write"]
@@ -117,13 +118,4 @@ def _depends_on(root: Path, files: Iterable[str], outlined: Iterable[str]) -> li
 def _git_dir(root: Path) -> Path | None:
     """The checkout's git directory: `.git`, or where a `.git` file (a linked worktree's) points."""
     dot_git = root / ".git"
-    if dot_git.is_dir():
-        return dot_git
-    try:
-        line = dot_git.read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    if not line.startswith("gitdir:"):
-        return None
-    target = Path(line.removeprefix("gitdir:").strip())
-    return target if target.is_absolute() else root / target
+    return dot_git if dot_git.is_dir() else linked_git_dir(root)

@@ -84,12 +84,9 @@ def canonical_workspace(cwd: Path, *, canonicalize: bool = True, mode: RepoRootM
     return found or cwd
 
 
-def shared_repository(root: Path) -> Path | None:
-    """For a linked worktree, the main checkout (or the common git dir of a bare repository).
-
-    A linked worktree's `.git` file points at `<common>/worktrees/<name>`, which holds a `commondir`
-    file; a submodule's points at `<super>/.git/modules/<name>`, which does not.
-    """
+def linked_git_dir(root: Path) -> Path | None:
+    """Where a checkout's `.git` file points (a linked worktree's or a submodule's git directory); None when
+    `.git` is not such a file."""
     dot_git = root / ".git"
     if not dot_git.is_file():
         return None
@@ -100,7 +97,18 @@ def shared_repository(root: Path) -> Path | None:
     if not line.startswith("gitdir:"):
         return None
     gitdir = Path(line.removeprefix("gitdir:").strip())
-    gitdir = gitdir if gitdir.is_absolute() else (root / gitdir)
+    return gitdir if gitdir.is_absolute() else (root / gitdir)
+
+
+def shared_repository(root: Path) -> Path | None:
+    """For a linked worktree, the main checkout (or the common git dir of a bare repository).
+
+    A linked worktree's `.git` file points at `<common>/worktrees/<name>`, which holds a `commondir`
+    file; a submodule's points at `<super>/.git/modules/<name>`, which does not.
+    """
+    gitdir = linked_git_dir(root)
+    if gitdir is None:
+        return None
     try:
         common_rel = (gitdir / "commondir").read_text(encoding="utf-8").strip()
     except OSError:

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import re
 import shutil
+import sqlite3
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -17,18 +18,10 @@ from live_memory.tools import Toolbox, ToolLimits
 from live_memory.tools.index_keeper import BUILDING, FAILED, READY, STARTING
 from tests.fakes.engine import until
 from tests.fakes.indexed import indexed_toolbox
-from tests.fakes.repo_builder import HistoryRepo
+from tests.fakes.repo_builder import HistoryRepo, small_repo
 
 MODELS = "class Card:\n    def render(self):\n        return ''\n\n\ndef load(path):\n    return Card()\n"
 VIEWS = "from models import Card, load\n\n\ndef show(path):\n    return load(path).render()\n"
-
-
-def _repo(root: Path, files: dict[str, str]) -> Path:
-    (root / ".git").mkdir(parents=True)
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
 
 
 @contextlib.asynccontextmanager
@@ -49,7 +42,7 @@ async def _lookup(box: Toolbox, name: str, **arguments: object) -> str:
 
 
 async def test_the_child_builds_the_index_while_the_scan_answers_then_lookups_read_it(tmp_path: Path) -> None:
-    root = _repo(tmp_path / "ws", {"models.py": MODELS, "views.py": VIEWS})
+    root = small_repo(tmp_path, {"models.py": MODELS, "views.py": VIEWS})
     box = await Toolbox.create(root, index_path=tmp_path / "data" / "index.sqlite")
     assert box.index is not None
     box.index.update_max_files = 0  # a workspace this small is recorded in the server: make it big
@@ -68,7 +61,7 @@ async def test_the_child_builds_the_index_while_the_scan_answers_then_lookups_re
 
 
 async def test_a_restart_reuses_an_index_whose_directories_did_not_move_without_the_child(tmp_path: Path) -> None:
-    root = _repo(tmp_path / "ws", {"models.py": MODELS})
+    root = small_repo(tmp_path, {"models.py": MODELS})
     async with indexed_toolbox(root, tmp_path / "index.sqlite"):
         pass
     (root / "models.py").write_text(MODELS + "\n\ndef later():\n    pass\n")  # edited while the server was down
@@ -82,7 +75,7 @@ async def test_a_restart_reuses_an_index_whose_directories_did_not_move_without_
 
 
 async def test_a_file_changed_behind_the_index_is_read_again_before_a_lookup_uses_it(tmp_path: Path) -> None:
-    root = _repo(tmp_path / "ws", {"models.py": MODELS, "views.py": VIEWS})
+    root = small_repo(tmp_path, {"models.py": MODELS, "views.py": VIEWS})
     async with indexed_toolbox(root, tmp_path / "index.sqlite") as box:
         await asyncio.to_thread((root / "models.py").write_text, "\n\n" + MODELS)  # no event: only its stamp moved
         text = await _lookup(box, "load", kind="definition")
@@ -91,7 +84,7 @@ async def test_a_file_changed_behind_the_index_is_read_again_before_a_lookup_use
 
 
 async def test_files_told_of_are_indexed_unless_ripgrep_would_not_list_them(tmp_path: Path) -> None:
-    root = _repo(tmp_path / "ws", {".gitignore": "out/\n", "models.py": MODELS})
+    root = small_repo(tmp_path, {".gitignore": "out/\n", "models.py": MODELS})
     async with indexed_toolbox(root, tmp_path / "index.sqlite") as box:
         assert box.index is not None
         await asyncio.to_thread(
@@ -110,7 +103,7 @@ def _repo_files(root: Path, files: dict[str, str]) -> None:
 
 
 async def test_a_change_to_an_ignore_file_relists_the_workspace(tmp_path: Path) -> None:
-    root = _repo(tmp_path / "ws", {"models.py": MODELS, "gen/made.py": "def made():\n    pass\n"})
+    root = small_repo(tmp_path, {"models.py": MODELS, "gen/made.py": "def made():\n    pass\n"})
     async with indexed_toolbox(root, tmp_path / "index.sqlite") as box:
         assert box.index is not None
         assert "gen/made.py:1-2" in await _lookup(box, "made")
@@ -122,7 +115,7 @@ async def test_a_change_to_an_ignore_file_relists_the_workspace(tmp_path: Path) 
 
 
 async def test_a_build_that_fails_leaves_the_scan_answering_and_says_why(tmp_path: Path) -> None:
-    root = _repo(tmp_path / "ws", {"models.py": MODELS})
+    root = small_repo(tmp_path, {"models.py": MODELS})
     box = await Toolbox.create(root, index_path=tmp_path / "index.sqlite")
     assert box.index is not None
     box.index.update_max_files, box.index.python = 0, str(tmp_path / "no-python")
@@ -140,7 +133,7 @@ async def test_a_lookup_the_index_answers_runs_no_ripgrep(tmp_path: Path) -> Non
     wrapper.write_text(f'#!/bin/sh\necho call >> "{log}"\nexec "{real}" "$@"\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
     log.write_text("")
-    root = _repo(tmp_path / "ws", {"models.py": MODELS, "views.py": VIEWS})
+    root = small_repo(tmp_path, {"models.py": MODELS, "views.py": VIEWS})
     limits = ToolLimits(ripgrep_path=str(wrapper))
     async with indexed_toolbox(root, tmp_path / "index.sqlite", limits) as box:
         assert "Used in 1 file:" in await _lookup(box, "Card.render")
@@ -173,3 +166,21 @@ def _names(root: Path) -> list[str]:
             with contextlib.suppress(OSError, UnicodeDecodeError):
                 words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", path.read_text()))
     return [*sorted(words)[::6], "RateLimiter.allow", "no_such_name_zz", "retry", "Guide", "guide", "FEATURE"]
+
+
+async def test_an_index_sqlite_refuses_in_use_is_built_anew_while_the_scan_answers(tmp_path: Path) -> None:
+    root = small_repo(tmp_path, {"models.py": MODELS})
+    index = tmp_path / "index.sqlite"
+    async with indexed_toolbox(root, index) as box:
+        assert box.index is not None and box.index.detail.startswith("reused")
+
+        def damage() -> None:  # another process breaks it under the server
+            db = sqlite3.connect(index)
+            db.execute("DROP TABLE lines")
+            db.commit()
+            db.close()
+
+        await asyncio.to_thread(damage)
+        assert "models.py:6-7  load" in await _lookup(box, "load")  # the scan, the index refused
+        await until(lambda: box.index is not None and box.index.ready and box.index.detail.startswith("built"))
+        assert "models.py:6-7  load" in await _lookup(box, "load")

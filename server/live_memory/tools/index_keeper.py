@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -71,6 +72,7 @@ class IndexKeeper:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-memory symbol index")
         self._pending: set[str] = set()
         self._relist = False  # a change the listing must see (an ignore file)
+        self._damaged = False  # SQLite refused the index: it is built anew, never read again
         self._wake: asyncio.Event | None = None
 
     # --- what the owner sees -------------------------------------------------------------------
@@ -101,11 +103,19 @@ class IndexKeeper:
             await self._start()
             self.ready_after_s = round(time.monotonic() - started, 3)
             while True:
-                if not self._pending and not self._relist:
+                if not self._pending and not self._relist and not self._damaged:
                     await self._wake.wait()
                 self._wake.clear()
                 await asyncio.sleep(C.SYMBOL_INDEX_DEBOUNCE_S)
-                await self.catch_up()
+                try:
+                    await self.catch_up()
+                except sqlite3.DatabaseError as exc:
+                    if self.state != READY:
+                        raise  # a build that SQLite refuses fails the index (the scan answers)
+                    logger.warning(
+                        "the symbol index of %s cannot be updated (%s); it is built anew", self.ctx.root, exc
+                    )
+                    self._damaged = True
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # one checkout's index must not take the service down
@@ -183,7 +193,10 @@ class IndexKeeper:
         store = self._store
         if store is None or self.state != READY:
             return
-        if self._relist or len(self._pending) > self.update_max_files:
+        if self._damaged:
+            self._damaged = False
+            await self._build(rebuild=True)
+        elif self._relist or len(self._pending) > self.update_max_files:
             await self._build()
         elif await self._call(_worn, store):
             await self._build(rebuild=True)
@@ -219,16 +232,22 @@ class IndexKeeper:
     async def read(self, work: Callable[[SymbolStore, Check], T]) -> T | None:
         """`work(store, check)` in the index's thread once pending changes are applied; None when the index is
         not ready (being built, failed, or too many changes pending)."""
-        if not self.ready:
-            return None
         store = self._store
+        if not self.ready or store is None or self._damaged:
+            return None
         if self._relist or len(self._pending) > self.update_max_files:
             return None  # the background loop hands them to the build child
-        if self._pending and store is not None:
-            await self._apply(store)
-        if store is None or not self.ready:
+        try:
+            if self._pending:
+                await self._apply(store)
+            return await self._call(work, store, lambda paths: self._check(store, paths))
+        except sqlite3.Error as exc:  # closed by a build meanwhile, or damaged: the scan answers
+            if isinstance(exc, sqlite3.DatabaseError) and self._store is store:
+                logger.warning("the symbol index of %s cannot be read (%s); it is built anew", self.ctx.root, exc)
+                self._damaged = True
+                if self._wake is not None:
+                    self._wake.set()
             return None
-        return await self._call(work, store, lambda paths: self._check(store, paths))
 
     def _check(self, store: SymbolStore, paths: Iterable[str]) -> Verdict:
         """In the index's thread: re-index the files among `paths` whose stamp moved (see `Check`)."""
