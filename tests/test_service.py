@@ -272,9 +272,10 @@ async def test_the_first_answer_never_waits_for_the_symbol_index_being_built(tmp
     service, answerer = _indexed_service(tmp_path, provider)
     async with anyio.create_task_group() as tasks:
         service.start(tasks)
-        await answerer.ask(str(root), "How does `load` work?")  # the build child waits at the gate meanwhile
         tools = (await service.open(str(root))).tools
-        assert tools.index_status() == {"state": "building", "ready_after_s": None, "detail": ""}
+        assert tools.index_status() == {"state": "starting", "ready_after_s": None, "detail": ""}  # waits: an answer
+        await answerer.ask(str(root), "How does `load` work?")  # answered by the scan
+        await until(lambda: (tools.index_status() or {}).get("state") == "building")  # the child waits at the gate
         scanned = provider.requests[-1].messages[-1].text
         assert "src/models.py:5-6" in scanned
         await anyio.to_thread.run_sync(fifo.write_text, "go\n")
@@ -290,9 +291,10 @@ async def test_the_first_answer_never_waits_for_the_symbol_index_being_built(tmp
 
 async def test_notified_files_reach_the_index_even_those_the_memory_does_not_know(tmp_path: Path) -> None:
     root = repo(tmp_path)
-    service, _answerer = _indexed_service(tmp_path, ScriptedProvider())
+    service, answerer = _indexed_service(tmp_path, ScriptedProvider(responder=lambda request: text_response("ok")))
     async with anyio.create_task_group() as tasks:
         service.start(tasks)
+        await answerer.ask(str(root), "What is here?")  # the index starts once an answer is out
         tools = (await service.open(str(root))).tools
         await until(lambda: (tools.index_status() or {}).get("state") == "ready", timeout_s=30)
         await anyio.to_thread.run_sync((root / "src" / "fresh.py").write_text, "def fresh():\n    pass\n")

@@ -494,6 +494,9 @@ SYMBOL_PREFER_MAX_PATHS = 64
 # for: the scan answers until it is ready. A file's first SYMBOL_INDEX_MAX_FILE_BYTES are indexed (the scan searches
 # a larger one whole; code files are far smaller). A build writes this many files per transaction.
 SYMBOL_INDEX = True
+# It starts once the workspace's first answer is out (its work beside that answer would slow it on two cores), or
+# after this long without one.
+SYMBOL_INDEX_START_WAIT_S = 30.0
 SYMBOL_INDEX_MAX_FILE_BYTES = 16 * 1024 * 1024
 SYMBOL_INDEX_NICE = 10
 SYMBOL_INDEX_BATCH_FILES = 500

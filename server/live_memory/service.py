@@ -114,6 +114,7 @@ class WorkspaceService:
         self._states: dict[Path, WorkspaceState] = {}
         self._locations: OrderedDict[str, Location] = OrderedDict()
         self._toolboxes: dict[tuple[Path, tuple[str, ...]], CheckoutTools] = {}
+        self._answered: dict[Path, asyncio.Event] = {}  # checkout -> a first answer was given (its index starts)
         self._retired: list[ChatProvider] = []
         self._encoders: dict[str, HistoryEncoder] = {}  # workspace id -> its turns' JSON, encoded once
         self.write_behind_s = write_behind_s
@@ -183,7 +184,7 @@ class WorkspaceService:
         state = await self._state(location)
         settings = self.settings
         try:
-            tools = await self._toolbox(location.root, settings)  # its symbol index builds while the rest loads
+            tools = await self._toolbox(location.root, settings)
             if not state.loaded:
                 team_wait_s = C.TEAM_LOAD_WAIT_S if self.team is not None else 0.0
                 scanned = await load_workspace(state, self.store, settings, team_wait_s=team_wait_s)
@@ -236,6 +237,7 @@ class WorkspaceService:
         later, once for every answer meanwhile). A complete answer is kept to be given again to the same need
         (`asked`), and queued for the team when answers are shared."""
         state.commit(fork_id, window)
+        self._answered.setdefault(tools.root, asyncio.Event()).set()
         team = self.team
         complete = out.answer and not out.partial and not out.timed_out
         if complete and asked is not None and runtime.settings.reuse_answers:
@@ -300,8 +302,9 @@ class WorkspaceService:
         tools = self._toolboxes.get(key)
         if tools is None:
             tools = self._toolboxes[key] = await asyncio.to_thread(self.tool_factory, root, settings)
-            if self._tasks is not None:
-                self._tasks.start_soon(tools.keep_index, name=f"live-memory symbol index {root}")
+            if self._tasks is not None:  # built once the first answer is out: it never competes with it for CPU
+                answered = self._answered.setdefault(tools.root, asyncio.Event()).wait()
+                self._tasks.start_soon(tools.keep_index, answered, name=f"live-memory symbol index {root}")
         return tools
 
     def index_statuses(self) -> dict[str, dict[str, Any]]:

@@ -3,7 +3,8 @@ implements it), so the engine never imports a tool."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 
@@ -42,8 +43,12 @@ class CheckoutTools(ToolRunner, Protocol):
     uses rests on (team_work.py), and the checkout's symbol index, which the service keeps in its task group and
     tells of changed files."""
 
-    async def keep_index(self) -> None:
-        """Build or refresh the symbol index, then keep it current until cancelled (returns at once without one)."""
+    @property
+    def root(self) -> Path: ...
+
+    async def keep_index(self, start_after: Awaitable[object] | None = None) -> None:
+        """Build or refresh the symbol index (once `start_after` is done, or a while), then keep it current until
+        cancelled (returns at once without one)."""
         ...
 
     def files_changed(self, paths: Iterable[str]) -> None:
