@@ -303,7 +303,7 @@ class WorkspaceService:
         if tools is None:
             tools = self._toolboxes[key] = await asyncio.to_thread(self.tool_factory, root, settings)
             if self._tasks is not None:  # built once the first answer is out: it never competes with it for CPU
-                answered = self._answered.setdefault(tools.root, asyncio.Event()).wait()
+                answered = self._answered.setdefault(tools.root, asyncio.Event())
                 self._tasks.start_soon(tools.keep_index, answered, name=f"live-memory symbol index {root}")
         return tools
 

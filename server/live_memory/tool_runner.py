@@ -3,7 +3,8 @@ implements it), so the engine never imports a tool."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,8 +47,8 @@ class CheckoutTools(ToolRunner, Protocol):
     @property
     def root(self) -> Path: ...
 
-    async def keep_index(self, start_after: Awaitable[object] | None = None) -> None:
-        """Build or refresh the symbol index (once `start_after` is done, or a while), then keep it current until
+    async def keep_index(self, start_after: asyncio.Event | None = None) -> None:
+        """Build or refresh the symbol index (once `start_after` is set, or a while), then keep it current until
         cancelled (returns at once without one)."""
         ...
 

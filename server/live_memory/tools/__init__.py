@@ -102,8 +102,8 @@ class Toolbox:
         """The ripgrep binary in use, or None when the pure-Python search is used."""
         return self.context.ripgrep
 
-    async def keep_index(self, start_after: Awaitable[object] | None = None) -> None:
-        """Build or refresh the symbol index (once `start_after` is done, or a while), then keep it current until
+    async def keep_index(self, start_after: asyncio.Event | None = None) -> None:
+        """Build or refresh the symbol index (once `start_after` is set, or a while), then keep it current until
         cancelled (the owner's background task; returns at once without an index)."""
         if self.index is not None:
             await self.index.run(start_after)

@@ -28,7 +28,7 @@ import logging
 import sqlite3
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -94,8 +94,8 @@ class IndexKeeper:
             self._wake.set()
 
     # --- the background work -------------------------------------------------------------------
-    async def run(self, start_after: Awaitable[object] | None = None) -> None:
-        """Build or refresh the index, then keep it current until cancelled. It starts once `start_after` is done
+    async def run(self, start_after: asyncio.Event | None = None) -> None:
+        """Build or refresh the index, then keep it current until cancelled. It starts once `start_after` is set
         (the owner's first answer: on two cores a build beside it would slow it), or after
         SYMBOL_INDEX_START_WAIT_S. Failures are logged and leave the scan answering (state "failed"); only
         cancellation propagates."""
@@ -104,7 +104,7 @@ class IndexKeeper:
             if start_after is not None:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(C.SYMBOL_INDEX_START_WAIT_S):
-                        await start_after
+                        await start_after.wait()
             started = time.monotonic()
             await self._start()
             self.ready_after_s = round(time.monotonic() - started, 3)
