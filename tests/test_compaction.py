@@ -296,12 +296,28 @@ async def test_without_a_hot_set_a_compaction_keeps_held_lines_as_they_are() -> 
     assert list(window.cited) == [("src/mod0.py", 1, 1)]
 
 
+async def test_past_the_seen_files_cap_no_entry_is_evicted_for_nothing() -> None:
+    """The list then shows the most recently used; dropping one would show the next: the files stay known."""
+    window = ContextWindow(budget_tokens=500)
+    past_the_room = window.seen_room() // len("- src/mod000.py\n") + 10
+    for index in range(past_the_room):
+        window.record_read(f"src/mod{index:03}.py", sha(f"m{index}"), 100)
+    window.freeze()
+    for index in range(10):
+        add_exchange(window, index, size=50)
+    compact = Compactor(CompactionPolicy(threshold=0.85, floor=0.6, hot_set=hot_set()), None)
+    report = await bound(compact, DistillGate(60.0, Clock()))(window, None)
+    assert report is not None and report.evicted == []
+    assert len(window.files) == past_the_room
+
+
 async def test_a_file_whose_lines_are_held_stays_known_so_a_later_change_drops_them() -> None:
     """Manifest entries are evicted least recently used first; one whose lines the hot set keeps is not,
     or a later edit of the file would find no entry to mark and leave its lines shown as current."""
-    window = ContextWindow(budget_tokens=1500)
+    window = ContextWindow(budget_tokens=500)
     window.record_read("src/app.py", sha(APP), len(APP))  # the least recently read file...
-    for index in range(150):
+    for index in range(window.seen_room() // len("- src/mod000.py\n") - 1):  # the whole list shown (past its room,
+        # dropping one shows the next)
         window.record_read(f"src/mod{index:03}.py", sha(f"m{index}"), 100)
     window.freeze()
     for index in range(10):  # ...but the one every question used

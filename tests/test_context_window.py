@@ -13,7 +13,7 @@ from live_memory.holding import admit_cited, hold_costs, rechoose_hot_set
 from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy
 from live_memory.messages import Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.prompt_layout import build_prompt
-from live_memory.prompts import CITED_HEADING, CITED_NOTE, MANIFEST_HEADING, OBSERVED_HEADING
+from live_memory.prompts import CITED_HEADING, CITED_NOTE, MANIFEST_HEADING, OBSERVED_HEADING, SEEN_FILES_MORE
 from live_memory.snapshot import window_json
 from tests.fakes.windows import HINT, ask, sha
 
@@ -180,6 +180,50 @@ def test_the_manifest_skips_files_a_trusted_fact_spells_out_and_sizes_only_large
     listed = (window.frozen_volatile or "").partition(MANIFEST_HEADING)[2].strip().splitlines()
     # known.py: a trusted fact names its whole path; stale.py's fact is in doubt; small.py's names a basename only.
     assert listed == ["- lib/src/known.py", "- src/big.py (39 KB)", "- src/small.py", "- src/stale.py"]
+
+
+def _fitting(window: ContextWindow, line: str) -> int:
+    """How many lines like `line` the list of files seen has room for in this window."""
+    return window.seen_room() // (len(line) + 1)
+
+
+def test_the_files_seen_list_names_the_most_recently_used_and_counts_the_others() -> None:
+    window = ContextWindow(budget_tokens=100_000)
+    window.set_directory_tree("x\n" * 20_000)  # a big head: room for a longer list
+    fitting = _fitting(window, "- src/f000.py")
+    assert fitting > 100
+    extra = 7
+    for number in range(fitting + extra):
+        window.note_seen(f"src/f{number:03d}.py", sha(str(number)), 100, edited=False)
+    window.record_read("src/f000.py", sha("0"), 100)  # used again: among the most recent now
+    window.freeze()
+    listed = (window.frozen_volatile or "").partition(MANIFEST_HEADING)[2].strip().splitlines()
+    kept = ["src/f000.py"] + [f"src/f{n:03d}.py" for n in range(extra + 1, fitting + extra)]
+    assert listed == [f"- {path}" for path in kept] + [SEEN_FILES_MORE.format(extra)]
+    assert len(window.files) == fitting + extra  # still known (and re-validated): only not listed
+
+
+def test_a_files_seen_list_with_room_is_listed_whole_as_before() -> None:
+    window = ContextWindow(budget_tokens=100_000)
+    fitting = _fitting(window, "- src/f000.py")
+    for number in range(fitting):
+        window.note_seen(f"src/f{number:03d}.py", sha(str(number)), 100, edited=False)
+    window.freeze()
+    listed = (window.frozen_volatile or "").partition(MANIFEST_HEADING)[2].strip().splitlines()
+    assert listed == [f"- src/f{n:03d}.py" for n in range(fitting)]
+
+
+def test_the_files_the_agents_read_between_questions_are_named_within_the_room() -> None:
+    window = ContextWindow(budget_tokens=100_000)
+    window.freeze()
+    teed = 600
+    for number in range(teed):
+        window.note_seen(f"src/f{number:04d}.py", sha(str(number)), 100, edited=False)
+    window.sync_deltas()
+    (line,) = observations(window)
+    fitting = window.seen_room() // len("src/f0000.py, ")
+    recent = ", ".join(f"src/f{n:04d}.py" for n in range(teed - fitting, teed))
+    assert line == f"[observation] The agents read or edited (not shown here): {recent} and {teed - fitting} more files"
 
 
 # --- cited lines and the hot set ----------------------------------------------------------------

@@ -153,8 +153,10 @@ def limits_table() -> str:
         ("request head (request line and headers)", _size(C.MAX_REQUEST_HEAD_BYTES), "refused with HTTP 400"),
         (
             "watched directories per workspace",
-            f"{C.WATCH_MAX_DIRECTORIES:,}",
-            'not watched; `/stats` shows `"off (too many directories)"` (hooks and re-validation still apply)',
+            f"{C.WATCH_MAX_DIRECTORIES:,} (option `watch_max_directories`)",
+            "the directories of the recently used files first, then the shallow ones, up to nine tenths; a "
+            'directory created past the cap is not watched; `/stats` shows `"on (capped: ...)"` (hooks and '
+            "re-validation still apply)",
         ),
         (
             "identical log lines",

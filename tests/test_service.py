@@ -5,19 +5,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from live_memory.answerer import Answerer
 from live_memory.config import Settings, load_settings
 from live_memory.errors import InputError, WorkspaceLoadError
 from live_memory.http.app import default_tool_factory
 from live_memory.ledger import LedgerFact
-from live_memory.records import FileEvent
+from live_memory.records import FileEvent, ToolCall
 from live_memory.runtime import Runtime
 from live_memory.service import WorkspaceService
-from live_memory.tools import Toolbox
+from live_memory.tools import TOOL_SCHEMAS, Toolbox
 from live_memory.workspace import workspace_id
 from tests.fakes.engine import Engine, engine_for, until
 from tests.fakes.off_loop import off_loop
@@ -228,3 +231,97 @@ async def test_answers_are_journaled_and_their_snapshot_written_behind_once_for_
     restarted = engine_for(tmp_path, ScriptedProvider())
     state = await restarted.service.find(str(root))
     assert state is not None and state.window.qa_count() == 3
+
+
+# --- the symbol index and file events -------------------------------------------------------------------------
+MODELS = "class Card:\n    pass\n\n\ndef load(path):\n    return Card()\n"
+
+
+def _indexed_service(tmp_path: Path, provider: ScriptedProvider, **options: str) -> tuple[WorkspaceService, Answerer]:
+    settings = off_loop(settings_for, tmp_path, **options)
+    service = off_loop(WorkspaceService, Runtime(settings, provider), tool_factory=_tools)
+    return service, Answerer(service, TOOL_SCHEMAS)
+
+
+def _tools(root: Path, settings: Settings) -> Toolbox:
+    """The service's own toolbox, its index built by the child (whatever the size) through `python` in `tmp/bin`
+    when one is there (a gate the test opens)."""
+    box = default_tool_factory(root, settings)
+    gate = settings.data_dir.parent / "bin" / "python"
+    if box.index is not None and gate.exists():
+        box.index.python, box.index.update_max_files = str(gate), 0
+    return box
+
+
+def _gated_python(tmp_path: Path) -> Path:
+    """A python that starts only once the test writes a line into `go` (a FIFO)."""
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    gate = tmp_path / "bin" / "python"
+    gate.parent.mkdir()
+    gate.write_text(f'#!/bin/sh\nread go < "{fifo}"\nexec "{sys.executable}" "$@"\n')
+    gate.chmod(0o755)
+    return fifo
+
+
+async def test_the_first_answer_never_waits_for_the_symbol_index_being_built(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    (root / "src" / "models.py").write_text(MODELS)
+    fifo = _gated_python(tmp_path)
+    provider = ScriptedProvider(responder=lambda request: text_response("ok"))
+    service, answerer = _indexed_service(tmp_path, provider)
+    async with anyio.create_task_group() as tasks:
+        service.start(tasks)
+        tools = (await service.open(str(root))).tools
+        assert tools.index_status() == {"state": "starting", "ready_after_s": None, "detail": ""}  # waits: an answer
+        await answerer.ask(str(root), "How does `load` work?")  # answered by the scan
+        await until(lambda: (tools.index_status() or {}).get("state") == "building")  # the child waits at the gate
+        scanned = provider.requests[-1].messages[-1].text
+        assert "src/models.py:5-6" in scanned
+        await anyio.to_thread.run_sync(fifo.write_text, "go\n")
+        await until(lambda: (tools.index_status() or {}).get("state") == "ready", timeout_s=60)
+        await answerer.ask(str(root), "And how does `load` work now?")
+        assert (
+            provider.requests[-1].messages[-1].text.split("## The question's names")[1]
+            == scanned.split("## The question's names")[1]
+        )  # the index's answer is the scan's
+        assert service.index_statuses()[str(root)]["state"] == "ready"
+        tasks.cancel_scope.cancel()
+
+
+async def test_notified_files_reach_the_index_even_those_the_memory_does_not_know(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    service, answerer = _indexed_service(tmp_path, ScriptedProvider(responder=lambda request: text_response("ok")))
+    async with anyio.create_task_group() as tasks:
+        service.start(tasks)
+        await answerer.ask(str(root), "What is here?")  # the index starts once an answer is out
+        tools = (await service.open(str(root))).tools
+        await until(lambda: (tools.index_status() or {}).get("state") == "ready", timeout_s=30)
+        await anyio.to_thread.run_sync((root / "src" / "fresh.py").write_text, "def fresh():\n    pass\n")
+        result, _ = await service.notify(str(root), [FileEvent("src/fresh.py", "add")])
+        assert result.accepted == 0  # not a file the memory knows
+        found = await tools.run("find_symbol", {"name": "fresh", "kind": "definition"})
+        assert "src/fresh.py:1-2  fresh (function)" in found.text
+        tasks.cancel_scope.cancel()
+
+
+async def test_the_watcher_tells_the_index_of_every_file_and_the_memory_of_the_files_it_knows(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    provider = ScriptedProvider(
+        text_response("", tool_calls=(ToolCall("r1", "Read", {"file_path": "src/app.py"}),)), text_response("1")
+    )
+    service, answerer = _indexed_service(tmp_path, provider, watch="true")
+    async with anyio.create_task_group() as tasks:
+        service.start(tasks)
+        await answerer.ask(str(root), "What is VALUE?")
+        state = (await service.open(str(root))).state
+        tools = (await service.open(str(root))).tools
+        await until(lambda: service.watcher.status(root) == "on", timeout_s=30)
+        await until(lambda: (tools.index_status() or {}).get("state") == "ready", timeout_s=30)
+        await anyio.to_thread.run_sync((root / "src" / "app.py").write_text, "VALUE = 2\n")
+        await anyio.to_thread.run_sync((root / "src" / "other.py").write_text, "def other():\n    pass\n")
+        await until(lambda: state.window.files["src/app.py"].state == "changed", timeout_s=30)
+        assert "src/other.py" not in state.window.files
+        found = await tools.run("find_symbol", {"name": "other", "kind": "definition"})
+        assert "src/other.py:1-2  other (function)" in found.text
+        tasks.cancel_scope.cancel()

@@ -1,4 +1,5 @@
-"""The OS file watcher: stays inside the workspace, skips what the tree skips, is capped, survives failures."""
+"""The OS file watcher: stays inside the workspace, skips what the tree skips, watches big trees within its cap
+(recently used directories first), adds a new directory's watches without a rescan, survives failures."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 
 from live_memory.records import FileEvent
 from live_memory.watcher import (
+    WATCHING_CAPPED,
     WATCHING_FAILED,
     WATCHING_ON,
-    WATCHING_TOO_MANY,
     WorkspaceWatcher,
     watched_directories,
 )
@@ -60,8 +61,9 @@ async def watcher() -> AsyncIterator[WorkspaceWatcher]:
 def test_the_directories_watched_are_the_real_ones_inside_the_workspace(repo: Path) -> None:
     (repo / "src" / "to-root").symlink_to("/")
     (repo / "src" / "to-usr").symlink_to("/usr")
-    found = watched_directories(repo, 100)
+    found, capped = watched_directories(repo, 100)
     assert sorted(os.path.relpath(d, repo) for d in found) == [".", "src", "src/pkg"]
+    assert not capped
 
 
 async def test_a_link_to_the_filesystem_root_is_not_followed_and_edits_still_arrive(
@@ -69,7 +71,7 @@ async def test_a_link_to_the_filesystem_root_is_not_followed_and_edits_still_arr
 ) -> None:
     (repo / "src" / "to-root").symlink_to("/")
     seen = Seen()
-    watcher.watch(repo, lambda rel: True, seen.sink)
+    watcher.watch(repo, seen.sink)
     await until(lambda: watcher.status(repo) == WATCHING_ON, timeout_s=10)
     assert watcher.directories(repo) == 3  # the root, src, src/pkg: not /, not .git, node_modules or build
     await asyncio.to_thread((repo / "src" / "pkg" / "app.py").write_text, "VALUE = 2\n")
@@ -80,7 +82,7 @@ async def test_a_link_to_the_filesystem_root_is_not_followed_and_edits_still_arr
 
 async def test_edits_in_ignored_directories_are_not_reported(repo: Path, watcher: WorkspaceWatcher) -> None:
     seen = Seen()
-    watcher.watch(repo, lambda rel: True, seen.sink)
+    watcher.watch(repo, seen.sink)
     await until(lambda: watcher.status(repo) == WATCHING_ON, timeout_s=10)
     for noise in ("build/out/a.o", "node_modules/lib/x.js", ".git/objects/ab"):
         await asyncio.to_thread((repo / noise).write_text, "x")
@@ -91,7 +93,7 @@ async def test_edits_in_ignored_directories_are_not_reported(repo: Path, watcher
 
 async def test_a_directory_created_later_is_watched_too(repo: Path, watcher: WorkspaceWatcher) -> None:
     seen = Seen()
-    watcher.watch(repo, lambda rel: True, seen.sink)
+    watcher.watch(repo, seen.sink)
     await until(lambda: watcher.status(repo) == WATCHING_ON, timeout_s=10)
     await asyncio.to_thread((repo / "src" / "new").mkdir)
     await until(lambda: watcher.directories(repo) == 4, timeout_s=10)
@@ -104,25 +106,54 @@ def _deep_tree(root: Path, count: int) -> None:
         (root / f"d{i // 100}" / f"e{i % 100}").mkdir(parents=True, exist_ok=True)
 
 
-async def test_a_workspace_with_more_directories_than_the_cap_is_not_watched_and_says_so(
-    tmp_path: Path,
-) -> None:
+async def test_a_tree_larger_than_the_cap_is_watched_where_it_pays_and_says_so(tmp_path: Path) -> None:
     root = tmp_path / "big"
     _deep_tree(root, 300)
-    watching = WorkspaceWatcher(debounce_ms=50, max_directories=200)
+    watching = WorkspaceWatcher(debounce_ms=50, poll_ms=200, max_directories=50)
+    seen = Seen()
     try:
-        watching.watch(root, lambda rel: True, Seen().sink)
-        await until(lambda: watching.status(root) == WATCHING_TOO_MANY, timeout_s=10)
-        assert watching.statuses() == {str(root): "off (too many directories)"}
+        watching.watch(root, seen.sink, lambda: ["d2/e77"])  # the directory of a file the memory just used
+        await until(lambda: watching.status(root) == WATCHING_CAPPED, timeout_s=10)
+        assert watching.statuses() == {str(root): "on (capped: the most recently used directories first)"}
+        assert watching.directories(root) == 45  # nine tenths of the cap: the rest is for new directories
+        await asyncio.to_thread((root / "d2" / "e77" / "used.py").write_text, "x")  # deep, but used: watched
+        await asyncio.to_thread((root / "d0" / "e1" / "near.py").write_text, "x")  # shallow enough: watched
+        await seen.wait_for("d2/e77/used.py")
+        await seen.wait_for("d0/e1/near.py")
     finally:
         await watching.aclose()
+
+
+def test_the_directories_chosen_under_a_cap_are_the_preferred_then_the_shallow_ones(tmp_path: Path) -> None:
+    root = tmp_path / "big"
+    _deep_tree(root, 300)
+    found, capped = watched_directories(root, 6, ["d2/e77", "missing/dir", "d1/e3"])
+    assert [os.path.relpath(d, root) for d in found] == [".", "d2/e77", "d1/e3", "d0", "d1", "d2"]
+    assert capped
+
+
+async def test_a_new_directory_adds_its_own_watches_and_reports_what_it_holds(
+    repo: Path, watcher: WorkspaceWatcher
+) -> None:
+    seen = Seen()
+    watcher.watch(repo, seen.sink)
+    await until(lambda: watcher.status(repo) == WATCHING_ON, timeout_s=10)
+    staged = repo.parent / "staged"
+    (staged / "inner").mkdir(parents=True)
+    (staged / "inner" / "made.py").write_text("x")
+    await asyncio.to_thread(staged.rename, repo / "src" / "moved")  # a whole tree appears at once
+    await seen.wait_for("src/moved/inner/made.py")
+    assert ("src/moved/inner/made.py", "add") in seen.events
+    await until(lambda: watcher.directories(repo) == 5, timeout_s=10)
+    await asyncio.to_thread((repo / "src" / "moved" / "inner" / "later.py").write_text, "x")
+    await seen.wait_for("src/moved/inner/later.py")
 
 
 async def test_a_deep_tree_under_the_cap_is_watched_to_its_leaves(tmp_path: Path, watcher: WorkspaceWatcher) -> None:
     root = tmp_path / "deep"
     _deep_tree(root, 1000)
     seen = Seen()
-    watcher.watch(root, lambda rel: True, seen.sink)
+    watcher.watch(root, seen.sink)
     await until(lambda: watcher.status(root) == WATCHING_ON, timeout_s=20)
     assert watcher.directories(root) == 1 + 10 + 1000
     await asyncio.to_thread((root / "d9" / "e99" / "leaf.txt").write_text, "x")
@@ -132,19 +163,9 @@ async def test_a_deep_tree_under_the_cap_is_watched_to_its_leaves(tmp_path: Path
 async def test_a_watcher_that_fails_is_restarted(tmp_path: Path, watcher: WorkspaceWatcher) -> None:
     root = tmp_path / "later"  # missing: adding the watch fails until it exists
     seen = Seen()
-    watcher.watch(root, lambda rel: True, seen.sink)
+    watcher.watch(root, seen.sink)
     await until(lambda: watcher.status(root) == WATCHING_FAILED, timeout_s=10)
     await asyncio.to_thread(root.mkdir)
     await until(lambda: watcher.status(root) == WATCHING_ON, timeout_s=10)
     await asyncio.to_thread((root / "f.txt").write_text, "x")
     await seen.wait_for("f.txt")
-
-
-async def test_only_known_files_reach_the_memory(repo: Path, watcher: WorkspaceWatcher) -> None:
-    seen = Seen()
-    watcher.watch(repo, lambda rel: rel == "src/pkg/app.py", seen.sink)
-    await until(lambda: watcher.status(repo) == WATCHING_ON, timeout_s=10)
-    await asyncio.to_thread((repo / "src" / "other.py").write_text, "x")
-    await asyncio.to_thread((repo / "src" / "pkg" / "app.py").write_text, "VALUE = 3\n")
-    await seen.wait_for("src/pkg/app.py")
-    assert {p for p, _ in seen.events} == {"src/pkg/app.py"}

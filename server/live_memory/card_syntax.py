@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -22,7 +23,15 @@ from live_memory.constants import CARD_MAX_REFERENCES, CARD_SIGNATURE_MAX_CHARS,
 if TYPE_CHECKING:
     from tree_sitter import Language, Node, Query
 
-__all__ = ["Found", "Heading", "SyntaxOutline", "code_outline", "grammar_available", "markdown_headings"]
+__all__ = [
+    "Found",
+    "Heading",
+    "SyntaxOutline",
+    "code_outline",
+    "grammar_available",
+    "markdown_headings",
+    "parser_version",
+]
 
 
 class Found(NamedTuple):
@@ -132,6 +141,15 @@ _GRAMMARS: dict[str, _Grammar] = {
         ("identifier", "field_identifier", "type_identifier"),
     ),
 }
+_WHEELS = (
+    "tree-sitter",
+    "tree-sitter-python",
+    "tree-sitter-javascript",
+    "tree-sitter-typescript",
+    "tree-sitter-go",
+    "tree-sitter-rust",
+    "tree-sitter-markdown",
+)
 _MARKDOWN = _Grammar("tree_sitter_markdown", "language", "[(atx_heading) (setext_heading)] @heading", ())
 
 # A definition's range starts at these wrappers (decorators above a def, an exported class's decorators).
@@ -172,6 +190,19 @@ def _load(key: str) -> _Loaded | None:
         # A query the grammar rejects (tree_sitter.QueryError) and an ABI mismatch are ValueErrors.
         return None
     return _Loaded(language, definitions, identifiers)
+
+
+@functools.cache
+def parser_version() -> str:
+    """The versions of the parser and its grammar wheels: what is made from them on disk (the symbol index, a
+    saved tree's outline) is made again when they change."""
+    found = []
+    for name in _WHEELS:
+        try:
+            found.append(f"{name}={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{name}=-")
+    return ",".join(found)
 
 
 def grammar_available(key: str) -> bool:

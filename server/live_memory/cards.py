@@ -29,13 +29,16 @@ from live_memory.jail import Jail
 from live_memory.safe_files import read_prefix
 
 __all__ = [
+    "ALL_KEYWORDS",
     "HEADING_SEPARATOR",
     "IDENTIFIER_PATTERN",
+    "MODIFIERS",
     "Definition",
     "FileCard",
     "build_card",
     "definition_regex",
     "language_for",
+    "open_text",
     "read_card",
 ]
 
@@ -82,20 +85,22 @@ _PLAIN = frozenset(
 _CONTAINERS = frozenset({"class", "struct", "interface", "trait", "impl", "enum", "module"})
 HEADING_SEPARATOR = " > "  # joins Markdown headings into a qualified name ("Setup > Linux")
 
-_MODIFIERS = (
+MODIFIERS = (
     r"export|default|pub(?:\([^)\n]*\))?|public|private|protected|internal|static|abstract|final|async|unsafe"
     r"|extern|inline|override|virtual|sealed|open|data|suspend|declare|readonly"
 )
 _KEYWORDS = r"def|class|function|func|fun|fn|struct|enum|trait|interface|type|impl|mod|module|namespace|object|record"
+_VARIABLE_KEYWORDS = "|const|let|var|static"
+ALL_KEYWORDS = _KEYWORDS + _VARIABLE_KEYWORDS + "|macro_rules"  # every keyword `definition_regex` may use
 IDENTIFIER_PATTERN = r"[A-Za-z_$][\w$]*"
 
 
 def definition_regex(name: str = IDENTIFIER_PATTERN, *, variables: bool = False) -> str:
     """The source of a regex for a def/class-like line defining `name` (itself a regex), in a syntax both
     Python's `re` and ripgrep read. `variables` adds const/let/var/static declarations."""
-    keywords = _KEYWORDS + ("|const|let|var|static" if variables else "") + "|macro_rules"
+    keywords = _KEYWORDS + (_VARIABLE_KEYWORDS if variables else "") + "|macro_rules"
     return (
-        rf"^(?P<indent>[ \t]*)(?:(?:{_MODIFIERS})[ \t]+)*(?P<kw>{keywords})\b!?[ \t]*\*?[ \t]*"
+        rf"^(?P<indent>[ \t]*)(?:(?:{MODIFIERS})[ \t]+)*(?P<kw>{keywords})\b!?[ \t]*\*?[ \t]*"
         rf"(?:<[^>\n]*>[ \t]*)?(?:\([^)\n]*\)[ \t]*)?(?P<name>{name})"
     )
 
@@ -256,15 +261,21 @@ def build_card(path: str, text: str | bytes) -> FileCard:
     return FileCard(path, sha, lines, language, approximate, tuple(definitions[:CARD_MAX_DEFINITIONS]), references)
 
 
+def open_text(jail: Jail, rel: str) -> int | None:
+    """A descriptor of the workspace's text file `rel`, opened through the jail with no link on the way (the
+    caller closes it), or None: withheld, gone, binary, or reached through a link. Blocking."""
+    try:
+        real = jail.resolve(rel)
+        return jail.open_text_fd(real) if jail.relative(real) == rel else None
+    except (JailRefusal, OSError):
+        return None
+
+
 def read_card(jail: Jail, rel: str) -> tuple[FileCard, bytes] | None:
     """The card of a workspace file read through the jail (no link followed) and the bytes read, or None:
     withheld, gone, binary, reached through a link, or too large to outline. Blocking (a worker thread)."""
-    try:
-        real = jail.resolve(rel)
-        if jail.relative(real) != rel:
-            return None
-        fd = jail.open_text_fd(real)
-    except (JailRefusal, OSError):
+    fd = open_text(jail, rel)
+    if fd is None:
         return None
     try:
         data = read_prefix(fd, CARD_PARSE_MAX_BYTES + 1)

@@ -172,9 +172,14 @@ class Compactor:
         first; their answers stay). Neither loses knowledge: the files on disk are the source of truth."""
         projected = window.projected_tokens()
         lines_held = {path for path, _, _ in window.cited}  # their entry is what a later change marks
-        listed = sorted(
-            (f for f in window.manifest_entries() if f.content is None and f.path not in lines_held),
-            key=lambda f: f.last_used,
+        entries, unlisted = window.manifest()
+        # Past its cap the list shows the most recently used; dropping one shows the next: nothing to gain there.
+        listed = (
+            []
+            if unlisted
+            else sorted(
+                (f for f in entries if f.content is None and f.path not in lines_held), key=lambda f: f.last_used
+            )
         )
         for f in listed:
             if projected <= target:

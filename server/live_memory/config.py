@@ -235,6 +235,7 @@ def load_settings(env: Mapping[str, str] | None = None, data_dir: Path | None = 
         preload_globs=read.texts("preload_globs"),
         preload_max_total_bytes=read.integer("preload_max_total_bytes"),
         watch=read.flag("watch"),
+        symbol_index=read.flag("symbol_index"),
         directory_tree_tokens=read.integer("directory_tree_tokens"),
         watch_max_directories=read.integer("watch_max_directories"),
         secret_globs=read.texts("secret_globs"),

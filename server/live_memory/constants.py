@@ -225,10 +225,14 @@ ECHO_GRACE_S = 2.0
 WATCH_ENABLED = True
 WATCH_DEBOUNCE_MS = 200
 # Directories watched per workspace at most (one inotify watch each; the kernel's historical default is 8,192
-# per user); past it the workspace is not watched and hooks + hash re-validation keep it current. Adding the
-# watches runs in a thread but the native watcher holds the GIL meanwhile (~17 us per directory: 4,000
-# directories stall the loop ~70 ms once per load).
+# per user): the directories of the files the memory used most recently first, then the others, the shallow ones
+# first, up to nine tenths of it (the rest is room for directories created later); past it, hooks + hash
+# re-validation keep the others current. Watches are added in groups of WATCH_GROUP_DIRECTORIES (the native watcher
+# holds the GIL while it adds a group's, ~17 us per directory); a directory created later gets a group of its own,
+# and beyond WATCH_MAX_GROUPS groups the small ones are merged (their directories only, never the whole tree).
 WATCH_MAX_DIRECTORIES = 4_000
+WATCH_GROUP_DIRECTORIES = 1_000
+WATCH_MAX_GROUPS = 8
 # A failed watcher restarts after this long, doubling up to the maximum.
 WATCH_RESTART_DELAY_S = 1.0
 WATCH_RESTART_MAX_DELAY_S = 60.0
@@ -263,6 +267,14 @@ ANSWERS_KEPT = 256
 # What the teammates' questions ask about (answer_reuse.py), worked out once per question, for so many questions.
 TEAM_ASKED_KEPT = 4096
 
+# The files the prompt names as seen (the frozen block's "Files you have seen", and a delta's list of the files the
+# agents read or edited) take at most this share of the prompt's head (system prompt and tree; at least
+# SEEN_FILES_MIN_CHARS): the most recently used first, the others counted. They stay known and re-validated, found
+# again through the tree, find_paths and the symbol index; each costs ~55 characters in every request otherwise, so
+# 600 files read cost a 32,000-character list. Bounded so that the first prompt after any number of reads stays
+# within a tenth of the prompt without them (bench/scale_bench.py).
+SEEN_FILES_SHARE = 0.08
+SEEN_FILES_MIN_CHARS = 500
 # Files whose lookups (find_symbol) a window remembers as the grounds of what it learns (newest kept).
 LOOKED_UP_MAX = 2000
 # The asking agent's name (its MCP client info, else AGENT_HEADER) is kept for /stats up to this many characters.
@@ -403,6 +415,9 @@ TREE_MAX_LISTING_BYTES = 256 * 1024 * 1024
 TREE_TIMEOUT_S = 30.0
 # Directory tree without git: the walk stops after this many files (then says the listing was cut).
 TREE_MAX_WALK_FILES = 1_000_000
+# A checkout's tree is kept on disk for the next start (tree_cache.py) when it has at most this many directories
+# (each one's stamp is checked then: a stat each).
+TREE_CACHE_MAX_DIRECTORIES = 100_000
 
 # --- team store (team_store.py; off unless the team_store option names a postgresql:// URL) ------------
 # Connections one server opens to the store at most: a whole team's servers share one PostgreSQL.
@@ -481,3 +496,27 @@ SYMBOL_CODE_MAX_LINES = 120
 # the files the memory used most recently (its reads and the agents' tees), at most this many files considered:
 # asked again about `_view_wrapper`, it is most likely the one it worked with (measured by bench/session_bill.py).
 SYMBOL_PREFER_MAX_PATHS = 64
+# The symbol index (symbol_store.py, tools/index_keeper.py): where each name is defined and which files mention it,
+# kept per checkout in SQLite beside the snapshot so that a lookup reads it instead of running ripgrep over the
+# workspace. Built at a workspace's first load by a child process at this lower priority (os.nice), never waited
+# for: the scan answers until it is ready. A file's first SYMBOL_INDEX_MAX_FILE_BYTES are indexed (the scan searches
+# a larger one whole; code files are far smaller). A build writes this many files per transaction.
+SYMBOL_INDEX = True
+# It starts once the workspace's first answer is out (its work beside that answer would slow it on two cores), or
+# after this long without one.
+SYMBOL_INDEX_START_WAIT_S = 30.0
+SYMBOL_INDEX_MAX_FILE_BYTES = 16 * 1024 * 1024
+SYMBOL_INDEX_NICE = 10
+SYMBOL_INDEX_BATCH_FILES = 500
+# A build that takes longer than this is stopped (the scan keeps answering; the next load tries again).
+SYMBOL_INDEX_BUILD_TIMEOUT_S = 3600.0
+# Changed files (/notify, the watcher, a stamp that moved) are re-indexed in the server, this many at most at once
+# (each ~1-10 ms), gathered for this long first; more at once (a checkout of another branch) go to the child process.
+SYMBOL_INDEX_UPDATE_MAX_FILES = 300
+SYMBOL_INDEX_DEBOUNCE_S = 0.2
+# Before a lookup uses a file's entries their stamps are checked (a stat each); when more than this many files it
+# would show changed, it scans instead and the index catches up in the background.
+SYMBOL_INDEX_CHECK_MAX_CHANGED = 32
+# Replaced versions' postings stay in the index's word table until a rebuild, which comes once they outnumber the
+# files this many times.
+SYMBOL_INDEX_ORPHAN_RATIO = 1.0

@@ -21,32 +21,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from live_memory import frozen_block
 from live_memory.cited_lines import CitedLines, HeldLines
-from live_memory.cited_lines import render as render_cited
 from live_memory.constants import (
     CHARS_PER_TOKEN,
     COMPACTION_THRESHOLD,
     HOT_SET_REQUESTS_PER_QUESTION,
     LOOKED_UP_MAX,
     REQUESTS_EMA_ALPHA,
+    SEEN_FILES_MIN_CHARS,
+    SEEN_FILES_SHARE,
     TRANSCRIPT_KEEP_SHARE,
 )
-from live_memory.file_context import Delta, FileContext, changed_lines, file_block, named
+from live_memory.file_context import Delta, FileContext, changed_lines, file_block
 from live_memory.history import EXCHANGE_KINDS, HistoryTally, Sent, Turn, message_text, tally
 from live_memory.hot_set import FileUse, count_uses
 from live_memory.ledger import Ledger
 from live_memory.messages import Message, TextPart
 from live_memory.prompts import (
-    CITED_HEADING,
-    CITED_NOTE,
     DIRECTORY_TREE_HEADING,
-    FROZEN_LEDGER_POINTER,
-    LEDGER_RENUMBERED,
-    MANIFEST_HEADING,
-    NEWLY_STALE_FACTS,
     OBSERVATION_ACK,
-    OBSERVED_HEADING,
-    PRELOADED_HEADING,
     SYSTEM_PROMPT,
 )
 from live_memory.records import estimate_tokens
@@ -147,38 +141,22 @@ class ContextWindow:
             self.paths = paths
 
     def render_volatile(self) -> str:
-        parts = [self.ledger.render()]
-        preloaded = [f for f in self._by_path() if f.content is not None and f.preloaded]
-        observed = [f for f in self._by_path() if f.content is not None and not f.preloaded]
-        if preloaded:
-            parts.append(PRELOADED_HEADING + "\n" + "\n\n".join(file_block(f) for f in preloaded))
-        if observed:
-            parts.append(OBSERVED_HEADING + "\n" + "\n\n".join(file_block(f) for f in observed))
-        if self.cited:
-            parts.append(CITED_HEADING + "\n" + render_cited(self.cited))
-        listed = self.manifest_entries()
-        if listed:
-            parts.append(MANIFEST_HEADING + "\n" + "\n".join(f.manifest_line() for f in listed))
-        return "\n\n".join(parts)
+        return frozen_block.render(self)
 
     def manifest_entries(self) -> list[FileContext]:
-        """What the manifest lists, by path: changed and deleted files, and files known by name only that no
-        trusted fact spells out (such a fact makes the file known already: listing it again would pay twice)."""
-        spelled_out = self.ledger.named_paths()
-        return [f for f in self._by_path() if f.state != "current" or (f.content is None and f.path not in spelled_out)]
+        """What the manifest lists (see `frozen_block.manifest`)."""
+        return frozen_block.manifest(self)[0]
+
+    def manifest(self) -> tuple[list[FileContext], int]:
+        """`manifest_entries()`, and how many more its room left out."""
+        return frozen_block.manifest(self)
+
+    def seen_room(self) -> int:
+        """Characters the files seen may take in the prompt: a share of its head (fixed between compactions)."""
+        return max(SEEN_FILES_MIN_CHARS, int(SEEN_FILES_SHARE * len(self.stable_prefix)))
 
     def ledger_for_fold(self) -> str:
-        """The ledger as a fold (which sees the frozen block) names it: when the frozen block numbers these
-        facts (perhaps with some marked stale since), a pointer to them and the newly stale numbers instead of
-        a second copy; when it numbers other facts, the ledger with a warning that its numbers are the ones."""
-        now, frozen = self.ledger.state(), self.frozen_ledger
-        if self.frozen_volatile is None or not now or not frozen:
-            return self.ledger.text_for_summary()
-        same_facts = [t for t, _ in now] == [t for t, _ in frozen]
-        if not same_facts or any(was and not stale for (_, stale), (_, was) in zip(now, frozen, strict=True)):
-            return f"{LEDGER_RENUMBERED}\n{self.ledger.text_for_summary()}"
-        newly = [str(n) for n, ((_, stale), (_, was)) in enumerate(zip(now, frozen, strict=True), 1) if stale > was]
-        return FROZEN_LEDGER_POINTER + (f"\n{NEWLY_STALE_FACTS} {', '.join(newly)}" if newly else "")
+        return frozen_block.ledger_for_fold(self)
 
     def freeze(self) -> None:
         """Re-snapshot the volatile block; deltas are subsumed by it and dropped from history."""
@@ -262,7 +240,7 @@ class ContextWindow:
         self._drop_cited(path, keep_sha=sha256)
         self.pending.content.pop(path, None)
         self.pending.diffs.pop(path, None)
-        untold = known is None or (path in self.pending.seen and not self._answers_citing({path}))
+        untold = known is None or (path in self.pending.seen and not self.answers_citing({path}))
         if untold and not self.ledger.cites(path):
             self.pending.seen[path] = size
             return True
@@ -315,6 +293,10 @@ class ContextWindow:
         if known is not None and known.content is not None:
             return True
         return self.ledger.cites(path) or path in self._measure_history().cited
+
+    def knows(self, path: str) -> bool:
+        """Whether the memory knows a file: it holds or names it, or a fact rests on it (its change matters)."""
+        return path in self.files or any(path in f.sources for f in self.ledger.facts)
 
     def note_lookup(self, path: str, sha256: str) -> None:
         """A lookup outlined `path` as these bytes (the most recent LOOKED_UP_MAX are kept)."""
@@ -395,42 +377,14 @@ class ContextWindow:
     # --- deltas --------------------------------------------------------------------------------
     def sync_deltas(self) -> int:
         """Append queued changes to history as observation messages; returns messages added."""
-        added = 0
-        for path in self.pending.content:
-            held = self.files.get(path)
-            if held is None or held.content is None:
-                continue
-            self._append_observation(f"[observation] Current content of {path}:\n\n{file_block(held)}")
-            added += 1
-        for path, change in self.pending.diffs.items():
-            held = self.files.get(path)
-            if held is None or held.content is None:
-                continue
-            self._append_observation(f"[observation] {path} was edited; what changed (unified diff):\n\n{change}")
-            added += 1
-        new_lines = {key: self.cited[key] for key in self.pending.cited if key in self.cited}
-        if new_lines:
-            self._append_observation(f"[observation] {CITED_NOTE}\n\n{render_cited(new_lines)}")
-            added += 1
-        if self.pending.seen:
-            listed = ", ".join(named(p, size) for p, size in self.pending.seen.items())
-            self._append_observation(f"[observation] The agents read or edited (not shown here): {listed}")
-            added += 1
-        if self.pending.notices:
-            lines = list(self.pending.notices.values())
-            cited = self._answers_citing(set(self.pending.notices))
-            if cited:
-                lines.append(
-                    "Earlier answers in this conversation relied on these files and may now be out of date: "
-                    + ", ".join(sorted(cited))
-                    + "."
-                )
-            self._append_observation("[observation] File changes since you last looked:\n" + "\n".join(lines))
-            added += 1
+        texts = frozen_block.delta_texts(self)
+        for text in texts:
+            self._append_observation(text)
         self.pending = Delta()
-        return added
+        return len(texts)
 
-    def _answers_citing(self, paths: set[str]) -> set[str]:
+    def answers_citing(self, paths: set[str]) -> set[str]:
+        """The files among `paths` that answers in the history cite."""
         return {p for t in self.history if t.kind == "answer" for p in t.cites if p in paths}
 
     def _append_observation(self, text: str) -> None:

@@ -4,6 +4,7 @@ only where that warns the model to read a part), its held bytes, or what changed
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -37,6 +38,22 @@ class FileContext:
 def named(path: str, size: int) -> str:
     """A file as the prompt names it: its size only where it warns the model to read a part."""
     return f"{path} ({size // 1024} KB)" if size >= FILE_SIZE_SHOWN_FROM_BYTES else path
+
+
+def most_recently_used(
+    files: Sequence[FileContext], room: int, size: Callable[[FileContext], int]
+) -> list[FileContext]:
+    """Those of `files` (in their order) that fit in `room` characters, `size` each: the ones the window used last
+    first (its tick: a read, a tee, a hold)."""
+    if sum(size(f) for f in files) <= room:
+        return list(files)
+    kept: set[str] = set()
+    for f in sorted(files, key=lambda f: f.last_used, reverse=True):
+        room -= size(f)
+        if room < 0:
+            break
+        kept.add(f.path)
+    return [f for f in files if f.path in kept]
 
 
 def changed_lines(path: str, old: str, new: str) -> str | None:

@@ -31,6 +31,7 @@ from live_memory.constants import (
     HOT_SET_HORIZON_QUESTIONS,
     HOT_SET_PRIOR_QUESTIONS,
     HOT_SET_REQUESTS_PER_QUESTION,
+    WATCH_MAX_DIRECTORIES,
 )
 
 
@@ -143,6 +144,12 @@ def used_recently(uses: Mapping[str, FileUse], limit: int) -> list[str]:
     first, then the most used, at most `limit`."""
     ranked = sorted(uses.items(), key=lambda item: (item[1].last, item[1].uses), reverse=True)
     return [path for path, _ in ranked[:limit]]
+
+
+def used_directories(uses: Mapping[str, FileUse], limit: int = WATCH_MAX_DIRECTORIES) -> list[str]:
+    """The directories of the files used most recently first (`used_recently`), each once, at most `limit`."""
+    found = dict.fromkeys(path.rpartition("/")[0] for path in used_recently(uses, limit))
+    return list(found)[:limit]
 
 
 @dataclass(frozen=True)

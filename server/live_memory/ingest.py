@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from live_memory.config import Settings
-from live_memory.constants import ECHO_GRACE_S
+from live_memory.constants import ECHO_GRACE_S, MAX_OBSERVED_BYTES
 from live_memory.context_window import ContextWindow
 from live_memory.errors import JailRefusal
 from live_memory.jail import Jail
@@ -111,6 +112,7 @@ class Ingestor:
             if not rel:
                 result.ignore(event.path, "the workspace root itself is not a file")
                 continue
+            result.paths.append(rel)
             if not in_scope(rel, self.policy.file_globs):
                 result.ignore(rel, "outside file_globs")
                 continue
@@ -195,3 +197,20 @@ class Ingestor:
             return False
         at, sha = teed
         return sha == disk_sha and self.clock() - at <= self.policy.echo_grace_s
+
+
+def shed_observed_bytes(states: Sequence[WorkspaceState], touched: WorkspaceState) -> int:
+    """Keep held file bytes under the process-wide cap (MAX_OBSERVED_BYTES, over every loaded workspace) by
+    shedding the least recently used ones of `touched`; returns how many files it shed."""
+    total = sum(f.size for s in states for f in s.window.files.values() if f.content is not None)
+    if total <= MAX_OBSERVED_BYTES:
+        return 0
+    shed = 0
+    held = sorted((f for f in touched.window.files.values() if f.content is not None), key=lambda f: f.last_used)
+    for f in held:
+        if total <= MAX_OBSERVED_BYTES:
+            break
+        touched.apply(functools.partial(ContextWindow.shed_content, path=f.path))
+        total -= f.size
+        shed += 1
+    return shed

@@ -1,5 +1,6 @@
 """Loading a workspace's memory on first use, one step after the other: the snapshot, re-validated
-against the disk, the directory tree, the preload documents, then one freeze of the window.
+against the disk, the directory tree (taken back from disk when nothing it rests on moved: tree_cache.py), the
+preload documents, then one freeze of the window.
 
 Everything blocking (snapshot read, hashing, the tree scan, preload reads) runs off the event loop.
 This module reads the disk and fills a `WorkspaceState`; it never persists and never calls back into
@@ -10,13 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import math
+import time
 from collections.abc import Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
+from live_memory import __version__, tree_cache
 from live_memory import constants as C
+from live_memory.card_syntax import parser_version
 from live_memory.config import Settings
 from live_memory.directory_tree import TreePolicy
 from live_memory.preload import load_preload
@@ -24,40 +30,83 @@ from live_memory.prompts import DIRECTORY_TREE_HEADING, SYSTEM_PROMPT
 from live_memory.providers.profiles import min_cacheable_tokens_for
 from live_memory.safe_files import read_for_revalidation
 from live_memory.snapshot import restore_stats, restore_window
-from live_memory.store import SnapshotStore
+from live_memory.store import TREE_SUFFIX, SnapshotStore
 from live_memory.tools import TOOL_SCHEMAS
-from live_memory.tree_outline import scan_tree
-from live_memory.workspace import WorkspaceState
+from live_memory.tree_outline import ScannedTree, scan_tree
+from live_memory.workspace import WorkspaceState, workspace_id
 
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class TreeToKeep:
+    """A tree scanned at a load, to be kept on disk for the next start (`keep_tree`, in the background)."""
+
+    root: Path
+    path: Path
+    key: str
+    scanned: ScannedTree
+    listed_at_ns: int
+
+
 async def load_workspace(
     state: WorkspaceState, store: SnapshotStore, settings: Settings, *, team_wait_s: float = 0.0
-) -> None:
-    """The one loader, in order: restore the snapshot -> re-validate it against the disk -> scan the tree
-    (and, at the same time, wait up to `team_wait_s` for the team's facts; they join the ledger) -> preload
-    -> freeze; once per workspace (concurrent callers wait for the first)."""
+) -> TreeToKeep | None:
+    """The one loader, in order: restore the snapshot -> re-validate it against the disk -> the tree (taken back
+    from disk when nothing it rests on moved, else scanned; and, at the same time, wait up to `team_wait_s` for
+    the team's facts; they join the ledger) -> preload -> freeze; once per workspace (concurrent callers wait for
+    the first). Returns a scanned tree the caller may keep for the next start."""
     if state.loaded:
-        return
+        return None
     async with state.load_lock:
         if state.loaded:
-            return
+            return None
         await _restore(state, store, settings)
         window = state.window
-        tree = scan_tree(
-            state.tree_root,
-            tree_policy(settings),
-            budget_tokens=window.budget_tokens,
-            chars_per_token=window.chars_per_token,
+        path = store.dir / f"{workspace_id(state.tree_root)}{TREE_SUFFIX}"
+        key = await asyncio.to_thread(_tree_key, settings, window.budget_tokens, window.chars_per_token)
+        listed_at_ns = time.time_ns()
+        (scanned, restored), _ = await asyncio.gather(
+            _tree(state, settings, path, key), _team_facts_in_time(state, team_wait_s)
         )
-        scanned, _ = await asyncio.gather(tree, _team_facts_in_time(state, team_wait_s))
         window.set_directory_tree(scanned.text, scanned.paths)
         state.team_merged += window.ledger.merge_team(state.team_inbox)
         state.team_inbox = []
         await preload(state, settings)
         window.freeze()
         state.loaded = True
+        return None if restored else TreeToKeep(state.tree_root, path, key, scanned, listed_at_ns)
+
+
+async def _tree(state: WorkspaceState, settings: Settings, path: Path, key: str) -> tuple[ScannedTree, bool]:
+    """The tree as saved at the last start when nothing it rests on moved (True), else a scan (False)."""
+    restored = await asyncio.to_thread(tree_cache.restore, path, state.tree_root, key)
+    if restored is not None:
+        return restored, True
+    window = state.window
+    policy = tree_policy(settings)
+    scanned = await scan_tree(
+        state.tree_root, policy, budget_tokens=window.budget_tokens, chars_per_token=window.chars_per_token
+    )
+    return scanned, False
+
+
+async def keep_tree(tree: TreeToKeep) -> None:
+    """Save a scanned tree with the stamps it rests on (a walk of the directories: the background's work). A
+    failure costs the next start a scan, nothing else: it is logged, never raised."""
+    try:
+        saved = await asyncio.to_thread(tree_cache.capture, tree.root, tree.scanned, tree.key, tree.listed_at_ns)
+        if saved is not None:
+            await asyncio.to_thread(tree_cache.write, tree.path, saved)
+    except OSError as exc:
+        logger.warning("the tree of %s was not kept for the next start: %s", tree.root, exc)
+
+
+def _tree_key(settings: Settings, budget_tokens: int, chars_per_token: float) -> str:
+    """What the tree's text depends on besides the files: how it is sized and rendered, and by which code.
+    Blocking the first time (the parsers' versions are read from their installed metadata)."""
+    policy = dataclasses.asdict(tree_policy(settings))
+    return json.dumps([__version__, parser_version(), policy, budget_tokens, chars_per_token], sort_keys=True)
 
 
 async def _team_facts_in_time(state: WorkspaceState, wait_s: float) -> None:

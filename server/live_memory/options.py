@@ -267,10 +267,15 @@ class Options:
         "cached.",
         low=200,
     )
+    symbol_index: bool = option(
+        C.SYMBOL_INDEX,
+        "Keep a symbol index of each checkout (SQLite, beside its snapshot): a lookup of a name the question "
+        "mentions reads it instead of scanning the workspace with ripgrep (which answers until the index is built).",
+    )
     watch_max_directories: int = option(
         C.WATCH_MAX_DIRECTORIES,
-        "Most directories the OS watcher watches per workspace; beyond it the workspace relies on the hooks and "
-        "SHA-256 re-validation, and /stats says so.",
+        "Most directories the OS watcher watches per workspace (one watch each): those of the recently used files "
+        "first, then the shallow ones; the others rely on the hooks and SHA-256 re-validation, and /stats says so.",
         low=1,
     )
     secret_globs: tuple[str, ...] = option(

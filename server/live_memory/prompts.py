@@ -45,6 +45,9 @@ TEAM_LEDGER_HEADING = (
 OBSERVED_HEADING = "## Files the agents recently read or edited (current content)"
 PRELOADED_HEADING = "## Reference documents (configured preload; current content)"
 MANIFEST_HEADING = "## Files you have seen (re-read with Read when you need their content)"
+# When more were seen than the prompt lists (the most recently used are): what to do about the others.
+SEEN_FILES_MORE = "- ... and {} more files seen before these (find them with find_paths, find_symbol or Grep)"
+SEEN_FILES_MORE_INLINE = " and {} more files"
 CITED_HEADING = (
     "## Lines your answers cited (current while the file's sha is unchanged; a CHANGED notice says when not)"
 )

@@ -156,6 +156,7 @@ class IngestResult:
     accepted: int = 0
     ignored: int = 0
     reasons: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # the events' files inside the workspace (for the symbol index)
 
     def ignore(self, path: str, reason: str) -> None:
         self.ignored += 1

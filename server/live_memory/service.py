@@ -27,16 +27,15 @@ if TYPE_CHECKING:  # the team store's driver loads only when `team_store` is set
 
 from live_memory import constants as C
 from live_memory import team_work
-from live_memory.admission import AdmissionLimits
 from live_memory.agent_loop import LoopOutcome
 from live_memory.answer_reuse import Asked, KeptAnswer, answer_grounds, asked_about, rests_on, still_holds
-from live_memory.compaction import CompactionReport
 from live_memory.config import Settings
 from live_memory.context_window import ContextWindow
 from live_memory.dir_sync import DirectorySyncer
 from live_memory.errors import LiveMemoryError, SnapshotNotSaved, WorkspaceLoadError
-from live_memory.ingest import Ingestor, IngestPolicy
-from live_memory.loading import load_workspace, restore_workspace
+from live_memory.hot_set import used_directories
+from live_memory.ingest import Ingestor, IngestPolicy, shed_observed_bytes
+from live_memory.loading import keep_tree, load_workspace, restore_workspace
 from live_memory.messages import ChatProvider
 from live_memory.options import changed_options
 from live_memory.records import FileEvent, IngestResult, TeamAnswer
@@ -50,12 +49,11 @@ from live_memory.tool_runner import CheckoutTools
 from live_memory.watcher import WorkspaceWatcher
 from live_memory.workspace import (
     Location,
-    WorkspacePolicy,
     WorkspaceState,
-    allowed_roots,
     locate_workspace,
     new_state,
     workspace_id,
+    workspace_policy,
 )
 
 logger = logging.getLogger(__name__)
@@ -64,23 +62,6 @@ logger = logging.getLogger(__name__)
 ToolFactory = Callable[[Path, Settings], CheckoutTools]
 
 LOCATION_CACHE_SIZE = 1024
-
-
-def workspace_policy(settings: Settings) -> WorkspacePolicy:
-    return WorkspacePolicy(
-        budget_tokens=settings.context_tokens,
-        distill_min_interval_s=settings.distill_min_interval_s,
-        admission=AdmissionLimits(
-            mode=settings.concurrency,
-            max_parallel=settings.max_parallel_queries,
-            max_waiting=settings.max_waiting_queries,
-            retry_after_s=C.BUSY_RETRY_AFTER_S,
-        ),
-        canonicalize=settings.canonicalize_workspace,
-        repo_root_mode=settings.repo_root_mode,
-        share_worktrees=settings.share_worktrees,
-        allowed_roots=allowed_roots(settings.allowed_roots, settings.env),
-    )
 
 
 @dataclass(frozen=True)
@@ -133,6 +114,7 @@ class WorkspaceService:
         self._states: dict[Path, WorkspaceState] = {}
         self._locations: OrderedDict[str, Location] = OrderedDict()
         self._toolboxes: dict[tuple[Path, tuple[str, ...]], CheckoutTools] = {}
+        self._answered: dict[Path, asyncio.Event] = {}  # checkout -> a first answer was given (its index starts)
         self._retired: list[ChatProvider] = []
         self._encoders: dict[str, HistoryEncoder] = {}  # workspace id -> its turns' JSON, encoded once
         self.write_behind_s = write_behind_s
@@ -202,13 +184,15 @@ class WorkspaceService:
         state = await self._state(location)
         settings = self.settings
         try:
+            tools = await self._toolbox(location.root, settings)
             if not state.loaded:
                 team_wait_s = C.TEAM_LOAD_WAIT_S if self.team is not None else 0.0
-                await load_workspace(state, self.store, settings, team_wait_s=team_wait_s)
+                scanned = await load_workspace(state, self.store, settings, team_wait_s=team_wait_s)
+                if scanned is not None and self._tasks is not None:  # kept for the next start, in the background
+                    self._tasks.start_soon(keep_tree, scanned, name=f"live-memory tree of {state.tree_root}")
                 self._share_team(state)  # what it learned before the store was on
                 if settings.watch:
-                    self._watch(state)
-            tools = await self._toolbox(location.root, settings)
+                    self._watch(state, tools)
         except LiveMemoryError:
             raise
         except Exception as exc:  # one broken workspace must not take the others down
@@ -253,6 +237,7 @@ class WorkspaceService:
         later, once for every answer meanwhile). A complete answer is kept to be given again to the same need
         (`asked`), and queued for the team when answers are shared."""
         state.commit(fork_id, window)
+        self._answered.setdefault(tools.root, asyncio.Event()).set()
         team = self.team
         complete = out.answer and not out.partial and not out.timed_out
         if complete and asked is not None and runtime.settings.reuse_answers:
@@ -269,7 +254,7 @@ class WorkspaceService:
             state.team_inbox = [f for f in state.team_inbox if f.grounds not in known]
             self._share_team(state)
             self._pull_team(state)
-        spent = self._count_compactions(state, runtime, out.compactions)
+        spent = self.spend.count_compactions(state, runtime, out.compactions, self.wall_clock())
         cost = self.spend.count(state, runtime, out.model, out.usage, background=False)
         stats = state.stats
         # What the tools returned (not whole files: a partial Read counts its lines only); stats.py nets
@@ -285,22 +270,10 @@ class WorkspaceService:
         """A question that failed or was cancelled: its fork is dropped, but what its compactions cost was
         spent (the day's tally is saved by the write-behind)."""
         state.abandon(fork_id)
-        spent = self._count_compactions(state, runtime, out.compactions)
+        spent = self.spend.count_compactions(state, runtime, out.compactions, self.wall_clock())
         if spent:
             self._deferred = self.spend.pending_save(spent) or self._deferred
             self._staged.set()
-
-    def _count_compactions(self, state: WorkspaceState, runtime: Runtime, reports: Sequence[CompactionReport]) -> float:
-        settings = runtime.settings
-        summary_model = settings.summary_model or settings.model
-        spent = 0.0
-        for report in reports:
-            stats = state.stats
-            stats.compactions += 1
-            stats.summaries_written += report.summaries
-            stats.last_compaction_at = self.wall_clock()
-            spent += self.spend.count(state, runtime, summary_model, report.usage, background=True) or 0.0
-        return spent
 
     async def find(self, cwd: str) -> WorkspaceState | None:
         """The workspace for `cwd`: in memory, or restored from its snapshot (no tree scan); None when
@@ -323,11 +296,28 @@ class WorkspaceService:
         return list(self._states.values())
 
     async def _toolbox(self, root: Path, settings: Settings) -> CheckoutTools:
+        """The checkout's tools, built once; its symbol index is kept in the lifespan's task group from then on
+        (without one, as in unit tests, lookups scan)."""
         key = (root, settings.secret_globs)
         tools = self._toolboxes.get(key)
         if tools is None:
             tools = self._toolboxes[key] = await asyncio.to_thread(self.tool_factory, root, settings)
+            if self._tasks is not None:  # built once the first answer is out: it never competes with it for CPU
+                answered = self._answered.setdefault(tools.root, asyncio.Event())
+                self._tasks.start_soon(tools.keep_index, answered, name=f"live-memory symbol index {root}")
         return tools
+
+    def index_statuses(self) -> dict[str, dict[str, Any]]:
+        """Each checkout's symbol index, for /stats: its state ("building", "ready", "failed"), how long it
+        took to be ready, and what its build or refresh did."""
+        found = {str(root): tools.index_status() for (root, _), tools in self._toolboxes.items()}
+        return {root: status for root, status in found.items() if status is not None}
+
+    def _files_changed(self, root: Path, paths: Sequence[str]) -> None:
+        """Tell the checkout's symbol index which files changed (its toolbox, if built: else it has none yet)."""
+        tools = self._toolboxes.get((root, self.settings.secret_globs))
+        if tools is not None and paths:
+            tools.files_changed(paths)
 
     # --- the team store (team_work.py) ---------------------------------------------------------
     def _in_background(
@@ -358,15 +348,15 @@ class WorkspaceService:
             self._in_background(functools.partial(team_work.share_facts, self.team), state)
 
     # --- file events ---------------------------------------------------------------------------
-    def _watch(self, state: WorkspaceState) -> None:
-        def known(rel: str) -> bool:
-            return rel in state.window.files or any(rel in f.sources for f in state.window.ledger.facts)
-
+    def _watch(self, state: WorkspaceState, tools: CheckoutTools) -> None:
         async def sink(root: Path, events: Sequence[FileEvent]) -> None:
-            if not state.dropped:
-                await Ingestor(IngestPolicy.of(self.settings)).apply(state, root, events)
+            tools.files_changed([event.path for event in events])  # every file counts for the index
+            ingested = [e for e in events if state.window.knows(e.path)]  # only files the memory knows go stale
+            if ingested and not state.dropped:
+                await Ingestor(IngestPolicy.of(self.settings)).apply(state, root, ingested)
 
-        self.watcher.watch(state.tree_root, known, sink)
+        # Watched first: where the files the memory used most recently are.
+        self.watcher.watch(state.tree_root, sink, lambda: used_directories(state.window.file_uses))
 
     async def notify(self, cwd: str, events: Sequence[FileEvent]) -> tuple[IngestResult, bool]:
         """Apply file events, restoring (or creating) the workspace first: the memory learns from the
@@ -377,23 +367,9 @@ class WorkspaceService:
         state = await self._state(location)
         await restore_workspace(state, self.store, self.settings)
         result = await Ingestor(IngestPolicy.of(self.settings)).apply(state, location.root, events)
-        self._shed_observed_bytes(state)
+        self._files_changed(location.root, result.paths)
+        shed_observed_bytes(list(self._states.values()), state)
         return result, was_loaded
-
-    def _shed_observed_bytes(self, touched: WorkspaceState) -> int:
-        """Keep held file bytes under the process-wide cap by shedding the LRU ones of `touched`."""
-        total = sum(f.size for s in self._states.values() for f in s.window.files.values() if f.content is not None)
-        if total <= C.MAX_OBSERVED_BYTES:
-            return 0
-        shed = 0
-        held = sorted((f for f in touched.window.files.values() if f.content is not None), key=lambda f: f.last_used)
-        for f in held:
-            if total <= C.MAX_OBSERVED_BYTES:
-                break
-            touched.apply(functools.partial(ContextWindow.shed_content, path=f.path))
-            total -= f.size
-            shed += 1
-        return shed
 
     async def forget(self, cwd: str, substring: str) -> tuple[WorkspaceState, int] | None:
         """Retract ledger facts containing `substring`; None when the workspace is not loaded."""

@@ -19,10 +19,10 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from live_memory.config import Settings
 from live_memory.constants import BACKGROUND_STOP_SHARE, CACHE_READ_SHARE
@@ -33,6 +33,9 @@ from live_memory.records import Usage
 from live_memory.runtime import Runtime
 from live_memory.safe_files import atomic_write, ensure_private_dir
 from live_memory.workspace import WorkspaceState
+
+if TYPE_CHECKING:  # the compactor prices its calls through here: no import cycle
+    from live_memory.compaction import CompactionReport
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +143,22 @@ class SpendTracker:
             stats.cost_usd += cost or 0.0
         self.record(state.id, cost or 0.0, background=background)
         return cost
+
+    def count_compactions(
+        self, state: WorkspaceState, runtime: Runtime, reports: Sequence[CompactionReport], now: float
+    ) -> float:
+        """Count an answer's compactions on the workspace's stats and price their summaries (background calls, on
+        the summary model); returns what they cost (no I/O)."""
+        settings = runtime.settings
+        summary_model = settings.summary_model or settings.model
+        spent = 0.0
+        for report in reports:
+            stats = state.stats
+            stats.compactions += 1
+            stats.summaries_written += report.summaries
+            stats.last_compaction_at = now
+            spent += self.count(state, runtime, summary_model, report.usage, background=True) or 0.0
+        return spent
 
     async def save_after(self, cost: float | None) -> None:
         """Save the tally after a charge that cost something (the tally is advisory: errors are logged)."""

@@ -63,6 +63,8 @@ from live_memory.snapshot import (
 logger = logging.getLogger(__name__)
 
 SNAPSHOT_DIR = "workspaces"
+SYMBOL_INDEX_SUFFIX = ".symbols.sqlite"  # a checkout's symbol index beside its snapshot (symbol_store.py)
+TREE_SUFFIX = ".tree.json"  # a checkout's directory tree, for the next start (tree_cache.py)
 META_MAX_BYTES = 64 * 1024
 JOURNAL_SUFFIX = ".journal"
 SUPERSEDES = "journal"  # the snapshot's field naming the journal token it supersedes

@@ -27,6 +27,7 @@ from live_memory.constants import MAX_CONCURRENT_SUBPROCESSES, TOOL_STDERR_MAX_B
 __all__ = ["ProcessResult", "child_env", "pinned_cwd_supported", "run_bounded"]
 
 _SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+_REAPING: set[asyncio.Future[None]] = set()  # reaps that outlived a cancelled caller, held until they finish
 _CHUNK = 256 * 1024
 # After a kill, pipes reach EOF at once; this only guards against a grandchild that escaped the group.
 _DRAIN_TIMEOUT_S = 5.0
@@ -96,6 +97,20 @@ async def _reap(proc: asyncio.subprocess.Process) -> None:
             await proc.wait()
 
 
+async def _reap_even_if_cancelled(proc: asyncio.subprocess.Process) -> None:
+    """`_reap`, in a task of its own, so that it finishes even when the caller is cancelled again while it waits
+    (a task group's cancellation is delivered at every await, not once): the child is killed at once, and the
+    reaping goes on by itself (bounded) while the cancellation propagates."""
+    _kill_group(proc)
+    reaping = asyncio.ensure_future(_reap(proc))
+    try:
+        await asyncio.shield(reaping)
+    except asyncio.CancelledError:
+        _REAPING.add(reaping)
+        reaping.add_done_callback(_REAPING.discard)
+        raise
+
+
 async def _drain(stream: asyncio.StreamReader | None) -> None:
     if stream is None:
         return
@@ -113,6 +128,7 @@ async def run_bounded(
     stderr_max_bytes: int = TOOL_STDERR_MAX_BYTES,
     cwd_fd: int | None = None,
     stdin_fd: int | None = None,
+    slot: bool = True,
 ) -> ProcessResult:
     """Run argv (no shell) and return at most `max_bytes` of its stdout.
 
@@ -120,8 +136,11 @@ async def run_bounded(
     fallback). `stdin_fd`: an open file the child reads as its standard input (else /dev/null).
     Both stay the caller's to close. Raises OSError when the program cannot be started;
     CancelledError propagates after the child is killed and reaped. At most
-    MAX_CONCURRENT_SUBPROCESSES run at once per event loop; others wait.
+    MAX_CONCURRENT_SUBPROCESSES run at once per event loop; others wait. `slot=False`: a long background child
+    (the symbol index's build) that must not hold one of those slots for minutes.
     """
+    if not slot:
+        return await _run_bounded(argv, cwd, timeout_s, max_bytes, env, stderr_max_bytes, cwd_fd, stdin_fd)
     async with _slots():  # the one caller of the unbounded run: its arguments in their order
         return await _run_bounded(argv, cwd, timeout_s, max_bytes, env, stderr_max_bytes, cwd_fd, stdin_fd)
 
@@ -203,7 +222,7 @@ async def _run_bounded(
         except TimeoutError:
             timed_out = True
     finally:
-        await _reap(proc)  # every path (done, cap, timeout, cancellation) ends here
+        await _reap_even_if_cancelled(proc)  # every path (done, cap, timeout, cancellation) ends here
     killed = truncated or timed_out
     return ProcessResult(
         returncode=None if killed else proc.returncode,

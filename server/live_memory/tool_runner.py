@@ -3,7 +3,9 @@ implements it), so the engine never imports a tool."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 
@@ -38,8 +40,25 @@ class ToolRunner(Protocol):
 
 
 class CheckoutTools(ToolRunner, Protocol):
-    """A checkout's tools as the service holds them: the loop's seam, and the search a shared answer about a
-    name's uses rests on (team_work.py)."""
+    """A checkout's tools as the service holds them: the loop's seam, the search a shared answer about a name's
+    uses rests on (team_work.py), and the checkout's symbol index, which the service keeps in its task group and
+    tells of changed files."""
+
+    @property
+    def root(self) -> Path: ...
+
+    async def keep_index(self, start_after: asyncio.Event | None = None) -> None:
+        """Build or refresh the symbol index (once `start_after` is set, or a while), then keep it current until
+        cancelled (returns at once without one)."""
+        ...
+
+    def files_changed(self, paths: Iterable[str]) -> None:
+        """Workspace-relative files that changed, appeared or went."""
+        ...
+
+    def index_status(self) -> dict[str, Any] | None:
+        """The symbol index's state (None without one)."""
+        ...
 
     async def files_mentioning(self, names: list[str], max_files: int) -> tuple[str, ...] | None:
         """Every file of the checkout that mentions one of `names` as a word; None when not all can be told."""

@@ -38,10 +38,12 @@ _names_by_stat: dict[tuple[str, str, int, int], tuple[str, ...]] = {}
 
 @dataclass(frozen=True)
 class ScannedTree:
-    """The tree's text for the prompt, and the files it was listed from (what a question's names resolve to)."""
+    """The tree's text for the prompt, the files it was listed from (what a question's names resolve to), and the
+    files whose names the outline after it shows (what the text rests on besides the listing)."""
 
     text: str
     paths: WorkspacePaths
+    outlined: tuple[str, ...] = ()
 
 
 async def scan_tree(root: Path, policy: TreePolicy, *, budget_tokens: int, chars_per_token: float) -> ScannedTree:
@@ -54,22 +56,22 @@ async def scan_tree(root: Path, policy: TreePolicy, *, budget_tokens: int, chars
     room = policy.room_below_floor(len(tree) + 2, budget_tokens, chars_per_token)  # 2: the blank line between
     if not listing.complete or room < OUTLINE_MIN_CHARS:
         return ScannedTree(tree, paths)
-    outline = await asyncio.to_thread(render_outline, listing.jail, listing.paths, room)
-    return ScannedTree(f"{tree}\n\n{outline}" if outline else tree, paths)
+    outline, read = await asyncio.to_thread(render_outline, listing.jail, listing.paths, room)
+    return ScannedTree(f"{tree}\n\n{outline}" if outline else tree, paths, tuple(read))
 
 
-def render_outline(jail: Jail, paths: Sequence[str], room_chars: int) -> str:
+def render_outline(jail: Jail, paths: Sequence[str], room_chars: int) -> tuple[str, list[str]]:
     """`path: Name, Name, ...` per code file with top-level definitions, in path order, under a heading,
-    within `room_chars` ("" when not one file fits). Blocking: reads files."""
+    within `room_chars` ("" when not one file fits); and the files it read. Blocking: reads files."""
     lines = [OUTLINE_HEADING]
     size = len(OUTLINE_HEADING)
-    read = 0
+    read: list[str] = []
     for path in sorted(paths):
-        if read >= OUTLINE_MAX_FILES:
+        if len(read) >= OUTLINE_MAX_FILES:
             break
         if language_for(path) in _NOT_OUTLINED or jail.is_secret(path):
             continue
-        read += 1
+        read.append(path)
         names = _top_level_names(jail, path)
         if not names:
             continue
@@ -78,7 +80,7 @@ def render_outline(jail: Jail, paths: Sequence[str], room_chars: int) -> str:
             break
         lines.append(line)
         size += 1 + len(line)
-    return "\n".join(lines) if len(lines) > 1 else ""
+    return ("\n".join(lines) if len(lines) > 1 else ""), read
 
 
 def forget_outlines() -> None:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from live_memory.globs import glob_to_regex
 from live_memory.safe_files import DIR_FLAGS, ROOT_FLAGS, open_beneath, read_text_bounded
 
-__all__ = ["IgnoreRule", "parse_ignore_text", "walk_paths"]
+__all__ = ["IgnoreRule", "directories_breadth_first", "is_ignored", "parse_ignore_text", "walk_paths"]
 
 IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
 _MAX_IGNORE_FILE_BYTES = 1024 * 1024
@@ -101,9 +102,11 @@ def _git_exclude_rules(root_fd: int) -> list[IgnoreRule]:
         os.close(fd)
 
 
-def _dir_level(dir_fd: int, rel: str, extra: list[IgnoreRule] | None = None) -> _Level | None:
+def _dir_level(
+    dir_fd: int, rel: str, extra: list[IgnoreRule] | None = None, ignore_files: tuple[str, ...] = IGNORE_FILES
+) -> _Level | None:
     rules: list[IgnoreRule] = list(extra or ())
-    for name in IGNORE_FILES:
+    for name in ignore_files:
         rules.extend(_read_rules(name, dir_fd))
     return (rel, tuple(rules)) if rules else None
 
@@ -218,3 +221,72 @@ def _scan(
                 yield rel, True
         else:
             yield rel, False
+
+
+def directories_breadth_first(
+    root: str, *, should_stop: Callable[[], bool] | None = None, ignore_files: tuple[str, ...] = IGNORE_FILES
+) -> Iterator[str]:
+    """Yield every non-ignored directory below the root (not the root itself), the shallow ones first (each
+    level sorted by path), by the same rules as `walk_paths` (`ignore_files`: (".gitignore",) for git's, which
+    descends where an .ignore or .rgignore file would stop ripgrep). A caller that wants only the first N stops
+    early and has read only the levels above them. Each directory is opened from the root one component at a
+    time without following links; `should_stop` is polled once per directory."""
+    try:
+        root_fd = os.open(root, ROOT_FLAGS)
+    except OSError:
+        return
+    try:
+        queue: deque[tuple[str, tuple[_Level, ...]]] = deque([("", ())])
+        while queue:
+            if should_stop is not None and should_stop():
+                return
+            rel, above = queue.popleft()
+            try:
+                fd = open_beneath(root_fd, rel, directory=True)
+            except (OSError, ValueError):
+                continue  # vanished or swapped for a link: skip it, as the walk does
+            try:
+                level = _dir_level(fd, rel, _git_exclude_rules(fd) if not rel else None, ignore_files)
+                levels = above + ((level,) if level is not None else ())
+                subdirs: list[str] = []
+                for _entry in _scan(fd, rel, levels, False, subdirs):
+                    pass  # files: only the subdirectories are wanted
+            finally:
+                os.close(fd)
+            for name in subdirs:
+                child = f"{rel}/{name}" if rel else name
+                yield child
+                queue.append((child, levels))
+    finally:
+        os.close(root_fd)
+
+
+def is_ignored(root: str, rel: str, *, is_dir: bool) -> bool:
+    """Whether the walk skips `rel` (a file, or a directory: `is_dir`): it, or a directory above it, is ignored
+    (or is .git). Reads the ignore files of the directories on the way; blocking. A path that cannot be reached
+    without following a link counts as ignored."""
+    parts = [p for p in rel.split("/") if p]
+    try:
+        fd = os.open(root, ROOT_FLAGS)
+    except OSError:
+        return True
+    try:
+        level = _dir_level(fd, "", _git_exclude_rules(fd))
+        levels: tuple[_Level, ...] = (level,) if level is not None else ()
+        for depth, part in enumerate(parts, start=1):
+            sub = "/".join(parts[:depth])
+            last = depth == len(parts)
+            if part == ".git" or _is_ignored(levels, sub, part, is_dir or not last):
+                return True
+            if last:
+                return False
+            child = os.open(part, DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+            level = _dir_level(fd, sub)
+            levels += (level,) if level is not None else ()
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)

@@ -19,7 +19,8 @@ from typing import Any
 
 from live_memory.admission import Admission, AdmissionLimits, DistillGate
 from live_memory.answer_reuse import AnswerBook, Asked
-from live_memory.constants import MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
+from live_memory.config import Settings
+from live_memory.constants import BUSY_RETRY_AFTER_S, MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
 from live_memory.context_window import ContextWindow
 from live_memory.errors import InputError
 from live_memory.history import EXCHANGE_KINDS, Turn
@@ -83,12 +84,9 @@ def canonical_workspace(cwd: Path, *, canonicalize: bool = True, mode: RepoRootM
     return found or cwd
 
 
-def shared_repository(root: Path) -> Path | None:
-    """For a linked worktree, the main checkout (or the common git dir of a bare repository).
-
-    A linked worktree's `.git` file points at `<common>/worktrees/<name>`, which holds a `commondir`
-    file; a submodule's points at `<super>/.git/modules/<name>`, which does not.
-    """
+def linked_git_dir(root: Path) -> Path | None:
+    """Where a checkout's `.git` file points (a linked worktree's or a submodule's git directory); None when
+    `.git` is not such a file."""
     dot_git = root / ".git"
     if not dot_git.is_file():
         return None
@@ -99,7 +97,18 @@ def shared_repository(root: Path) -> Path | None:
     if not line.startswith("gitdir:"):
         return None
     gitdir = Path(line.removeprefix("gitdir:").strip())
-    gitdir = gitdir if gitdir.is_absolute() else (root / gitdir)
+    return gitdir if gitdir.is_absolute() else (root / gitdir)
+
+
+def shared_repository(root: Path) -> Path | None:
+    """For a linked worktree, the main checkout (or the common git dir of a bare repository).
+
+    A linked worktree's `.git` file points at `<common>/worktrees/<name>`, which holds a `commondir`
+    file; a submodule's points at `<super>/.git/modules/<name>`, which does not.
+    """
+    gitdir = linked_git_dir(root)
+    if gitdir is None:
+        return None
     try:
         common_rel = (gitdir / "commondir").read_text(encoding="utf-8").strip()
     except OSError:
@@ -294,6 +303,24 @@ class WorkspacePolicy:
     repo_root_mode: RepoRootMode = "nearest"
     share_worktrees: bool = True
     allowed_roots: tuple[Path, ...] = ()  # empty: anywhere
+
+
+def workspace_policy(settings: Settings) -> WorkspacePolicy:
+    """The policy of a settings snapshot (blocking: it resolves the allowed roots)."""
+    return WorkspacePolicy(
+        budget_tokens=settings.context_tokens,
+        distill_min_interval_s=settings.distill_min_interval_s,
+        admission=AdmissionLimits(
+            mode=settings.concurrency,
+            max_parallel=settings.max_parallel_queries,
+            max_waiting=settings.max_waiting_queries,
+            retry_after_s=BUSY_RETRY_AFTER_S,
+        ),
+        canonicalize=settings.canonicalize_workspace,
+        repo_root_mode=settings.repo_root_mode,
+        share_worktrees=settings.share_worktrees,
+        allowed_roots=allowed_roots(settings.allowed_roots, settings.env),
+    )
 
 
 def locate_workspace(cwd: str, policy: WorkspacePolicy) -> Location:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from pathlib import PurePosixPath
 
 
 class WorkspacePaths:
@@ -42,8 +41,13 @@ class WorkspacePaths:
 
     @functools.cached_property
     def directories(self) -> tuple[str, ...]:
-        found = {str(parent) for path in self.files for parent in PurePosixPath(path).parents}
-        found.discard(".")
+        """Every directory above a file (string work: a path object per file cost seconds at 50,000 files)."""
+        found: set[str] = set()
+        for path in self.files:
+            directory = path.rstrip("/").rpartition("/")[0]
+            while directory and directory not in found:
+                found.add(directory)
+                directory = directory.rpartition("/")[0]
         return tuple(sorted(found))
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import threading
 import time
 from pathlib import Path
 
 from starlette.testclient import TestClient
 
 from live_memory.http.app import create_app
+from live_memory.messages import ChatRequest, ChatResponse, ProviderInfo
 from tests.fakes.live_server import settings_for
 
 
@@ -42,3 +45,37 @@ def test_temp_files_left_by_interrupted_writes_are_removed_at_start(tmp_path: Pa
     with TestClient(create_app(settings_for("http://127.0.0.1:9", data))):
         pass
     assert not stale.exists() and fresh.exists() and keep.exists()
+
+
+class Preparing:
+    """A provider that only records whether its client was prepared (the lifespan's business, not a model call)."""
+
+    def __init__(self) -> None:
+        self.info = ProviderInfo("recording", "anthropic", "m", "http://127.0.0.1:9", True)
+        self.prepared = threading.Event()
+
+    async def prepare(self) -> None:
+        self.prepared.set()
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        raise AssertionError("no question is asked here")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_after_a_restart_the_provider_s_client_is_prepared_at_start_and_never_on_a_first_start(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    fresh = Preparing()
+    with TestClient(create_app(settings_for("http://127.0.0.1:9", data), lambda _settings: fresh)):
+        pass
+    assert not fresh.prepared.is_set()  # nothing on disk: a server never asked anything pays nothing
+    (data / "workspaces").mkdir(exist_ok=True)
+    (data / "workspaces" / "abc123.meta").write_text(
+        json.dumps({"workspace_id": "abc123", "workspace": str(tmp_path), "questions_answered": 1})
+    )
+    restarted = Preparing()
+    with TestClient(create_app(settings_for("http://127.0.0.1:9", data), lambda _settings: restarted)):
+        assert restarted.prepared.wait(10)

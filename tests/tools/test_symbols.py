@@ -1,14 +1,15 @@
-"""find_symbol through the toolbox's dispatch: answers from the symbol index when it knows the name,
-else from a jailed workspace scan (ripgrep's rules, files outlined into cards); short, capped output."""
+"""find_symbol through the toolbox's dispatch: a jailed workspace scan (ripgrep's rules, files outlined into cards),
+or the same answer read from the checkout's symbol index once it is ready; short, capped output."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from live_memory.cards import build_card
 from live_memory.constants import (
     CARD_PARSE_MAX_BYTES,
     SYMBOL_CODE_MAX_DEFINITIONS,
@@ -17,8 +18,9 @@ from live_memory.constants import (
     SYMBOL_NAME_MAX_CHARS,
     SYMBOL_SCAN_MAX_FILES,
 )
-from live_memory.symbol_index import SymbolIndex
+from live_memory.symbol_store import Stamp, SymbolStore, record_of
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
+from tests.fakes.indexed import indexed_toolbox
 from tests.fakes.repo_builder import OUTSIDE_MARKER, SECRET_MARKER, RepoBuilder
 
 _MODELS = "class Card:\n    def render(self) -> str:\n        return ''\n\n\ndef load(path):\n    return Card()\n"
@@ -39,33 +41,44 @@ async def _text(box: Toolbox, **arguments: object) -> str:
     return outcome.text
 
 
-async def test_a_name_the_index_knows_is_answered_from_it_with_ranges_and_users(tmp_path: Path) -> None:
+async def test_a_name_is_answered_from_the_symbol_index_as_the_scan_answers_it(tmp_path: Path) -> None:
     root = _workspace(tmp_path / "ws", {"models.py": _MODELS, "views.py": _VIEWS})
-    index = SymbolIndex([build_card("models.py", _MODELS), build_card("views.py", _VIEWS)])
-    box = await Toolbox.create(root, symbols=index)
-    assert (await _text(box, name="Card.render")).splitlines() == [
-        "Definitions of 'Card.render' (symbol index; Read a range to see the code):",
+    async with indexed_toolbox(root, tmp_path / "index.sqlite") as box:
+        indexed = await _text(box, name="Card.render")
+    assert indexed.splitlines() == [
+        "Definitions of 'Card.render' (workspace scan; Read a range to see the code):",
         "models.py:2-3  Card.render (method)  def render(self) -> str",
         "Used in 1 file:",
         "views.py",
     ]
+    assert indexed == await _text(await Toolbox.create(root), name="Card.render")
 
 
 async def test_kind_asks_for_definitions_or_uses_only(tmp_path: Path) -> None:
     root = _workspace(tmp_path / "ws", {"models.py": _MODELS, "views.py": _VIEWS})
-    box = await Toolbox.create(root, symbols=SymbolIndex([build_card("models.py", _MODELS)]))
+    box = await Toolbox.create(root)
     definitions = await _text(box, name="load", kind="definition")
     assert "models.py:6-7" in definitions and "Used in" not in definitions and "No file uses" not in definitions
     uses = await _text(box, name="Card", kind="uses")
-    assert uses.splitlines() == ["Used in 1 file:", "models.py"]  # the index has only models.py's card
+    assert uses.splitlines() == ["Used in 2 files:", "models.py", "views.py"]
 
 
 async def test_index_entries_outside_the_workspace_under_git_or_secret_are_never_shown(tmp_path: Path) -> None:
-    root = _workspace(tmp_path / "ws", {"ok.py": "def planted():\n    pass\n"})
     source = "def planted():\n    pass\n"
-    paths = ["../outside/evil.py", "/etc/evil.py", ".git/hooks/evil.py", ".env", "keys/server.pem", "ok.py"]
-    box = await Toolbox.create(root, symbols=SymbolIndex(build_card(p, source) for p in paths))
-    text = await _text(box, name="planted", kind="definition")
+    paths = ["../outside/evil.py", ".git/hooks/evil.py", ".env", "keys/server.pem"]
+    root = _workspace(tmp_path / "ws", {"ok.py": source, **{p: source for p in paths[1:]}})
+    _workspace(tmp_path / "outside", {"evil.py": source})
+
+    def tamper() -> None:  # entries the build never makes, each as current as its file on disk
+        store = SymbolStore.open(tmp_path / "index.sqlite", str(root))
+        assert store is not None
+        stamps = {path: Stamp.of(os.lstat(root / path)) for path in paths}
+        store.put(record_of(path, stamp, source.encode()) for path, stamp in stamps.items())
+        store.close()
+
+    async with indexed_toolbox(root, tmp_path / "index.sqlite") as box:
+        await asyncio.to_thread(tamper)
+        text = await _text(box, name="planted", kind="definition")
     assert text.splitlines()[1:] == ["ok.py:1-2  planted (function)  def planted()"]
 
 
@@ -183,12 +196,11 @@ async def test_a_definition_in_a_file_too_large_to_outline_is_shown_as_its_line(
 
 
 async def test_definitions_and_users_are_capped_and_the_rest_counted(tmp_path: Path) -> None:
-    extra_defs, extra_users = 5, 7
-    cards = [
-        build_card(f"def_{i:02d}.py", "def dup():\n    pass\n") for i in range(SYMBOL_MAX_DEFINITIONS + extra_defs)
-    ]
-    cards += [build_card(f"use_{i:02d}.py", "dup()\n") for i in range(SYMBOL_MAX_USE_FILES + extra_users)]
-    box = await Toolbox.create(_workspace(tmp_path / "ws", {}), symbols=SymbolIndex(cards))
+    extra_defs, extra_users = 1, 3  # every file within the scan's file cap, so each one is outlined
+    assert SYMBOL_MAX_DEFINITIONS + extra_defs + SYMBOL_MAX_USE_FILES + extra_users <= SYMBOL_SCAN_MAX_FILES
+    files = {f"def_{i:02d}.py": "def dup():\n    pass\n" for i in range(SYMBOL_MAX_DEFINITIONS + extra_defs)}
+    files |= {f"use_{i:02d}.py": "dup()\n" for i in range(SYMBOL_MAX_USE_FILES + extra_users)}
+    box = await Toolbox.create(_workspace(tmp_path / "ws", files))
     lines = (await _text(box, name="dup")).splitlines()
     assert sum(line.startswith("def_") for line in lines) == SYMBOL_MAX_DEFINITIONS
     assert f"[{extra_defs} more definitions not shown; ask for a qualified name]" in lines
@@ -207,10 +219,8 @@ async def test_the_scan_reads_at_most_its_file_cap_and_says_how_many_it_left(tmp
 
 
 async def test_every_answer_respects_the_byte_cap(tmp_path: Path) -> None:
-    cards = [build_card(f"pkg/module_{i:02d}.py", "def dup():\n    pass\n\ndup()\n") for i in range(60)]
-    box = await Toolbox.create(
-        _workspace(tmp_path / "ws", {}), ToolLimits(max_output_bytes=400), symbols=SymbolIndex(cards)
-    )
+    files = {f"pkg/module_{i:02d}.py": "def dup():\n    pass\n\ndup()\n" for i in range(60)}
+    box = await Toolbox.create(_workspace(tmp_path / "ws", files), ToolLimits(max_output_bytes=400))
     outcome = await box.run("find_symbol", {"name": "dup"})
     assert not outcome.is_error and len(outcome.text.encode()) <= 400
     assert "[output truncated at 400 bytes" in outcome.text
@@ -240,12 +250,11 @@ async def test_a_name_that_is_not_an_identifier_is_not_scanned(toolbox: Toolbox)
     assert "looks for identifiers only" in text
 
 
-async def test_without_ripgrep_the_index_answers_and_the_scan_says_it_is_unavailable(tmp_path: Path) -> None:
+async def test_without_ripgrep_there_is_no_index_and_the_scan_says_it_is_unavailable(tmp_path: Path) -> None:
     root = _workspace(tmp_path / "ws", {"models.py": _MODELS})
-    index = SymbolIndex([build_card("models.py", _MODELS)])
-    box = await Toolbox.create(root, ToolLimits(use_ripgrep=False), symbols=index)
-    assert "models.py:6-7  load (function)" in await _text(box, name="load")
-    assert "workspace scan is unavailable" in await _text(box, name="elsewhere")
+    box = await Toolbox.create(root, ToolLimits(use_ripgrep=False), index_path=tmp_path / "index.sqlite")
+    assert box.index is None  # the index records ripgrep's listing: without ripgrep there is none
+    assert "workspace scan is unavailable" in await _text(box, name="load")
 
 
 def test_the_schema_states_the_caps_the_constants_set() -> None:

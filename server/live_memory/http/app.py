@@ -49,8 +49,9 @@ from live_memory.providers.factory import build_provider
 from live_memory.runtime import Runtime, missing_credential_message
 from live_memory.safe_files import clean_stale_temp_files, ensure_private_dir
 from live_memory.service import ToolFactory, WorkspaceService
-from live_memory.store import SNAPSHOT_DIR
+from live_memory.store import SNAPSHOT_DIR, SYMBOL_INDEX_SUFFIX
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
+from live_memory.workspace import workspace_id
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,11 @@ def prepare_data_dir(data_dir: Path) -> None:
 
 
 def default_tool_factory(root: Path, settings: Settings) -> Toolbox:
-    return Toolbox(root, ToolLimits(secret_globs=settings.secret_globs))
+    """A checkout's tools; with `symbol_index`, its index is kept beside the snapshot of the memory it is named
+    after (`<id of the checkout>.symbols.sqlite`)."""
+    index = settings.data_dir / SNAPSHOT_DIR / f"{workspace_id(root)}{SYMBOL_INDEX_SUFFIX}"
+    limits = ToolLimits(secret_globs=settings.secret_globs)
+    return Toolbox(root, limits, index_path=index if settings.symbol_index else None)
 
 
 class McpTrailingSlash:
@@ -94,6 +99,20 @@ class McpTrailingSlash:
         if scope["type"] == "http" and scope.get("path") == MCP_PATH + "/":
             scope = dict(scope, path=MCP_PATH, raw_path=MCP_PATH.encode())
         await self.app(scope, receive, send)
+
+
+async def prepare_after_a_restart(service: WorkspaceService) -> None:
+    """With memories on disk (a restart), build the provider's SDK client now, in a worker thread: importing an SDK
+    costs a second or more of CPU, which the first question after a restart would otherwise wait for. A server
+    never asked anything still pays nothing (the client is built on first use). Failures are the first
+    question's to report."""
+    prepare = getattr(service.runtime.provider, "prepare", None)
+    if prepare is None or not await anyio.to_thread.run_sync(service.store.list_meta):
+        return
+    try:
+        await prepare()
+    except Exception as exc:  # the first question builds it again and says what is wrong
+        logger.info("the provider's client was not prepared at start: %s", exc)
 
 
 def security_policy(settings: Settings) -> SecurityPolicy:
@@ -174,6 +193,7 @@ def create_app(
         await anyio.to_thread.run_sync(prepare_data_dir, settings.data_dir)
         async with mcp.session_manager.run(), anyio.create_task_group() as tasks:
             service.start(tasks)
+            tasks.start_soon(prepare_after_a_restart, service, name="live-memory provider client")
             jobs.attach(tasks)
             tasks.start_soon(keep_warm.run, name="live-memory keep-warm")
             announce(f"live-memory {__version__}: serving http://{settings.host}:{settings.port}{MCP_PATH}")

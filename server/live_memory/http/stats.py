@@ -132,6 +132,7 @@ def server_stats(service: WorkspaceService, started_at: float) -> dict[str, Any]
         "model": settings.model,
         "endpoint": settings.base_url,
         "watching": service.watcher.statuses(),
+        "symbol_index": service.index_statuses(),
         "snapshots": "ok" if (failing := service.store.failing()) is None else f"failing: {failing}",
         "config_file": str(settings.config_file),
         "data_dir": str(settings.data_dir),

@@ -172,6 +172,10 @@ class AnthropicProvider:
         headers = sdk_headers(sdk.default_headers)
         return _Clients(sdk, Endpoint(self.info.name, http, url, headers, subscription=self.info.subscription))
 
+    async def prepare(self) -> None:
+        """Build the SDK client now, in a worker thread (a restarted server is about to be asked again)."""
+        await self._clients.get()
+
     async def chat(self, request: ChatRequest) -> ChatResponse:
         content = encode_request(request, self.info.model, self._wire)
         clients = await self._clients.get()

@@ -183,6 +183,10 @@ class OpenAICompatProvider:
         headers = {**sdk_headers(sdk.default_headers), "Authorization": f"Bearer {self._api_key}"}
         return sdk, Endpoint(self.info.name, http, endpoint_url(sdk.base_url, COMPLETIONS_PATH), headers)
 
+    async def prepare(self) -> None:
+        """Build the SDK client now, in a worker thread (a restarted server is about to be asked again)."""
+        await self._clients.get()
+
     async def chat(self, request: ChatRequest) -> ChatResponse:
         extra = {"prompt_cache_key": request.cache_key} if request.cache_key and self.info.routes_by_cache_key else {}
         content = encode_request(request, self.info.model, self._wire, extra)

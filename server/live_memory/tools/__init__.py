@@ -2,7 +2,8 @@
 get_changed_files, git_search, find_symbol — their schemas (TOOL_SCHEMAS) and one dispatcher (Toolbox).
 
     box = await Toolbox.create(root, limits)   # one per workspace; blocking setup in a thread
-    box = await Toolbox.create(root, limits, symbols=index)   # find_symbol answers from that SymbolIndex
+    box = await Toolbox.create(root, limits, index_path=path) # find_symbol reads the symbol index kept at `path`
+    await box.keep_index()                     # (the owner's background task) build it, keep it current
     await box.run(name, arguments) -> ToolOutcome  # .files_read: FileRead(path, sha256, size) each
 
 Every path goes through one Jail (jail.py); every child process through run_bounded (subproc.py);
@@ -18,15 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from live_memory.jail import Jail, show_path
-from live_memory.symbol_index import SymbolIndex
 from live_memory.tools.context import FileRead, ToolContext, ToolLimits, ToolOutcome, bound_text, find_ripgrep
 from live_memory.tools.find_paths import run_find_paths
 from live_memory.tools.git import run_get_changed_files, run_git_search
+from live_memory.tools.index_keeper import IndexKeeper
 from live_memory.tools.read import run_read
 from live_memory.tools.schemas import TOOL_SCHEMAS
 from live_memory.tools.search import run_glob, run_grep
@@ -66,17 +68,19 @@ class Toolbox:
         root: Path,
         limits: ToolLimits = ToolLimits(),  # noqa: B008 - frozen
         *,
-        symbols: SymbolIndex | None = None,  # the workspace's index for find_symbol (default: an empty one)
+        index_path: Path | None = None,  # where the checkout's symbol index is kept (None: none)
     ) -> None:
         self.limits = limits
         self.jail = Jail(root, limits.secret_globs)
-        self.context = ToolContext(
+        context = ToolContext(
             jail=self.jail,
             limits=limits,
             ripgrep=find_ripgrep(limits),
-            symbols=symbols if symbols is not None else SymbolIndex(),
             in_git=(self.jail.root / ".git").exists(),
         )
+        # The index is ripgrep's listing, recorded: without ripgrep there is neither.
+        self.index = IndexKeeper(context, index_path) if index_path is not None and context.ripgrep else None
+        self.context = replace(context, index=self.index)
 
     @classmethod
     async def create(
@@ -84,10 +88,10 @@ class Toolbox:
         root: Path,
         limits: ToolLimits = ToolLimits(),  # noqa: B008 - frozen
         *,
-        symbols: SymbolIndex | None = None,
+        index_path: Path | None = None,
     ) -> Toolbox:
         """Build a toolbox off the event loop."""
-        return await asyncio.to_thread(lambda: cls(root, limits, symbols=symbols))
+        return await asyncio.to_thread(lambda: cls(root, limits, index_path=index_path))
 
     @property
     def root(self) -> Path:
@@ -97,6 +101,21 @@ class Toolbox:
     def ripgrep(self) -> str | None:
         """The ripgrep binary in use, or None when the pure-Python search is used."""
         return self.context.ripgrep
+
+    async def keep_index(self, start_after: asyncio.Event | None = None) -> None:
+        """Build or refresh the symbol index (once `start_after` is set, or a while), then keep it current until
+        cancelled (the owner's background task; returns at once without an index)."""
+        if self.index is not None:
+            await self.index.run(start_after)
+
+    def files_changed(self, paths: Iterable[str]) -> None:
+        """Workspace-relative files that changed, appeared or went (the index re-reads them)."""
+        if self.index is not None:
+            self.index.changed(paths)
+
+    def index_status(self) -> dict[str, Any] | None:
+        """The symbol index's state for /stats; None without one."""
+        return self.index.status() if self.index is not None else None
 
     async def files_mentioning(self, names: list[str], max_files: int) -> tuple[str, ...] | None:
         """Every file that mentions one of `names` as a word, or None when the search cannot tell them all (not

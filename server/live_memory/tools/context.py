@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from live_memory.constants import (
     DEFAULT_SECRET_GLOBS,
@@ -30,7 +30,9 @@ from live_memory.constants import (
 )
 from live_memory.errors import JailRefusal
 from live_memory.jail import Jail, show_path
-from live_memory.symbol_index import SymbolIndex
+
+if TYPE_CHECKING:  # the keeper reads contexts too
+    from live_memory.tools.index_keeper import IndexKeeper
 
 __all__ = [
     "FileRead",
@@ -108,10 +110,10 @@ class ToolContext:
     jail: Jail
     limits: ToolLimits = field(default_factory=ToolLimits)
     ripgrep: str | None = None
-    # The workspace's definitions and uses (find_symbol); empty unless the owner hands one in and keeps
-    # it current. Tools only read it.
-    symbols: SymbolIndex = field(default_factory=SymbolIndex)
     in_git: bool = False  # the root is a git repository's (a .git directory or file): see ripgrep_base_args
+    # The checkout's symbol index (tools/index_keeper.py): find_symbol reads what the scan would find from it once
+    # it is ready; None: no index (the scan answers).
+    index: IndexKeeper | None = None
 
     @property
     def root(self) -> Path:

@@ -60,12 +60,16 @@ def ripgrep_base_args(ripgrep: str, *, at_root: bool = False, in_git: bool = Fal
 GIT_EXCLUDE = ("--glob", "!.git")
 
 
-async def list_files(ctx: ToolContext, start_rel: str) -> FileListing:
-    """All non-ignored regular files under `start_rel` ("" is the root), sorted by path.
-    Raises JailRefusal or OSError when the start directory cannot be opened safely."""
+async def list_files(
+    ctx: ToolContext, start_rel: str, *, max_depth: int | None = None, max_bytes: int = LISTING_MAX_RAW_BYTES
+) -> FileListing:
+    """All non-ignored regular files under `start_rel` ("" is the root), sorted by path; `max_depth` 1: only
+    those directly in it; past `max_bytes` of names the listing is cut short (complete False). Raises JailRefusal
+    or OSError when the start directory cannot be opened safely."""
     if ctx.ripgrep is not None:
         base = ripgrep_base_args(ctx.ripgrep, at_root=not start_rel, in_git=ctx.in_git)
-        argv = [*base, "--files", "--null", *GIT_EXCLUDE]
+        depth = ("--max-depth", str(max_depth)) if max_depth is not None else ()
+        argv = [*base, "--files", "--null", *depth, *GIT_EXCLUDE]
         start_fd = await opened_off_loop(lambda: ctx.jail.open_dir(ctx.root / start_rel), os.close)
         try:
             result = await run_bounded(
@@ -73,7 +77,7 @@ async def list_files(ctx: ToolContext, start_rel: str) -> FileListing:
                 cwd=ctx.root / start_rel,  # used only where the descriptor cannot pin the directory
                 cwd_fd=start_fd,
                 timeout_s=ctx.limits.subprocess_timeout_s,
-                max_bytes=LISTING_MAX_RAW_BYTES,
+                max_bytes=max_bytes,
             )
         except OSError:
             pass  # ripgrep vanished or cannot run: fall through to the walker
@@ -87,7 +91,11 @@ async def list_files(ctx: ToolContext, start_rel: str) -> FileListing:
             return FileListing(sorted(prefix + p for p in raw if p), complete)
         finally:
             os.close(start_fd)
-    return await walk_listing(ctx, start_rel)
+    listing = await walk_listing(ctx, start_rel)
+    if max_depth is None:
+        return listing
+    deepest = start_rel.count("/") + (1 if start_rel else 0) + max_depth
+    return FileListing([p for p in listing.paths if p.count("/") < deepest], listing.complete)
 
 
 async def walk_listing(ctx: ToolContext, start_rel: str) -> FileListing:

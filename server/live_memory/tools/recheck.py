@@ -94,29 +94,33 @@ class Recheck:
 
     # -- content lines ----------------------------------------------------------------------------------
     def line_matches(self, rel: str, number: int, text: str) -> bool:
-        """Whether line `number` (1-based) of `rel` is `text`, as ripgrep prints it (CR dropped;
-        a line over GREP_MAX_COLUMNS bytes printed as OMITTED_LINE). Calls for one file should come
-        in ascending line order (ripgrep's), or the file is read again from the start."""
+        """Whether line `number` (1-based) of `rel` is `text`, as ripgrep prints it (see `line`). Calls for one
+        file should come in ascending line order (ripgrep's), or the file is read again from the start."""
+        return self.line(rel, number) == text
+
+    def line(self, rel: str, number: int) -> str | None:
+        """Line `number` (1-based) of `rel` as ripgrep prints it (CR dropped; a line over GREP_MAX_COLUMNS bytes
+        printed as OMITTED_LINE), or None when the file or the line is not there."""
         handle = self._open_at(rel, number)
         if handle is None:
-            return False
+            return None
         while self._line < number - 1:
             if not _skip_line(handle):
-                return False
+                return None
             self._line += 1
         raw = handle.readline(GREP_MAX_COLUMNS + 1)
         if not raw:
-            return False
+            return None
         self._line += 1
         ended = raw.endswith(b"\n")
         if not ended and len(raw) > GREP_MAX_COLUMNS:  # an overlong line: finish skipping it
             while (rest := handle.readline(_SKIP_CHUNK)) and not rest.endswith(b"\n"):
                 pass
-            return text == OMITTED_LINE
-        if text == OMITTED_LINE:
-            return len(raw) > GREP_MAX_COLUMNS
+            return OMITTED_LINE
+        if len(raw) > GREP_MAX_COLUMNS:
+            return OMITTED_LINE
         line = raw[:-1] if ended else raw
-        return line.decode("utf-8", "surrogateescape").removesuffix("\r") == text
+        return line.decode("utf-8", "surrogateescape").removesuffix("\r")
 
     def _open_at(self, rel: str, number: int) -> BinaryIO | None:
         if self._file is not None and self._file[0] == rel and self._line < number:

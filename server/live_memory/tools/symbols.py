@@ -1,11 +1,12 @@
 """The find_symbol tool: where a name is defined (path:start-end and signature) and which files use it.
 
-It answers from the workspace's symbol index (ToolContext.symbols) when the index knows the name.
-Otherwise it scans the workspace: ripgrep (the Grep engine, with its ignore rules and secret excludes)
-finds lines that look like a definition of the name and files that mention it; up to
-SYMBOL_SCAN_MAX_FILES of them are read through the jail and outlined (cards.py), so definitions come
-with line ranges and "uses" means a reference in code, not a word in a comment. A definition line in
-a file too large to outline is shown as ripgrep reported it, after the same re-check Grep makes.
+It scans the workspace: ripgrep (the Grep engine, with its ignore rules and secret excludes) finds lines that
+look like a definition of the name and files that mention it; up to SYMBOL_SCAN_MAX_FILES of them are outlined
+(cards.py), so definitions come with line ranges and "uses" means a reference in code, not a word in a comment.
+A definition line in a file too large to outline is shown as ripgrep reported it, after the same re-check Grep
+makes. Once the checkout's symbol index is ready (ToolContext.index, tools/index_keeper.py), the scan reads what
+those passes would find from it instead (`_from_store`: the recorded definition lines, mentions and cards, each
+file's stamp checked first), so the answer is the same, byte for byte, without a pass over the workspace.
 With `code`, the lines of a name's few, short definitions come with the answer (numbered as Read shows
 them, under a `### path:start-end` heading), read through the jail now: the model need not Read them.
 `prefer` (paths; the memory passes the files the question names, then those it used most recently) puts the
@@ -14,19 +15,20 @@ many places the code of its definitions there. `held` (`path:first-last` ranges 
 as they are now) leaves out the code of a definition inside one.
 
 Must never: show a path outside the workspace, under .git or withheld as secret (index entries
-included), read a file but through the jail, change the index, or block the event loop.
+included), read a file but through the jail, or block the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from live_memory.cards import IDENTIFIER_PATTERN, FileCard, definition_regex, language_for, read_card
 from live_memory.constants import (
@@ -42,9 +44,12 @@ from live_memory.errors import ArgumentError, GrepError, JailRefusal
 from live_memory.jail import show_path
 from live_memory.safe_files import read_prefix
 from live_memory.symbol_index import SymbolHit, SymbolIndex
+from live_memory.symbol_lines import COMMENT
+from live_memory.symbol_store import SymbolStore
 from live_memory.tools.args import Arguments
 from live_memory.tools.context import FileRead, ToolContext, ToolOutcome, bound_text, opened_off_loop
 from live_memory.tools.grep_engines import GrepHits, GrepQuery, ripgrep_grep
+from live_memory.tools.index_keeper import Check
 from live_memory.tools.recheck import Recheck
 
 __all__ = ["files_mentioning", "run_find_symbol"]
@@ -96,9 +101,7 @@ async def run_find_symbol(ctx: ToolContext, arguments: Mapping[str, Any]) -> Too
             "e.g. 'FileCard' or 'FileCard.render'",
             is_error=True,
         )
-    found = _from_index(ctx, name)
-    if found is None:
-        found = await _scan(ctx, name, kind, prefer)
+    found = await _scan(ctx, name, kind, prefer)
     found.definitions = _preferring(found.definitions, prefer)
     shown = _with_code(found.definitions, set(prefer)) if code and kind != "uses" else []
     found.held = {_at(h) for h in shown if any(_within(h, r) for r in held.get(h.path, ()))}
@@ -136,16 +139,6 @@ def _shown(ctx: ToolContext, path: str) -> bool:
         return False
 
 
-def _from_index(ctx: ToolContext, name: str) -> _Found | None:
-    """The index's answer, or None when it knows nothing of the name."""
-    index = ctx.symbols
-    definitions = [hit for hit in index.lookup(name) if _shown(ctx, hit.path)]
-    users = [path for path in index.uses(name) if _shown(ctx, path)]
-    if not definitions and not users:
-        return None
-    return _Found("symbol index", definitions, users=users)
-
-
 async def _scan(ctx: ToolContext, name: str, kind: str, prefer: list[str]) -> _Found:
     found = _Found("workspace scan")
     if not _DOTTED.fullmatch(name):
@@ -154,6 +147,10 @@ async def _scan(ctx: ToolContext, name: str, kind: str, prefer: list[str]) -> _F
     if ctx.ripgrep is None:
         found.notes.append("The workspace scan is unavailable (ripgrep was not found); Glob and Read still work.")
         return found
+    if ctx.index is not None:  # what the scan would find, read from the symbol index when it is ready
+        indexed = await ctx.index.read(functools.partial(_from_store, ctx, name, kind, prefer))
+        if indexed is not None:
+            return indexed
     bare = name.rsplit(".", 1)[-1]
     word = bare.replace("$", r"\$")
     assignment = rf"^{word}[ \t]*(?::[^=\n]*)?=(?:[^=]|$)"  # a top-level NAME = ... or NAME: T = ...
@@ -171,8 +168,9 @@ async def _scan(ctx: ToolContext, name: str, kind: str, prefer: list[str]) -> _F
         found.notes.append(f"The workspace scan failed: {exc}")
         return found
     stop = threading.Event()
+    scanned = [_Line(path, number, text, text.lstrip().startswith("#")) for path, number, text in lines]
     try:
-        return await asyncio.to_thread(_examine, ctx, name, lines, mentions, prefer, found, stop)
+        return await asyncio.to_thread(_examine_scan, ctx, name, scanned, mentions, prefer, found, stop)
     finally:
         stop.set()  # on cancellation the thread stops at its next file
 
@@ -267,26 +265,105 @@ def _definition_code(ctx: ToolContext, hits: list[SymbolHit]) -> dict[tuple[str,
     return out
 
 
-def _examine(
+class _Line(NamedTuple):
+    """A line that looks like a definition of the name: as ripgrep printed it (`text`), or as the index recorded
+    it (its text read when shown); `comment`: it starts with "#" as printed."""
+
+    path: str
+    number: int
+    text: str
+    comment: bool
+
+
+def _examine_scan(
     ctx: ToolContext,
     name: str,
-    lines: list[tuple[str, int, str]],
+    lines: list[_Line],
     mentions: list[str],
     prefer: list[str],
     found: _Found,
     stop: threading.Event,
 ) -> _Found:
-    """Outline the files ripgrep found (the preferred ones first, then those with a definition line) and look
-    the name up in their cards. Blocking: runs in a worker thread."""
-    found_paths = [path for path, _n, _t in lines] + mentions
+    """Outline the files ripgrep found, read from the disk now, and keep the unparsed lines that are still
+    there (recheck.py). Blocking: runs in a worker thread."""
+
+    def outline(path: str) -> tuple[FileCard, FileRead] | None:
+        return None if stop.is_set() else _read_card(ctx, path)
+
+    unparsed = _examine(ctx, name, lines, mentions, prefer, found, outline)
+    if unparsed:
+        with Recheck(str(ctx.root)) as recheck:
+            found.lines = [(p, n, t) for p, n, t, _ in unparsed if recheck.line_matches(p, n, t)]
+    return found
+
+
+def _from_store(
+    ctx: ToolContext, name: str, kind: str, prefer: list[str], store: SymbolStore, check: Check
+) -> _Found | None:
+    """What the scan would find, read from the symbol index: its recorded definition lines and mentions instead of
+    the two ripgrep passes, its cards instead of outlining the files again. The files whose entries are shown (the
+    outlined ones, those of the lines shown) have their stamps checked first; a file that moved is read again and
+    the index read once more; None when too many moved (the scan answers). In the index's thread."""
+    bare = name.rsplit(".", 1)[-1]
+    for _attempt in range(2):  # a file re-indexed by a check may change what is found: read once more
+        rows = store.definition_lines(bare) if kind != "uses" else []
+        lines = [_Line(path, number, "", flags == COMMENT) for path, number, flags in rows]
+        mentions = store.mentioning(bare) if kind != "definition" else []
+        verdict = check(_candidates(ctx, lines, mentions, prefer)[:SYMBOL_SCAN_MAX_FILES])
+        if verdict != "current":
+            if verdict == "stale":
+                return None
+            continue
+        found = _Found("workspace scan")
+        unparsed = _examine(ctx, name, lines, mentions, prefer, found, functools.partial(_outline, store))
+        shown = unparsed[: max(SYMBOL_MAX_DEFINITIONS - len(found.definitions), 0)]  # the others are counted
+        verdict = check(dict.fromkeys(line.path for line in shown))
+        if verdict != "current":
+            if verdict == "stale":
+                return None
+            continue
+        with Recheck(str(ctx.root)) as recheck:
+            texts = [recheck.line(line.path, line.number) or "" for line in shown]
+        found.lines = [(line.path, line.number, text) for line, text in zip(shown, texts, strict=True)]
+        found.lines += [(line.path, line.number, "") for line in unparsed[len(shown) :]]
+        return found
+    return None  # files kept moving while they were read: the scan decides
+
+
+def _outline(store: SymbolStore, path: str) -> tuple[FileCard, FileRead] | None:
+    """A file's card and its fingerprint as the index recorded them (stamps checked by the caller)."""
+    recorded = store.record(path)
+    if recorded is None:
+        return None
+    stamp, sha256, card = recorded
+    return None if card is None else (card, FileRead(path, sha256, stamp.size))
+
+
+def _candidates(ctx: ToolContext, lines: list[_Line], mentions: list[str], prefer: list[str]) -> list[str]:
+    """The files to outline, in order: the preferred ones among those found, then those with a definition line,
+    then those that mention the name."""
+    found_paths = [line.path for line in lines] + mentions
     listed = set(found_paths)
     first = [path for path in prefer if path in listed]
-    candidates = [path for path in dict.fromkeys(first + found_paths) if _shown(ctx, path)]
+    return [path for path in dict.fromkeys(first + found_paths) if _shown(ctx, path)]
+
+
+def _examine(
+    ctx: ToolContext,
+    name: str,
+    lines: list[_Line],
+    mentions: list[str],
+    prefer: list[str],
+    found: _Found,
+    outline: Callable[[str], tuple[FileCard, FileRead] | None],
+) -> list[_Line]:
+    """Outline the first SYMBOL_SCAN_MAX_FILES candidates and look the name up in their cards (into `found`);
+    returns the definition lines no card covers (a file too large to outline, or one outlined by pattern that
+    missed it), Markdown headings among them but not comments. Blocking."""
+    candidates = _candidates(ctx, lines, mentions, prefer)
     cards: dict[str, FileCard] = {}
     for path in candidates[:SYMBOL_SCAN_MAX_FILES]:
-        if stop.is_set():
-            break
-        read = _read_card(ctx, path)
+        read = outline(path)
         if read is not None:
             cards[path], found.outlined[path] = read
     found.unexamined = max(len(candidates) - SYMBOL_SCAN_MAX_FILES, 0)
@@ -294,21 +371,16 @@ def _examine(
     found.definitions = index.lookup(name)
     found.users = index.uses(name)
     if "." in name:
-        return found  # a bare definition line cannot confirm the qualifier
-    # A parsed card is the authority on its file; a line ripgrep found elsewhere (a file too large to
-    # outline, or one outlined by pattern that missed it) is shown as it is on disk now.
+        return []  # a bare definition line cannot confirm the qualifier
+    # A parsed card is the authority on its file; a line found elsewhere is shown as it is on disk now.
     covered = {(hit.path, line) for hit in found.definitions for line in range(hit.start, hit.end + 1)}
-    unparsed = [
-        (path, number, text)
-        for path, number, text in lines
-        if _shown(ctx, path)
-        and (path not in cards or (cards[path].approximate and (path, number) not in covered))
-        and (language_for(path) == "markdown" or not text.lstrip().startswith("#"))  # a comment, not a heading
+    return [
+        line
+        for line in lines
+        if _shown(ctx, line.path)
+        and (line.path not in cards or (cards[line.path].approximate and (line.path, line.number) not in covered))
+        and (language_for(line.path) == "markdown" or not line.comment)  # a comment, not a heading
     ]
-    if unparsed:
-        with Recheck(str(ctx.root)) as recheck:
-            found.lines = [entry for entry in unparsed if recheck.line_matches(*entry)]
-    return found
 
 
 def _definition(hit: SymbolHit, code: str | None, code_shown: bool, held: bool) -> str:
