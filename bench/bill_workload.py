@@ -275,7 +275,7 @@ def _defined_in_files(repo: Repo, name: str, known: dict[str, int]) -> int:
     return known[name]
 
 
-def _with_files(text: str, files: Sequence[str], symbols: Sequence[str], named: Sequence[str]) -> str:
+def with_files(text: str, files: Sequence[str], symbols: Sequence[str], named: Sequence[str]) -> str:
     """`text` with each quoted name of a named file followed by that file: "`Migration` (in path)", the n-th
     quote of a name for its n-th file."""
     cursor: dict[str, int] = {}
@@ -561,8 +561,8 @@ def _draft_tasks(repo: Repo, load: Workload, seed: int) -> list[tuple[Task, str 
                     text = base = rng.choice(_MULTI_QUESTIONS).format(
                         syms=", ".join(quoted[:-1]) + " and " + quoted[-1]
                     )
-                base = _with_files(base, files, symbols, named)
-                text = _with_files(text, files, symbols, named)
+                base = with_files(base, files, symbols, named)
+                text = with_files(text, files, symbols, named)
                 question = base
                 attempt = 1
                 while question in seen_questions:

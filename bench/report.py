@@ -1549,6 +1549,10 @@ def render_team_bill(data: Mapping[str, Any], charts: Charts) -> list[str]:
     shared = data.get("with_shared_answers")
     if isinstance(shared, Mapping):
         lines += ["Facts and answers shared (`team_share_answers` on):", "", *_team_variant(shared, modes)]
+    reworded = data.get("with_reworded_answers")
+    if isinstance(reworded, Mapping):
+        title = "Answers shared, developers 2..N asking in their own words (`bench/bill_reword.py`):"
+        lines += [title, "", *_team_variant(reworded, modes)]
     limits = [f"- {limit}" for limit in list_at(data, "limits")]
     if limits:
         lines += ["Limits:", "", *limits, ""]

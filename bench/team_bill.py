@@ -12,10 +12,11 @@ provider cache. What a developer's server pulls joins its ledger at its first fr
 load waits briefly for the pull) and after each compaction.
 
 Each memory model (strict, trusting; see bench/bill_memory.py) is its own team, under its own repository
-identity, so one model's facts never reach the other's developers. The run is made twice, as two more teams per
-model: with the defaults (only facts travel), and with `team_share_answers` on (answers travel too, and a
-later developer's server gives a teammate's answer to the same question about the same bytes without a model
-call).
+identity, so one model's facts never reach the other's developers. The run is made three times, as more teams
+per model: with the defaults (only facts travel); with `team_share_answers` on (answers travel too, and a later
+developer's server gives a teammate's answer to the same question about the same bytes without a model call);
+and with answers shared and developers 2..N asking the same tasks in their own words (bench/bill_reword.py:
+each question's phrasing swapped for another of the same meaning, with the same names and files).
 
 Figures per developer and memory model: the memory's spend per question at Haiku prices (its own requests:
 answers and ledger upkeep), requests per question, that spend over developer 1's, and what its ledger held at
@@ -41,6 +42,7 @@ from typing import Any, Literal
 from bench._common import map_jobs, print_table, warn_if_busy, write_results
 from bench.bill_cache import VirtualClock
 from bench.bill_memory import ServerCommand, ServerProcess, copy_workspace, fake_provider
+from bench.bill_reword import reworded
 from bench.bill_workload import Repo, Workload, build_tasks, load_repo
 from bench.provenance import write_json
 from bench.session_bill import MODES, RUNS_DIR, SEED, SERVER_OPTIONS, memory_workload, parse_workload
@@ -54,8 +56,10 @@ DEVELOPERS = 3
 REPO = "live-memory"
 QUICK_LOAD = parse_workload("medium-natural-30")
 FULL_LOAD = parse_workload("medium-natural-120")  # the session-bill shape with most compactions
-# The issue's goals: developers 2..N pay at most this share of developer 1's memory spend per question.
+# The issue's goals: developers 2..N pay at most this share of developer 1's memory spend per question (with
+# facts alone; with answers shared and the questions reworded, REWORDED_GOAL for both models).
 GOALS = {"strict": 0.85, "trusting": 0.6}
+REWORDED_GOAL = 0.5
 REMOTE = "https://example.com/bench/{repo}-{team}.git"  # one per team (memory model and run)
 DAY_S = 86_400.0
 STORE_WAIT_S = 60.0  # longest real wait for a developer's facts to reach the store
@@ -64,7 +68,13 @@ STORE_TIMEOUT_S = 10.0
 PULL_ALL = 100_000
 FIRST_TASKS = 20  # the start of a session, compared on its own
 # The two ways a team shares: facts only (the default), and facts plus answers (team_share_answers on).
-VARIANTS: dict[str, dict[str, str]] = {"facts": {}, "answers": {"team_share_answers": "true"}}
+VARIANTS: dict[str, dict[str, str]] = {
+    "facts": {},
+    "answers": {"team_share_answers": "true"},
+    "reworded": {"team_share_answers": "true"},  # developers 2..N ask in their own words (bench/bill_reword.py)
+}
+# Where each variant's figures go in the results; the default (facts only) at the top.
+VARIANT_KEYS = {"answers": "with_shared_answers", "reworded": "with_reworded_answers"}
 
 LIMITS = (
     "The memory models are scripted (bench/bill_memory.py): a ledger fact saves what their rules let it save. "
@@ -98,6 +108,7 @@ class TeamJob:
     options: tuple[tuple[str, str], ...]
     seed: int
     poll_s: float = STORE_POLL_S
+    reword: bool = False  # developers 2..N ask the same tasks in their own words
 
 
 def team_remote(repo: str, team: str) -> str:
@@ -221,6 +232,7 @@ def run_team(job: TeamJob) -> dict[str, Any]:
         with fake_provider(clock) as fake:
             for index in range(1, job.developers + 1):
                 started = time.perf_counter()
+                asked = reworded(tasks, index - 1) if job.reword else tasks
                 home = tmp / f"developer-{index}"
                 workspace = team_checkout(repo, home / "src" / f"checkout-{index}" / repo.name, remote)
                 # Each developer starts a day after the last one ended: no provider cache outlives the gap.
@@ -232,7 +244,7 @@ def run_team(job: TeamJob) -> dict[str, Any]:
                     "team_user": f"developer-{index}",
                 }
                 with ServerProcess(job.command, fake.base_url, home, options) as server:
-                    arm = memory_workload(repo, tasks, job.mode, fake, server, workspace, clock)
+                    arm = memory_workload(repo, asked, job.mode, fake, server, workspace, clock)
                     handed = wait_for_store(home / "data", job.url, repo_id, poll_s=job.poll_s)
                 figures = developer_figures(index, arm.figures(), handed)
                 developers.append(figures | {"seconds": round(time.perf_counter() - started, 1)})
@@ -271,9 +283,9 @@ def developer_figures(index: int, arm: Mapping[str, Any], handed: Mapping[str, A
 
 
 # -- the whole run -----------------------------------------------------------------------------------------
-def shape(teams: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def shape(teams: Mapping[str, Mapping[str, Any]], bounds: Mapping[str, float] = GOALS) -> dict[str, Any]:
     """Per developer, each memory model's figures side by side, its ratios to developer 1, and the store's
-    counts over every team; then whether each model's goal was met."""
+    counts over every team; then whether each model's goal (`bounds`) was met."""
     modes = list(teams)
     count = max((len(t["developers"]) for t in teams.values()), default=0)
     first = {mode: teams[mode]["developers"][0]["memory_usd_per_question"] for mode in modes if count}
@@ -311,25 +323,27 @@ def shape(teams: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         "confirmed when an earlier developer pushed them first); a fact a ledger dropped before the end is not "
         "counted.",
     }
-    return {"developers": developers, "store": store, "goals": goals(developers)}
+    return {"developers": developers, "store": store, "goals": goals(developers, bounds)}
 
 
 def shape_variants(teams: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, Any]:
-    """The default variant's figures at the top (facts only), the others under "with_shared_answers"."""
+    """The default variant's figures at the top (facts only), the others under their VARIANT_KEYS."""
     by_variant: dict[str, dict[str, Mapping[str, Any]]] = {}
     for (variant, mode), team in teams.items():
         by_variant.setdefault(variant, {})[mode] = team
     shaped: dict[str, Any] = shape(by_variant["facts"]) if "facts" in by_variant else {}
-    if "answers" in by_variant:
-        shaped["with_shared_answers"] = shape(by_variant["answers"])
+    for variant, key in VARIANT_KEYS.items():
+        if variant in by_variant:
+            bounds = dict.fromkeys(GOALS, REWORDED_GOAL) if variant == "reworded" else GOALS
+            shaped[key] = shape(by_variant[variant], bounds)
     return shaped
 
 
-def goals(developers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def goals(developers: Sequence[Mapping[str, Any]], bounds: Mapping[str, float] = GOALS) -> dict[str, Any]:
     """For each memory model: the worst ratio of developers 2..N to developer 1, against its bound."""
     out: dict[str, Any] = {}
     later = developers[1:]
-    for mode, bound in GOALS.items():
+    for mode, bound in bounds.items():
         ratios = [d["over_first"].get(mode) for d in later]
         known = [r for r in ratios if isinstance(r, (int, float))]
         worst = max(known) if known else None
@@ -395,6 +409,7 @@ def run(
                 tuple(sorted({**(options or {}), **VARIANTS[variant]}.items())),
                 seed,
                 store_poll_s,
+                reword=variant == "reworded",
             )
             for variant, mode in teams
         ]
@@ -430,6 +445,9 @@ def print_figures(data: Mapping[str, Any]) -> None:
     if "with_shared_answers" in data:
         title = f"Team bill: {data['config']['repo']} / {data['config']['workload']}, facts and answers shared"
         print_variant(data["with_shared_answers"], title)
+    if "with_reworded_answers" in data:
+        title = f"Team bill: {data['config']['repo']} / {data['config']['workload']}, answers shared, reworded"
+        print_variant(data["with_reworded_answers"], title)
 
 
 def print_variant(data: Mapping[str, Any], title: str) -> None:
@@ -482,7 +500,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--workload", default="", help="a session-bill workload name, e.g. medium-natural-60")
     parser.add_argument("--modes", default=",".join(MODES), help="memory models: strict,trusting")
     parser.add_argument(
-        "--variants", default=",".join(VARIANTS), help="what the team shares: facts (only), answers (facts and answers)"
+        "--variants",
+        default=",".join(VARIANTS),
+        help="what the team shares: facts (only), answers (facts and answers), reworded (answers; developers 2..N "
+        "ask in their own words)",
     )
     parser.add_argument("--server-python", default=ServerCommand().python, help="interpreter that runs the server")
     parser.add_argument("--server-src", default=str(ServerCommand().src), help="the server checkout's server/")

@@ -51,6 +51,7 @@ ONE_WORKER_MODULES = {
     "tests/test_bench_session_bill.py": "session-bill",
     # The same repository's task sequences (bench/bill_workload.py caches them per process).
     "tests/test_bench_content.py": "session-bill",
+    "tests/test_bench_reword.py": "session-bill",
     # One real session of each agent's CLI (tests/agents/session.py), shared by the module's tests.
     "tests/agents/test_codex.py": "codex",
     "tests/agents/test_gemini.py": "gemini",

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 from bench import report, session_bill, team_bill
-from bench.bill_workload import load_repo, workload
+from bench.bill_workload import build_tasks, load_repo, workload
 
+from live_memory.question_names import location_kind
 from live_memory.repo_identity import normalize_remote, repository_identity
 from tests.conftest import TeamDatabase
 
@@ -92,6 +93,12 @@ def test_facts_only_figures_stay_on_top_and_those_with_answers_shared_go_beside_
     )
     assert shaped["developers"] == team_bill.shape(TEAMS)["developers"]
     assert len(shaped["with_shared_answers"]["developers"]) == 1
+    reworded = team_bill.shape_variants({("reworded", mode): team for mode, team in TEAMS.items()})
+    assert "developers" not in reworded and "with_shared_answers" not in reworded
+    # Reworded questions answered from a teammate's answers: one goal for both models.
+    assert reworded["with_reworded_answers"]["goals"]["trusting"] == {"bound": 0.5, "worst_ratio": 0.7, "met": False}
+    text = "\n".join(report.render_team_bill({"config": {"modes": ["trusting"]}, **reworded}, {}))
+    assert "Answers shared, developers 2..N asking in their own words" in text
 
 
 def test_a_goal_is_judged_on_the_worst_later_developer() -> None:
@@ -160,24 +167,29 @@ def test_the_document_lists_the_team_bill_among_those_without_results_until_it_h
 
 def test_two_developers_share_what_the_first_learned_through_a_real_store(team_db: TeamDatabase) -> None:
     """End to end, small, with answers shared: the first developer's facts and answers reach the store; the
-    second's ledger holds some of the facts, and its server gives the first one's answers to the same questions
-    without a model call."""
+    second's ledger holds some of the facts, and its server gives the first one's answers to the same questions,
+    asked in the second developer's own words, without a model call."""
+    load = workload("medium", "natural", (4,))
     data = team_bill.run(  # a short session whose history folds early: facts to share after a few tasks
-        load=workload("medium", "natural", (4,)),
+        load=load,
         developers=2,
         modes=("trusting",),
-        variants=("answers",),
+        variants=("reworded",),
         store=team_db.url,
         jobs=1,
         options={"history_max_tokens": "150"},
         store_poll_s=0.05,  # the store is local: its count settles in milliseconds
     )
-    first, second = data["with_shared_answers"]["developers"]
-    shared = data["with_shared_answers"]["store"]["answers"]  # the answers grounded on files the server knew
-    assert shared > 0 and first["by_mode"]["trusting"]["answers_reused"] == 0
-    assert second["by_mode"]["trusting"]["answers_reused"] == shared  # each given again, without a model call
+    first, second = data["with_reworded_answers"]["developers"]
+    shared = data["with_reworded_answers"]["store"]["answers"]  # the answers grounded on files the server knew
+    asked = [t.question for t in build_tasks(load_repo("live-memory"), load, session_bill.SEED) if t.question]
+    # Where a name is defined is looked up afresh, never given again (the second developer shares its own).
+    how = [q for q in asked if location_kind(q) is None]
+    assert 0 < len(how) < len(asked) and shared == len(how) + 2 * (len(asked) - len(how))
+    assert first["by_mode"]["trusting"]["answers_reused"] == 0
+    assert second["by_mode"]["trusting"]["answers_reused"] == len(how)  # each given again, without a model call
     assert second["memory_usd_per_question"]["trusting"] < first["memory_usd_per_question"]["trusting"]
-    data = data["with_shared_answers"] | {"config": data["config"]}
+    data = data["with_reworded_answers"] | {"config": data["config"]}
     assert first["by_mode"]["trusting"]["store_facts_first_learned"] > 0
     assert first["by_mode"]["trusting"]["store"]["drained"]
     assert second["by_mode"]["trusting"]["ledger_facts_from_team"] > 0

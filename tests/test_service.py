@@ -289,6 +289,29 @@ async def test_the_first_answer_never_waits_for_the_symbol_index_being_built(tmp
         tasks.cancel_scope.cancel()
 
 
+async def test_a_restart_takes_the_tree_back_from_disk_when_nothing_it_rests_on_moved(tmp_path: Path) -> None:
+    root = repo(tmp_path)
+    for path in [root, *root.rglob("*")]:  # written an hour ago: a tree listed now can be proven current later
+        os.utime(path, (path.stat().st_atime - 3600, path.stat().st_mtime - 3600))
+    kept = tmp_path / "data" / "workspaces" / f"{workspace_id(root)}.tree.json"
+    service, answerer = _indexed_service(tmp_path, ScriptedProvider(responder=lambda request: text_response("ok")))
+    async with anyio.create_task_group() as tasks:
+        service.start(tasks)
+        opened = await service.open(str(root))
+        await answerer.ask(str(root), "What is here?")
+        await until(kept.exists)
+        tasks.cancel_scope.cancel()
+    assert opened.state.window.paths.files == ("src/app.py",)
+    # A file slipped in with every stamp the tree rests on left as it was: a restart that scanned would list it,
+    # one that takes the tree back from disk does not (a real change moves its directory's stamp).
+    stamp = (root / "src").stat()
+    await anyio.to_thread.run_sync((root / "src" / "slipped.py").write_text, "X = 2\n")
+    os.utime(root / "src", ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    restarted, _ = _indexed_service(tmp_path, ScriptedProvider())
+    again = await restarted.open(str(root))
+    assert again.state.window.paths.files == ("src/app.py",)
+
+
 async def test_notified_files_reach_the_index_even_those_the_memory_does_not_know(tmp_path: Path) -> None:
     root = repo(tmp_path)
     service, answerer = _indexed_service(tmp_path, ScriptedProvider(responder=lambda request: text_response("ok")))

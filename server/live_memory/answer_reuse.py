@@ -99,11 +99,12 @@ def asked_about(question: str, paths: WorkspacePaths) -> Asked | None:
 
 
 def _stem(word: str) -> str:
-    """A crude stem: "handling", "handled" and "handles" are one word; "errors" and "error" too."""
+    """A crude stem: "handling", "handled" and "handles" are one word; "errors" and "error" too; and "change",
+    "changed" and "changing" (a final "e" goes as the suffixes do)."""
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]
-    return word
+    return word[:-1] if word.endswith("e") and len(word) > 4 else word
 
 
 def answer_grounds(window: ContextWindow, answer: str, files_read: Sequence[str]) -> dict[str, str]:

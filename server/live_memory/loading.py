@@ -91,9 +91,15 @@ async def _tree(state: WorkspaceState, settings: Settings, path: Path, key: str)
     return scanned, False
 
 
-async def keep_tree(tree: TreeToKeep) -> None:
-    """Save a scanned tree with the stamps it rests on (a walk of the directories: the background's work). A
-    failure costs the next start a scan, nothing else: it is logged, never raised."""
+async def keep_tree(tree: TreeToKeep, start_after: asyncio.Event | None = None) -> None:
+    """Save a scanned tree with the stamps it rests on (a walk of the directories: the background's work), once
+    `start_after` is set (the workspace's first answer: the walk beside it would slow it on two cores) or after
+    SYMBOL_INDEX_START_WAIT_S, as the symbol index does. A failure costs the next start a scan, nothing else: it
+    is logged, never raised."""
+    if start_after is not None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(C.SYMBOL_INDEX_START_WAIT_S):
+                await start_after.wait()
     try:
         saved = await asyncio.to_thread(tree_cache.capture, tree.root, tree.scanned, tree.key, tree.listed_at_ns)
         if saved is not None:

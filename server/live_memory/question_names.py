@@ -57,15 +57,17 @@ _WORD = re.compile(r"[A-Za-z]+|\d+")  # numbers count: "line 10" and "line 20" a
 _REVIEW_LIST = "review reviews audit check checks recheck problem problems issue issues bug bugs flaw flaws"
 REVIEW_WORDS = frozenset(_REVIEW_LIST.split())
 # The scaffolding of a question: words that do not change what is asked (question words, pronouns, "walk me
-# through", "how is it organised", "again"), and the words every question about code uses ("file", "handle").
+# through", "how is it organised", "again", how parts "fit" or "work together"), and the words every question about
+# code uses ("file", "handle").
 _SCAFFOLDING_WORDS = """
-    a about again all also an and any anything are as at be been being briefly but by can code could deal deals
-    dealing describe detail details did directory directories do does doing done each explain file files fit fits
-    folder folders for from give handle handled handles handling has have having here how i in inside into is it
-    its just laid layout look looks me module modules more my of on once or organisation organised organization
-    organized our out overview package packages part parts please quick remind show so some structure structured
-    summarise summarize summary tell than that the their them then there these they this those through to
-    together too under us walk was we were what whats when where which who whole will with within would you your
+    a about again all also an and any anything are as at be been being between briefly but by can code connected
+    could deal deals dealing describe detail details did directory directories do does doing done each explain file
+    files fit fits folder folders for from give handle handled handles handling has have having here how i in inside
+    into is it its just laid layout look looks me module modules more my of on once or organisation organised
+    organization organized our out overview package packages part parts please quick remind show so some structure
+    structured summarise summarize summary tell than that the their them then there these they this those through to
+    together too under us walk was we were what whats when where which who whole will with within work works would
+    you your
 """
 _SCAFFOLDING = frozenset(_SCAFFOLDING_WORDS.split())
 

@@ -189,7 +189,8 @@ class WorkspaceService:
                 team_wait_s = C.TEAM_LOAD_WAIT_S if self.team is not None else 0.0
                 scanned = await load_workspace(state, self.store, settings, team_wait_s=team_wait_s)
                 if scanned is not None and self._tasks is not None:  # kept for the next start, in the background
-                    self._tasks.start_soon(keep_tree, scanned, name=f"live-memory tree of {state.tree_root}")
+                    answered = self._answered.setdefault(tools.root, asyncio.Event())
+                    self._tasks.start_soon(keep_tree, scanned, answered, name=f"live-memory tree of {state.tree_root}")
                 self._share_team(state)  # what it learned before the store was on
                 if settings.watch:
                     self._watch(state, tools)

@@ -114,6 +114,10 @@ class ToolContext:
     # The checkout's symbol index (tools/index_keeper.py): find_symbol reads what the scan would find from it once
     # it is ready; None: no index (the scan answers).
     index: IndexKeeper | None = None
+    # Whether a path found by a search may be shown (find_symbol's _shown: a lexical check of the jail's fixed
+    # policy), remembered: a name defined or mentioned in thousands of files is checked once per file, not per
+    # question. Bounded by SHOWN_PATHS_KEPT (then started afresh); read and written by the tools' threads.
+    shown_paths: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def root(self) -> Path:

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 from live_memory.cards import IDENTIFIER_PATTERN, FileCard, definition_regex, language_for, read_card
 from live_memory.constants import (
     CARD_PARSE_MAX_BYTES,
+    SHOWN_PATHS_KEPT,
     SYMBOL_CODE_MAX_DEFINITIONS,
     SYMBOL_CODE_MAX_LINES,
     SYMBOL_MAX_DEFINITIONS,
@@ -132,11 +133,17 @@ def _with_code(definitions: list[SymbolHit], prefer: set[str]) -> list[SymbolHit
 
 
 def _shown(ctx: ToolContext, path: str) -> bool:
-    """Whether a path may be shown: a clean workspace-relative path, not under .git, not secret."""
-    try:
-        return ctx.jail.normalize(path) == path and path != ""
-    except JailRefusal:
-        return False
+    """Whether a path may be shown: a clean workspace-relative path, not under .git, not secret (remembered)."""
+    known = ctx.shown_paths.get(path)
+    if known is None:
+        try:
+            known = ctx.jail.normalize(path) == path and path != ""
+        except JailRefusal:
+            known = False
+        if len(ctx.shown_paths) >= SHOWN_PATHS_KEPT:
+            ctx.shown_paths.clear()
+        ctx.shown_paths[path] = known
+    return known
 
 
 async def _scan(ctx: ToolContext, name: str, kind: str, prefer: list[str]) -> _Found:
@@ -309,13 +316,15 @@ def _from_store(
         rows = store.definition_lines(bare) if kind != "uses" else []
         lines = [_Line(path, number, "", flags == COMMENT) for path, number, flags in rows]
         mentions = store.mentioning(bare) if kind != "definition" else []
-        verdict = check(_candidates(ctx, lines, mentions, prefer)[:SYMBOL_SCAN_MAX_FILES])
+        candidates = _candidates(ctx, lines, mentions, prefer)
+        verdict = check(candidates[:SYMBOL_SCAN_MAX_FILES])
         if verdict != "current":
             if verdict == "stale":
                 return None
             continue
         found = _Found("workspace scan")
-        unparsed = _examine(ctx, name, lines, mentions, prefer, found, functools.partial(_outline, store))
+        outline = functools.partial(_outline, store)
+        unparsed = _examine(ctx, name, lines, mentions, prefer, found, outline, candidates)
         shown = unparsed[: max(SYMBOL_MAX_DEFINITIONS - len(found.definitions), 0)]  # the others are counted
         verdict = check(dict.fromkeys(line.path for line in shown))
         if verdict != "current":
@@ -356,11 +365,14 @@ def _examine(
     prefer: list[str],
     found: _Found,
     outline: Callable[[str], tuple[FileCard, FileRead] | None],
+    candidates: list[str] | None = None,
 ) -> list[_Line]:
     """Outline the first SYMBOL_SCAN_MAX_FILES candidates and look the name up in their cards (into `found`);
     returns the definition lines no card covers (a file too large to outline, or one outlined by pattern that
-    missed it), Markdown headings among them but not comments. Blocking."""
-    candidates = _candidates(ctx, lines, mentions, prefer)
+    missed it), Markdown headings among them but not comments. `candidates`: `_candidates` of the same, when the
+    caller has them. Blocking."""
+    if candidates is None:
+        candidates = _candidates(ctx, lines, mentions, prefer)
     cards: dict[str, FileCard] = {}
     for path in candidates[:SYMBOL_SCAN_MAX_FILES]:
         read = outline(path)
@@ -374,10 +386,11 @@ def _examine(
         return []  # a bare definition line cannot confirm the qualifier
     # A parsed card is the authority on its file; a line found elsewhere is shown as it is on disk now.
     covered = {(hit.path, line) for hit in found.definitions for line in range(hit.start, hit.end + 1)}
+    shown = set(candidates)  # every path found that may be shown (each checked once: thousands for `main`)
     return [
         line
         for line in lines
-        if _shown(ctx, line.path)
+        if line.path in shown
         and (line.path not in cards or (cards[line.path].approximate and (line.path, line.number) not in covered))
         and (language_for(line.path) == "markdown" or not line.comment)  # a comment, not a heading
     ]
