@@ -7,13 +7,22 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from live_memory.jail import Jail
 from live_memory.symbol_store import SymbolStore, build_path
-from live_memory.tools.index_build import Refreshed, build_or_refresh, changed_since, main, refresh
+from live_memory.tools.index_build import (
+    IndexStopped,
+    Refreshed,
+    build,
+    build_or_refresh,
+    changed_since,
+    main,
+    refresh,
+)
 
 
 def _repo(root: Path) -> Path:
@@ -49,6 +58,28 @@ def test_a_build_records_the_files_ripgrep_lists_and_no_ignored_or_secret_one(tm
     store = _store(tmp_path / "index.sqlite", root)
     assert sorted(store.paths()) == [".gitignore", "src/a.py", "src/b.py", "src/c.py"]
     assert not build_path(tmp_path / "index.sqlite").exists()  # renamed into place
+    store.close()
+
+
+def test_a_stopping_server_stops_a_build_between_two_files_and_no_half_index_is_put_in_place(
+    tmp_path: Path,
+) -> None:
+    """The server waits for its index thread as it exits: a build in it gives up as soon as the keeper closes."""
+    root = _repo(tmp_path / "ws")
+    index = tmp_path / "index.sqlite"
+    jail = Jail(root, (".env",))
+    stopped = threading.Event()
+    stopped.set()
+    with pytest.raises(IndexStopped, match="stopped after 0 of 3 files"):
+        build(root, index, jail, ["src/a.py", "src/b.py", "src/c.py"], {}, stopped)
+    assert not index.exists()  # the next start builds anew
+    _build(root, index, (".env",), rebuild=False)
+    (root / "src" / "a.py").write_text("def alpha_two():\n    pass\n")
+    store = _store(index, root)
+    with pytest.raises(IndexStopped):
+        refresh(store, jail, ["src/a.py"], listed=False, stop=stopped)
+    assert store.definition_lines("alpha_two") == []  # not recorded: its old stamp still says so
+    assert changed_since(root, store) == ["src/a.py"]
     store.close()
 
 

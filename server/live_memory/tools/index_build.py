@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -126,9 +127,17 @@ async def listed_files(jail: Jail, limits: ToolLimits, *, max_bytes: int = LISTI
     return [path for path in listing.paths if not jail.is_secret(path)]
 
 
-def refresh(store: SymbolStore, jail: Jail, paths: Sequence[str], *, listed: bool) -> Refreshed:
+class IndexStopped(Exception):
+    """The server is stopping: a build or refresh in its thread gives up between two files (what it wrote holds:
+    each file's record carries its own stamp, and a new index is renamed into place only when complete)."""
+
+
+def refresh(
+    store: SymbolStore, jail: Jail, paths: Sequence[str], *, listed: bool, stop: threading.Event | None = None
+) -> Refreshed:
     """Bring the index up to date for `paths`: with `listed`, they are the whole listing (recorded files missing
-    from it are forgotten); else they are the files that may have changed (those gone are forgotten). Blocking."""
+    from it are forgotten); else they are the files that may have changed (those gone are forgotten). Raises
+    IndexStopped once `stop` is set. Blocking."""
     started = time.monotonic()
     done = Refreshed()
     recorded = store.stamps() if listed else store.stamps_of(paths)
@@ -141,6 +150,8 @@ def refresh(store: SymbolStore, jail: Jail, paths: Sequence[str], *, listed: boo
     for batch in _batches(stale, C.SYMBOL_INDEX_BATCH_FILES):
         records: list[FileRecord] = []
         for path in batch:
+            if stop is not None and stop.is_set():
+                raise IndexStopped(f"stopped after {done.read} of {len(stale)} files")
             done.read += 1
             found = read_file(jail, path)
             if found is None:
@@ -160,13 +171,20 @@ def refresh(store: SymbolStore, jail: Jail, paths: Sequence[str], *, listed: boo
     return done
 
 
-def build(root: Path, index: Path, jail: Jail, paths: Sequence[str], directories: dict[str, int]) -> Refreshed:
+def build(
+    root: Path,
+    index: Path,
+    jail: Jail,
+    paths: Sequence[str],
+    directories: dict[str, int],
+    stop: threading.Event | None = None,
+) -> Refreshed:
     """A new index of every listed file, renamed into place when complete. Blocking."""
     started = time.monotonic()
     building = build_path(index)
     store = SymbolStore.create(building, str(root))
     try:
-        done = refresh(store, jail, paths, listed=True)
+        done = refresh(store, jail, paths, listed=True, stop=stop)
         store.set_directories(directories)
         store.complete()
     finally:
@@ -183,15 +201,22 @@ def _batches(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
 
 
 def record(
-    root: Path, index: Path, jail: Jail, paths: Sequence[str], directories: dict[str, int], *, rebuild: bool
+    root: Path,
+    index: Path,
+    jail: Jail,
+    paths: Sequence[str],
+    directories: dict[str, int],
+    *,
+    rebuild: bool,
+    stop: threading.Event | None = None,
 ) -> Refreshed:
     """Record the listed files: into the trusted index at `index` (refreshed in place), or, without one or with
     `rebuild`, into a new one. `directories`: their stamps, taken before the files were listed. Blocking."""
     store = None if rebuild else SymbolStore.open(index, str(root))
     if store is None:
-        return build(root, index, jail, paths, directories)
+        return build(root, index, jail, paths, directories, stop)
     try:
-        done = refresh(store, jail, paths, listed=True)
+        done = refresh(store, jail, paths, listed=True, stop=stop)
         store.set_directories(directories)
         return done
     finally:

@@ -27,6 +27,7 @@ import json
 import logging
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -70,6 +71,9 @@ class IndexKeeper:
         self.ready_after_s: float | None = None  # from `run` to the first time it was ready
         self._store: SymbolStore | None = None
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-memory symbol index")
+        # Set when the keeper closes: a build or refresh in the thread stops between two files (the interpreter
+        # waits for the thread at exit: a stopping server would wait for the whole build).
+        self._stop = threading.Event()
         self._pending: set[str] = set()
         self._relist = False  # a change the listing must see (an ignore file)
         self._damaged = False  # SQLite refused the index: it is built anew, never read again
@@ -135,7 +139,7 @@ class IndexKeeper:
         if store is not None:
             changed = await self._call(changed_since, self.ctx.root, store)
             if changed is not None and len(changed) <= self.update_max_files:
-                done = await self._call(refresh, store, self.ctx.jail, changed, listed=False)
+                done = await self._call(refresh, store, self.ctx.jail, changed, listed=False, stop=self._stop)
                 self._store, self.state, self.detail = store, READY, f"reused: {done.read} files read again"
                 return
             await self._call(store.close)
@@ -170,7 +174,7 @@ class IndexKeeper:
         paths = await listed_files(jail, self.ctx.limits)
         if paths is None:
             raise RuntimeError("the workspace could not be listed (the listing was cut short)")
-        done = await self._call(record, root, self.path, jail, paths, directories, rebuild=rebuild)
+        done = await self._call(record, root, self.path, jail, paths, directories, rebuild=rebuild, stop=self._stop)
         return (
             f"{'built' if done.rebuilt else 'refreshed'} in {done.seconds} s: {done.files} files, {done.parsed} parsed"
         )
@@ -218,7 +222,7 @@ class IndexKeeper:
         if unknown:
             listed = await self._listed(unknown)
             paths = [p for p in paths if p not in unknown or p in listed]
-        await self._call(refresh, store, self.ctx.jail, paths, listed=False)
+        await self._call(refresh, store, self.ctx.jail, paths, listed=False, stop=self._stop)
 
     async def _listed(self, paths: Sequence[str]) -> set[str]:
         """Those of `paths` ripgrep lists (its listing of each one's directory, which it searches even when the
@@ -265,7 +269,7 @@ class IndexKeeper:
             return "current"
         if len(moved) > C.SYMBOL_INDEX_CHECK_MAX_CHANGED:
             return "stale"
-        refresh(store, self.ctx.jail, moved, listed=False)
+        refresh(store, self.ctx.jail, moved, listed=False, stop=self._stop)
         return "updated"
 
     # --- the thread ----------------------------------------------------------------------------
@@ -274,6 +278,7 @@ class IndexKeeper:
         return await loop.run_in_executor(self._thread, lambda: fn(*args, **kwargs))
 
     async def _close(self) -> None:
+        self._stop.set()
         store, self._store = self._store, None
         if store is not None:
             with contextlib.suppress(Exception):
