@@ -32,10 +32,15 @@ def asked(question: str) -> Asked | None:
         ("Review `store.py` for error handling.", "Are there error-handling problems in `src/store.py`?"),
         ("How is session expiry handled in `auth/`?", "Which modules under `src/auth/` deal with session expiry?"),
         ("How does `Store.load` work?", "How does `Store.load` work again?"),
+        ("What happens when `Store.load` fails?", "How are failures of `Store.load` handled?"),
+        ("How do `load` and `save` fit together?", "How do `load` and `save` work together?"),
+        ("What is the relationship between `load` and `save`?", "How are `load` and `save` related?"),
+        ("What should I know before changing `load`?", "Before I change `load`, what should I know?"),
     ],
 )
 def test_the_same_need_in_other_words_is_asked_about_the_same_things(first: str, again: str) -> None:
-    assert asked(first) is not None and asked(first) == asked(again)
+    one, other = asked(first), asked(again)
+    assert one is not None and other is not None and one.same_need(other) and other.same_need(one)
 
 
 @pytest.mark.parametrize(
@@ -47,10 +52,14 @@ def test_the_same_need_in_other_words_is_asked_about_the_same_things(first: str,
         ("What does line 10 of `store.py` do?", "What does line 20 of `store.py` do?"),  # numbers count
         ("Why does `store.py` retry?", "What does `store.py` do?"),
         ("Walk me through `store.py`.", "Walk me through `cli/main.py`."),
+        ("How does `load` work, and what calls it?", "What happens when `load` fails?"),
+        ("What does `load` return?", "What does `load` return, and what happens when it fails?"),  # asks more
     ],
 )
 def test_another_need_is_asked_about_other_things(one: str, other: str) -> None:
-    assert asked(one) != asked(other)
+    first, second = asked(one), asked(other)
+    assert first is not None and second is not None
+    assert not first.same_need(second) and not second.same_need(first)
 
 
 @pytest.mark.parametrize(
@@ -89,6 +98,17 @@ def test_the_book_keeps_the_newest_answer_to_the_most_recently_asked_needs() -> 
     book.keep(needs[-1], KeptAnswer("q2", "new", {}, 1.0))
     kept = book.answer_to(needs[-1])
     assert kept is not None and kept.answer == "new"
+
+
+def test_the_book_answers_a_need_asked_in_other_words_with_the_newest_answer_to_it() -> None:
+    book = AnswerBook()
+    first, later, again = (asked(q) for q in ("What happens when `load` fails?", "What does `load` return?",
+                                              "How are failures of `load` handled?"))  # fmt: skip
+    assert first is not None and later is not None and again is not None
+    book.keep(first, KeptAnswer("q1", "it raises", {}, 0.0))
+    book.keep(later, KeptAnswer("q2", "an int", {}, 1.0))
+    kept = book.answer_to(again)
+    assert kept is not None and kept.answer == "it raises"
 
 
 # -- through the service: one model call, then the same need answered again without one -----------------------

@@ -4,8 +4,12 @@ A question is reduced to what it asks about, in terms that survive rephrasing (`
 directories it names, resolved against the workspace's files (`cli/main.py` and `server/cli/main.py` are one
 file when only one file's path ends so), the code names it mentions, whether it asks for a review, and its
 topic words (lowercased, crudely stemmed; the scaffolding of a question, "what does ... do", "walk me through",
-"again", left out). Two questions with the same `Asked` ask for the same thing: "Walk me through `cli.py`" and
-"How is `src/cli.py` organised, again?" do; "Review `cli.py` for thread safety" does not. Only a question that
+"again", left out). Two questions ask for the same thing when they name the same files, directories and code
+names, both ask for a review or neither does, and their topic words are alike: at least half of all their words
+shared, a word sharing its first four letters or more with the other's counting as the same ("failures" and
+"fails", "related" and "relationship"). "Walk me through `cli.py`" and "How is `src/cli.py` organised, again?" ask
+for the same thing; "Review `cli.py` for thread safety" does not, nor does "What calls `f`?" beside "What happens
+when `f` fails?". Only a question that
 names a file, a directory or a code name is matched (a bare "how does caching work?" is too vague to answer
 again), never one that asks only where a name is or who uses it (a name's uses can change in any file).
 
@@ -22,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from live_memory.cards import looks_like_file
-from live_memory.constants import ANSWERS_KEPT
+from live_memory.constants import ANSWERS_KEPT, TOPIC_PREFIX_CHARS
 from live_memory.context_window import ContextWindow
 from live_memory.ledger import attribute
 from live_memory.question_names import REVIEW_WORDS, directories_in, location_kind, names_in, paths_in, question_words
@@ -38,6 +42,16 @@ class Asked:
     names: frozenset[str]
     topic: frozenset[str]
     review: bool = False
+
+    def same_need(self, other: Asked) -> bool:
+        """Whether `other` asks for the same thing (see the module docstring)."""
+        return (
+            self.names == other.names
+            and self.paths == other.paths
+            and self.directories == other.directories
+            and self.review == other.review
+            and _alike(self.topic, other.topic)
+        )
 
 
 @dataclass(frozen=True)
@@ -62,7 +76,11 @@ class AnswerBook:
             self.entries.popitem(last=False)
 
     def answer_to(self, asked: Asked) -> KeptAnswer | None:
-        return self.entries.get(asked)
+        """The newest answer to the same need (the same words first)."""
+        found = self.entries.get(asked)
+        if found is not None:
+            return found
+        return next((kept for need, kept in reversed(self.entries.items()) if asked.same_need(need)), None)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -96,6 +114,28 @@ def asked_about(question: str, paths: WorkspacePaths) -> Asked | None:
     if directories and not (files or names or topic):
         return None  # "what is in `src/`?": too vague to take an earlier answer for
     return Asked(frozenset(files), frozenset(directories), frozenset(names), topic, review)
+
+
+def _alike(one: frozenset[str], other: frozenset[str]) -> bool:
+    """Whether two questions' topic words are alike: at least half of all their words shared (Jaccard), a word
+    sharing its first TOPIC_PREFIX_CHARS letters or more with one of the other's counting as that word."""
+    if one == other:
+        return True
+    left = sorted(other)
+    shared = 0
+    for word in sorted(one):
+        match = next((i for i, candidate in enumerate(left) if _same_word(word, candidate)), None)
+        if match is not None:
+            shared += 1
+            del left[match]
+    return 2 * shared >= len(one) + len(other) - shared
+
+
+def _same_word(one: str, other: str) -> bool:
+    if one == other:
+        return True
+    prefix = min(len(one), len(other))
+    return prefix >= TOPIC_PREFIX_CHARS and one[:prefix] == other[:prefix]
 
 
 def _stem(word: str) -> str:
