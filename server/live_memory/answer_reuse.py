@@ -9,9 +9,9 @@ names, both ask for a review or neither does, and their topic words are alike: a
 shared, a word sharing its first four letters or more with the other's counting as the same ("failures" and
 "fails", "related" and "relationship"). "Walk me through `cli.py`" and "How is `src/cli.py` organised, again?" ask
 for the same thing; "Review `cli.py` for thread safety" does not, nor does "What calls `f`?" beside "What happens
-when `f` fails?". Only a question that
-names a file, a directory or a code name is matched (a bare "how does caching work?" is too vague to answer
-again), never one that asks only where a name is or who uses it (a name's uses can change in any file).
+when `f` fails?". Only a question that names a file, a directory or a code name is matched (a bare "how does
+caching work?" is too vague to answer again), never one that asks only where a name is or who uses it (a name's
+uses can change in any file).
 
 An answer is kept with its grounds (`answer_grounds`): the files it rests on (those its model read, and those
 it names that the memory knows as they are on disk), each with its SHA-256. It is given again only while every
