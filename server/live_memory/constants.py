@@ -418,6 +418,9 @@ TREE_MAX_LISTING_BYTES = 256 * 1024 * 1024
 TREE_TIMEOUT_S = 30.0
 # Directory tree without git: the walk stops after this many files (then says the listing was cut).
 TREE_MAX_WALK_FILES = 1_000_000
+# A stopping service waits at most this long for the children of its cancelled tool work (killed already) to be
+# reaped, so that no child outlives the event loop unwaited for.
+SUBPROCESS_REAP_WAIT_S = 5.0
 # A checkout's tree is kept on disk for the next start (tree_cache.py) when it has at most this many directories
 # (each one's stamp is checked then: a stat each).
 TREE_CACHE_MAX_DIRECTORIES = 100_000

@@ -26,7 +26,8 @@ Exception
 ├── RequestError                an HTTP request's body or query is invalid; carries the status and detail
 ├── TooManyDirectories          a workspace has more directories than the OS watcher may watch
 ├── GrepError                   a search could not run as asked (a bad regex); the message is for the model
-└── GitFailure                  git could not answer; the message is for the model
+├── GitFailure                  git could not answer; the message is for the model
+└── IndexStopped                a stopping server's symbol index build gives up between two files
 ValueError
 ├── ArgumentError               a tool argument is missing or malformed
 ├── GlobError                   a glob cannot be compiled
@@ -155,6 +156,12 @@ class GrepError(Exception):
 
 class GitFailure(Exception):
     """git could not answer; the message is for the model."""
+
+
+class IndexStopped(Exception):
+    """The server is stopping: a symbol index build or refresh in its thread gives up between two files (what it
+    wrote holds: each file's record carries its own stamp, and a new index is renamed into place only when
+    complete)."""
 
 
 class ArgumentError(ValueError):

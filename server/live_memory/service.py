@@ -44,6 +44,7 @@ from live_memory.safe_files import disk_hashes
 from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import Caps, SpendTracker
 from live_memory.store import SnapshotStore
+from live_memory.subproc import reaped
 from live_memory.telemetry import Telemetry
 from live_memory.tool_runner import CheckoutTools
 from live_memory.watcher import WorkspaceWatcher
@@ -493,6 +494,7 @@ class WorkspaceService:
         await asyncio.to_thread(self.store.close)  # a journal a failed snapshot left stays on disk, for the next start
 
     async def aclose(self) -> None:
+        await reaped(C.SUBPROCESS_REAP_WAIT_S)  # the children of the tools' cancelled work, killed already
         for provider in [*self._retired, self.runtime.provider]:
             if provider is not None:
                 await provider.aclose()

@@ -111,6 +111,17 @@ async def _reap_even_if_cancelled(proc: asyncio.subprocess.Process) -> None:
         raise
 
 
+async def reaped(timeout_s: float) -> None:
+    """Wait, at most `timeout_s`, for the reaps that outlived their cancelled callers (a stopping server's
+    searches and index build): an event loop closed before them leaves the children's pipes to the garbage
+    collector, and the children unwaited for."""
+    pending = list(_REAPING)
+    if pending:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await asyncio.gather(*pending, return_exceptions=True)
+
+
 async def _drain(stream: asyncio.StreamReader | None) -> None:
     if stream is None:
         return

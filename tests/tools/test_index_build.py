@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from live_memory.errors import IndexStopped
 from live_memory.jail import Jail
 from live_memory.symbol_store import SymbolStore, build_path
 from live_memory.tools.index_build import (
-    IndexStopped,
     Refreshed,
     build,
     build_or_refresh,

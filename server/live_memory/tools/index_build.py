@@ -33,6 +33,7 @@ from pathlib import Path
 
 from live_memory import constants as C
 from live_memory.constants import LISTING_MAX_RAW_BYTES
+from live_memory.errors import IndexStopped
 from live_memory.jail import Jail
 from live_memory.symbol_store import FileRecord, Stamp, SymbolStore, build_path, read_file, record_of
 from live_memory.tools.context import ToolContext, ToolLimits, find_ripgrep
@@ -125,11 +126,6 @@ async def listed_files(jail: Jail, limits: ToolLimits, *, max_bytes: int = LISTI
     if not listing.complete:
         return None
     return [path for path in listing.paths if not jail.is_secret(path)]
-
-
-class IndexStopped(Exception):
-    """The server is stopping: a build or refresh in its thread gives up between two files (what it wrote holds:
-    each file's record carries its own stamp, and a new index is renamed into place only when complete)."""
 
 
 def refresh(
