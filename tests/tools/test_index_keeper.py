@@ -11,8 +11,11 @@ import shutil
 import sqlite3
 import stat
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+
+import anyio
 
 from live_memory.tools import Toolbox, ToolLimits
 from live_memory.tools.index_keeper import BUILDING, FAILED, READY, STARTING
@@ -39,6 +42,22 @@ async def _lookup(box: Toolbox, name: str, **arguments: object) -> str:
     outcome = await box.run("find_symbol", {"name": name, **arguments})
     assert not outcome.is_error, outcome.text
     return outcome.text
+
+
+async def test_a_keeper_stopped_with_its_server_leaves_no_thread_behind(tmp_path: Path) -> None:
+    """A stopping server cancels its tasks at every await: the index's thread still ends, or the process would
+    wait for it at exit."""
+    root = small_repo(tmp_path, {"models.py": MODELS, "views.py": VIEWS})
+    box = await Toolbox.create(root, index_path=tmp_path / "data" / "index.sqlite")
+    before = set(threading.enumerate())
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(box.keep_index)
+        await until(lambda: box.index is not None and box.index.ready, timeout_s=60)
+        tasks.cancel_scope.cancel()
+    left = [t for t in set(threading.enumerate()) - before if t.name.startswith("live-memory symbol index")]
+    for thread in left:
+        await anyio.to_thread.run_sync(thread.join, 10.0)
+    assert not [t.name for t in left if t.is_alive()]
 
 
 async def test_the_child_builds_the_index_while_the_scan_answers_then_lookups_read_it(tmp_path: Path) -> None:

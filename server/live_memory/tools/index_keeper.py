@@ -280,10 +280,12 @@ class IndexKeeper:
     async def _close(self) -> None:
         self._stop.set()
         store, self._store = self._store, None
-        if store is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._call(store.close))
-        self._thread.shutdown(wait=False)
+        try:
+            if store is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._call(store.close))
+        finally:  # also when cancelled meanwhile (a stopping server): an idle thread left behind holds its exit
+            self._thread.shutdown(wait=False)
 
 
 def _worn(store: SymbolStore) -> bool:
