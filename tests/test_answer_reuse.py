@@ -36,11 +36,12 @@ def asked(question: str) -> Asked | None:
         ("How do `load` and `save` fit together?", "How do `load` and `save` work together?"),
         ("What is the relationship between `load` and `save`?", "How are `load` and `save` related?"),
         ("What should I know before changing `load`?", "Before I change `load`, what should I know?"),
+        ("What does `load` return, and what happens when it fails?", "What does `load` return?"),  # asked more
     ],
 )
-def test_the_same_need_in_other_words_is_asked_about_the_same_things(first: str, again: str) -> None:
-    one, other = asked(first), asked(again)
-    assert one is not None and other is not None and one.same_need(other) and other.same_need(one)
+def test_the_same_need_in_other_words_is_answered_by_the_earlier_answer(first: str, again: str) -> None:
+    earlier, later = asked(first), asked(again)
+    assert earlier is not None and later is not None and later.answered_by(earlier)
 
 
 @pytest.mark.parametrize(
@@ -54,12 +55,16 @@ def test_the_same_need_in_other_words_is_asked_about_the_same_things(first: str,
         ("Walk me through `store.py`.", "Walk me through `cli/main.py`."),
         ("How does `load` work, and what calls it?", "What happens when `load` fails?"),
         ("What does `load` return?", "What does `load` return, and what happens when it fails?"),  # asks more
+        ("Why does `load` retry?", "What does `load` do?"),  # the whole is not a part of it
+        (
+            "Where is `load` defined, and what should I know (related: `save`)?",
+            "Where is `save` defined, and what should I know (related: `load`)?",
+        ),  # about another name first
     ],
 )
-def test_another_need_is_asked_about_other_things(one: str, other: str) -> None:
-    first, second = asked(one), asked(other)
-    assert first is not None and second is not None
-    assert not first.same_need(second) and not second.same_need(first)
+def test_another_need_is_not_answered_by_the_earlier_answer(one: str, other: str) -> None:
+    earlier, later = asked(one), asked(other)
+    assert earlier is not None and later is not None and not later.answered_by(earlier)
 
 
 @pytest.mark.parametrize(
@@ -91,7 +96,7 @@ def test_an_answer_rests_on_the_files_it_names_and_holds_while_they_keep_their_b
 
 def test_the_book_keeps_the_newest_answer_to_the_most_recently_asked_needs() -> None:
     book = AnswerBook()
-    needs = [Asked(frozenset({f"f{i}.py"}), frozenset(), frozenset(), frozenset()) for i in range(ANSWERS_KEPT + 1)]
+    needs = [Asked(frozenset({f"f{i}.py"}), frozenset(), (), frozenset()) for i in range(ANSWERS_KEPT + 1)]
     for need in needs:
         book.keep(need, KeptAnswer("q", "old", {}, 0.0))
     assert len(book) == ANSWERS_KEPT and book.answer_to(needs[0]) is None  # the least recently asked went

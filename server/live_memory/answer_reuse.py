@@ -4,14 +4,16 @@ A question is reduced to what it asks about, in terms that survive rephrasing (`
 directories it names, resolved against the workspace's files (`cli/main.py` and `server/cli/main.py` are one
 file when only one file's path ends so), the code names it mentions, whether it asks for a review, and its
 topic words (lowercased, crudely stemmed; the scaffolding of a question, "what does ... do", "walk me through",
-"again", left out). Two questions ask for the same thing when they name the same files, directories and code
-names, both ask for a review or neither does, and their topic words are alike: at least half of all their words
-shared, a word sharing its first four letters or more with the other's counting as the same ("failures" and
-"fails", "related" and "relationship"). "Walk me through `cli.py`" and "How is `src/cli.py` organised, again?" ask
-for the same thing; "Review `cli.py` for thread safety" does not, nor does "What calls `f`?" beside "What happens
-when `f` fails?". Only a question that names a file, a directory or a code name is matched (a bare "how does
-caching work?" is too vague to answer again), never one that asks only where a name is or who uses it (a name's
-uses can change in any file).
+"again", left out). An earlier answer answers a question when both name the same files, directories and code
+names, both ask for a review or neither does, and every topic word of the question was one of the earlier
+question's, a word sharing its first four letters or more with one of them counting as that word ("failures" and
+"fails", "related" and "relationship"): the earlier question may have asked for more, never for less.
+The code names count in the order given ("Where is `a` defined (related: `b`)?" is about `a`, not `b`).
+"Walk me through `cli.py`" and "How is `src/cli.py` organised, again?" ask for the same thing; "Review `cli.py` for
+thread safety" does not, nor does "What happens when `f` fails?" after "What calls `f`?", nor "What does `f` return,
+and what happens when it fails?" after "What does `f` return?". Only a question that names a file, a directory or
+a code name is matched (a bare "how does caching work?" is too vague to answer again), never one that asks only
+where a name is or who uses it (a name's uses can change in any file).
 
 An answer is kept with its grounds (`answer_grounds`): the files it rests on (those its model read, and those
 it names that the memory knows as they are on disk), each with its SHA-256. It is given again only while every
@@ -39,18 +41,18 @@ class Asked:
 
     paths: frozenset[str]
     directories: frozenset[str]
-    names: frozenset[str]
+    names: tuple[str, ...]  # in the order the question gives them: the first is what it is about
     topic: frozenset[str]
     review: bool = False
 
-    def same_need(self, other: Asked) -> bool:
-        """Whether `other` asks for the same thing (see the module docstring)."""
+    def answered_by(self, earlier: Asked) -> bool:
+        """Whether an answer to `earlier` answers this question (see the module docstring)."""
         return (
-            self.names == other.names
-            and self.paths == other.paths
-            and self.directories == other.directories
-            and self.review == other.review
-            and _alike(self.topic, other.topic)
+            self.names == earlier.names
+            and self.paths == earlier.paths
+            and self.directories == earlier.directories
+            and self.review == earlier.review
+            and _covered(self.topic, earlier.topic)
         )
 
 
@@ -76,11 +78,11 @@ class AnswerBook:
             self.entries.popitem(last=False)
 
     def answer_to(self, asked: Asked) -> KeptAnswer | None:
-        """The newest answer to the same need (the same words first)."""
+        """The newest answer that answers `asked` (one to the very same need first)."""
         found = self.entries.get(asked)
         if found is not None:
             return found
-        return next((kept for need, kept in reversed(self.entries.items()) if asked.same_need(need)), None)
+        return next((kept for need, kept in reversed(self.entries.items()) if asked.answered_by(need)), None)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -105,7 +107,7 @@ def asked_about(question: str, paths: WorkspacePaths) -> Asked | None:
         if found is None:
             return None
         directories.add(found)
-    names = {n for n in code if n not in named_files}
+    names = tuple(n for n in code if n not in named_files)
     if not (files or directories or names):
         return None
     words = question_words(question, named_files)
@@ -113,22 +115,22 @@ def asked_about(question: str, paths: WorkspacePaths) -> Asked | None:
     topic = frozenset(_stem(w) for w in words if w not in REVIEW_WORDS)
     if directories and not (files or names or topic):
         return None  # "what is in `src/`?": too vague to take an earlier answer for
-    return Asked(frozenset(files), frozenset(directories), frozenset(names), topic, review)
+    return Asked(frozenset(files), frozenset(directories), names, topic, review)
 
 
-def _alike(one: frozenset[str], other: frozenset[str]) -> bool:
-    """Whether two questions' topic words are alike: at least half of all their words shared (Jaccard), a word
-    sharing its first TOPIC_PREFIX_CHARS letters or more with one of the other's counting as that word."""
-    if one == other:
-        return True
-    left = sorted(other)
-    shared = 0
-    for word in sorted(one):
+def _covered(topic: frozenset[str], earlier: frozenset[str]) -> bool:
+    """Whether every word of `topic` is one of `earlier`'s, each matched to its own word there (a word sharing
+    its first TOPIC_PREFIX_CHARS letters or more with one of them counts as that word). A question with no topic
+    word asks for the whole (what a file does): only an earlier one that asked for the whole answers it."""
+    if not topic:
+        return not earlier
+    left = sorted(earlier)
+    for word in sorted(topic):
         match = next((i for i, candidate in enumerate(left) if _same_word(word, candidate)), None)
-        if match is not None:
-            shared += 1
-            del left[match]
-    return 2 * shared >= len(one) + len(other) - shared
+        if match is None:
+            return False
+        del left[match]
+    return True
 
 
 def _same_word(one: str, other: str) -> bool:

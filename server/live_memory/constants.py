@@ -264,8 +264,8 @@ MAX_JOBS = 256
 # this many needs (the least recently asked go first; an answer is at most max_answer_tokens).
 REUSE_ANSWERS = True
 ANSWERS_KEPT = 256
-# Two questions about the same things ask for the same thing when at least half of their topic words are shared; a
-# word sharing its first this many letters or more with the other's counts as the same ("failures", "fails").
+# An earlier answer about the same things answers a question whose every topic word was one of the earlier
+# question's; a word sharing its first this many letters or more with one of them counts as it ("failures", "fails").
 TOPIC_PREFIX_CHARS = 4
 # What the teammates' questions ask about (answer_reuse.py), worked out once per question, for so many questions.
 TEAM_ASKED_KEPT = 4096

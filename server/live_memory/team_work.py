@@ -162,14 +162,14 @@ def candidates_for(state: WorkspaceState, question: str, asked: Asked | None = N
     alike = [
         answer
         for key, answers in state.team_answers.items()
-        if key != question_key(question) and _same_need(asked, _asked(state, key, answers[0].question))
+        if key != question_key(question) and _answered_by(asked, _asked(state, key, answers[0].question))
         for answer in answers
     ]
     return [*same, *sorted(alike, key=lambda a: a.confirmed_at, reverse=True)]
 
 
-def _same_need(asked: Asked, other: Asked | None) -> bool:
-    return other is not None and asked.same_need(other)
+def _answered_by(asked: Asked, earlier: Asked | None) -> bool:
+    return earlier is not None and asked.answered_by(earlier)
 
 
 def _asked(state: WorkspaceState, key: str, question: str) -> Asked | None:
