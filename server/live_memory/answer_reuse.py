@@ -23,15 +23,18 @@ every directory it names.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from live_memory.cards import looks_like_file
 from live_memory.constants import ANSWERS_KEPT, TOPIC_PREFIX_CHARS
 from live_memory.context_window import ContextWindow
 from live_memory.ledger import attribute
 from live_memory.question_names import REVIEW_WORDS, directories_in, location_kind, names_in, paths_in, question_words
+from live_memory.safe_files import disk_hashes
 from live_memory.workspace_paths import WorkspacePaths
 
 
@@ -147,6 +150,19 @@ def _stem(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]
     return word[:-1] if word.endswith("e") and len(word) > 4 else word
+
+
+async def earlier_answer(book: AnswerBook, root: Path, asked: Asked) -> KeptAnswer | None:
+    """The newest earlier answer in `book` that answers `asked`, if every file it rests on has the same bytes on
+    disk under `root` now (checked off the event loop); None otherwise."""
+    kept = book.answer_to(asked)
+    if kept is None:
+        return None
+    current = await asyncio.to_thread(disk_hashes, root, set(kept.grounds))
+    if not still_holds(kept, current):
+        return None
+    book.given_again += 1
+    return kept
 
 
 def answer_grounds(window: ContextWindow, answer: str, files_read: Sequence[str]) -> dict[str, str]:

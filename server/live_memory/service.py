@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the team store's driver loads only when `team_store` is set
 from live_memory import constants as C
 from live_memory import team_work
 from live_memory.agent_loop import LoopOutcome
-from live_memory.answer_reuse import Asked, KeptAnswer, answer_grounds, asked_about, rests_on, still_holds
+from live_memory.answer_reuse import Asked, KeptAnswer, answer_grounds, asked_about, earlier_answer, rests_on
 from live_memory.config import Settings
 from live_memory.context_window import ContextWindow
 from live_memory.dir_sync import DirectorySyncer
@@ -40,7 +40,6 @@ from live_memory.messages import ChatProvider
 from live_memory.options import changed_options
 from live_memory.records import FileEvent, IngestResult, TeamAnswer
 from live_memory.runtime import Runtime
-from live_memory.safe_files import disk_hashes
 from live_memory.snapshot import HistoryEncoder, SnapshotMeta, snapshot_meta, snapshot_payload
 from live_memory.spend import Caps, SpendTracker
 from live_memory.store import SnapshotStore
@@ -207,20 +206,8 @@ class WorkspaceService:
         shared = await team_work.teammates_answer(team, state, question, tools, asked) if team and question else None
         earlier = None
         if asked is not None and shared is None and settings.reuse_answers:
-            earlier = await self._earlier_answer(state, asked)
+            earlier = await earlier_answer(state.answers, state.tree_root, asked)
         return OpenWorkspace(state, location.root, tools, may_distill, shared, asked, earlier)
-
-    async def _earlier_answer(self, state: WorkspaceState, asked: Asked) -> KeptAnswer | None:
-        """The newest earlier answer to what `asked` asks, if every file it rests on has the same bytes on disk now
-        (checked off the event loop); None otherwise."""
-        kept = state.answers.answer_to(asked)
-        if kept is None:
-            return None
-        current = await asyncio.to_thread(disk_hashes, state.tree_root, set(kept.grounds))
-        if not still_holds(kept, current):
-            return None
-        state.answers.given_again += 1
-        return kept
 
     async def settle(
         self,
@@ -242,13 +229,11 @@ class WorkspaceService:
         self._answered.setdefault(tools.root, asyncio.Event()).set()
         team = self.team
         complete = out.answer and not out.partial and not out.timed_out
-        if complete and asked is not None and runtime.settings.reuse_answers:
-            grounds = answer_grounds(window, out.answer, out.files_read)
-            if rests_on(asked, grounds):
-                state.answers.keep(asked, KeptAnswer(question, out.answer, grounds, self.wall_clock()))
+        grounds = answer_grounds(window, out.answer, out.files_read) if complete else {}
+        if complete and asked is not None and runtime.settings.reuse_answers and rests_on(asked, grounds):
+            state.answers.keep(asked, KeptAnswer(question, out.answer, grounds, self.wall_clock()))
         if complete and team is not None and team.policy.share_answers:
-            sources = answer_grounds(window, out.answer, out.files_read)
-            share = functools.partial(team_work.share_answer, team, question, out.answer, sources, tools)
+            share = functools.partial(team_work.share_answer, team, question, out.answer, grounds, tools)
             self._in_background(share, state)
         if out.compactions and team is not None:  # share what the summaries wrote; ask the team again
             known = {f.grounds for f in state.window.ledger.facts}
