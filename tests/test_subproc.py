@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
 
-from live_memory.subproc import child_env, run_bounded
+from live_memory.subproc import child_env, reaped, run_bounded
 
 
 def _alive(pid: int) -> bool:
@@ -130,6 +132,30 @@ async def test_a_cancel_while_the_child_starts_kills_it_and_its_helpers_at_once(
     assert not _alive(pids[0])
     async with asyncio.timeout(10):
         await helper_exit
+
+
+async def test_a_start_cancelled_again_at_every_step_still_has_its_child_killed_and_waited_for(tmp_path: Path) -> None:
+    # A task group cancels its task again at every await: the start must not be cut half-way, leaving a child
+    # that nobody waits for (a ResourceWarning when its handle is collected, after the loop is gone).
+    fifo = tmp_path / "ready"
+    os.mkfifo(fifo)
+    task = asyncio.create_task(
+        run_bounded([sys.executable, "-c", child_with_a_helper(fifo)], cwd=tmp_path, timeout_s=60, max_bytes=1000)
+    )
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    pids = _read_pids_blocking(fifo)
+    async with asyncio.timeout(10):
+        while not task.done():
+            task.cancel()
+            await asyncio.sleep(0)
+    assert task.cancelled()
+    await reaped(10)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not _alive(pids[0])
 
 
 async def test_exit_status_stdout_and_stderr_are_reported(tmp_path: Path) -> None:

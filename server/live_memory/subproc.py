@@ -24,7 +24,7 @@ from pathlib import Path
 
 from live_memory.constants import MAX_CONCURRENT_SUBPROCESSES, TOOL_STDERR_MAX_BYTES
 
-__all__ = ["ProcessResult", "child_env", "pinned_cwd_supported", "run_bounded"]
+__all__ = ["ProcessResult", "child_env", "pinned_cwd_supported", "reaped", "run_bounded"]
 
 _SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 _REAPING: set[asyncio.Future[None]] = set()  # reaps that outlived a cancelled caller, held until they finish
@@ -102,7 +102,17 @@ async def _reap_even_if_cancelled(proc: asyncio.subprocess.Process) -> None:
     (a task group's cancellation is delivered at every await, not once): the child is killed at once, and the
     reaping goes on by itself (bounded) while the cancellation propagates."""
     _kill_group(proc)
-    reaping = asyncio.ensure_future(_reap(proc))
+    await _see_through(asyncio.ensure_future(_reap(proc)))
+
+
+async def _reap_once_started(spawn: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    with contextlib.suppress(OSError):  # it could not be started: nothing to clean up
+        await _reap(await spawn)
+
+
+async def _see_through(reaping: asyncio.Future[None]) -> None:
+    """Wait for a reap running in a task of its own; cancelled again, leave it to finish by itself, held until it
+    does (`reaped` waits for those)."""
     try:
         await asyncio.shield(reaping)
     except asyncio.CancelledError:
@@ -197,9 +207,9 @@ async def _run_bounded(
     except asyncio.CancelledError:
         # Cancelled while the child starts: it runs already, maybe with helpers of its own that hold its pipes
         # (asyncio's own cleanup kills the child alone, then waits for those pipes). Once it is ours, its group
-        # goes like on any other way out; then the cancellation goes on.
-        with contextlib.suppress(OSError):  # it could not be started: nothing to clean up
-            await _reap(await spawn)
+        # goes like on any other way out, in a task of its own: a task group cancels its caller again at every
+        # await, and an await of the start itself would cancel the start half-way (a child never waited for).
+        await _see_through(asyncio.ensure_future(_reap_once_started(spawn)))
         raise
     out = bytearray()
     err = bytearray()
