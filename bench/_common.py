@@ -38,8 +38,7 @@ from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
 from bench.provenance import write_json
-from live_memory.config import Settings
-from live_memory.prompts import (
+from live_memory.core.prompts import (
     FOLD_PREAMBLE,
     FROZEN_LEDGER_POINTER,
     LEDGER_HEADING,
@@ -50,6 +49,7 @@ from live_memory.prompts import (
     QUESTION_HEADING,
     STALE_LEDGER_HEADING,
 )
+from live_memory.settings.config import Settings
 
 RESULTS_DIR = Path(__file__).parent / "results"
 SERVER_START_TIMEOUT_S = 60.0

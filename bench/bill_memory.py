@@ -56,7 +56,7 @@ from bench._common import PATHISH, ledger_changes, summary_request
 from bench.bill_agents import PROJECT_ROOT, MainAgent, tool_result, tool_use, worth_exploring
 from bench.bill_outline import definition_range, symbols_in
 from bench.bill_workload import Repo, Task
-from live_memory.prompts import DIRECTORY_TREE_HEADING, MATERIAL_HEADING
+from live_memory.core.prompts import DIRECTORY_TREE_HEADING, MATERIAL_HEADING
 
 HERE = Path(__file__).parent
 DEFAULT_SERVER_SRC = HERE.parent / "server"

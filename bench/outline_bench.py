@@ -1,5 +1,5 @@
 """Tree outline benchmark: what listing the files' definitions after a small repository's tree adds to the tree
-scan that runs when a workspace loads and at each re-freeze (server/live_memory/tree_outline.py).
+scan that runs when a workspace loads and at each re-freeze (server/live_memory/outline/tree_outline.py).
 
 On this repository at the session bill's fixed commit (its whole tree leaves the prompt's head under Haiku
 4.5's 4,096-token cache minimum), the scan as the server runs it for Haiku (tree, then the outline up to the
@@ -24,11 +24,11 @@ from bench._common import save_results, warn_if_busy
 from bench.bill_memory import copy_workspace
 from bench.bill_workload import load_repo
 from live_memory import constants as C
-from live_memory.directory_tree import TreePolicy
-from live_memory.loading import HEAD_WITHOUT_TREE
-from live_memory.prompts import OUTLINE_HEADING
+from live_memory.core.prompts import OUTLINE_HEADING
+from live_memory.outline.directory_tree import TreePolicy
+from live_memory.outline.tree_outline import forget_outlines, scan_tree
 from live_memory.providers.profiles import min_cacheable_tokens_for
-from live_memory.tree_outline import forget_outlines, scan_tree
+from live_memory.workspaces.loading import HEAD_WITHOUT_TREE
 
 NAME = "outline_bench"
 RUNS = 15

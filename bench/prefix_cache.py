@@ -97,17 +97,17 @@ from bench._common import (
 )
 from bench.tools_bench import django_repo
 from live_memory.constants import COMPACTION_THRESHOLD
-from live_memory.context_window import ContextWindow
-from live_memory.prompts import (
+from live_memory.core.prompts import (
     HINT_HEADING,
     LEDGER_HEADING,
     QUESTION_HEADING,
     SYSTEM_PROMPT,
     question_block,
 )
+from live_memory.core.records import Usage
+from live_memory.memory.context_window import ContextWindow
 from live_memory.providers.pricing import cost_usd, price_for
 from live_memory.providers.profiles import EXPLICIT_CACHE
-from live_memory.records import Usage
 from live_memory.testing.prompt_blocks import Prompt, anthropic_prompt, openai_prompt
 
 SEED = 20_241_130

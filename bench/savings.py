@@ -100,15 +100,15 @@ from bench._common import (
 )
 from bench.tools_bench import django_repo
 from live_memory.constants import COMPACTION_FLOOR, COMPACTION_THRESHOLD, DEFAULT_MAX_ANSWER_TOKENS
-from live_memory.prompts import (
+from live_memory.core.prompts import (
     HINT_HEADING,
     QUESTION_HEADING,
     SYSTEM_PROMPT,
     question_block,
 )
+from live_memory.core.records import Usage
 from live_memory.providers.openai_compat import tool_to_openai
 from live_memory.providers.pricing import cost_usd, price_for
-from live_memory.records import Usage
 from live_memory.tools import TOOL_SCHEMAS, Toolbox
 
 NAME = "savings"

@@ -44,14 +44,14 @@ from typing import Any
 from bench._common import print_table, save_results, warn_if_busy
 from bench.tools_bench import django_repo
 from live_memory.constants import DIRECTORY_TREE_SHARE
-from live_memory.context_window import ContextWindow
-from live_memory.directory_tree import build_directory_tree
-from live_memory.messages import Message, TextPart
-from live_memory.prompts import question_block
-from live_memory.safe_files import disk_hashes
-from live_memory.snapshot import SCHEMA_VERSION, parse_snapshot, restore_window, snapshot_payload
-from live_memory.store import SnapshotStore
-from live_memory.workspace import WorkspaceStats
+from live_memory.core.messages import Message, TextPart
+from live_memory.core.prompts import question_block
+from live_memory.fs.safe_files import disk_hashes
+from live_memory.memory.context_window import ContextWindow
+from live_memory.outline.directory_tree import build_directory_tree
+from live_memory.workspaces.snapshot import SCHEMA_VERSION, parse_snapshot, restore_window, snapshot_payload
+from live_memory.workspaces.store import SnapshotStore
+from live_memory.workspaces.workspace import WorkspaceStats
 
 NAME = "snapshot_io"
 RUNS = 7

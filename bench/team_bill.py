@@ -46,10 +46,10 @@ from bench.bill_reword import reworded
 from bench.bill_workload import Repo, Workload, build_tasks, load_repo
 from bench.provenance import write_json
 from bench.session_bill import MODES, RUNS_DIR, SEED, SERVER_OPTIONS, memory_workload, parse_workload
-from live_memory.repo_identity import normalize_remote
-from live_memory.store import SnapshotStore
-from live_memory.team_queue import QUEUE_FILE
-from live_memory.team_store import TeamStore
+from live_memory.team.queue import QUEUE_FILE
+from live_memory.team.repo_identity import normalize_remote
+from live_memory.team.store import TeamStore
+from live_memory.workspaces.store import SnapshotStore
 
 NAME = "team_bill"
 DEVELOPERS = 3

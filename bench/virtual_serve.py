@@ -35,7 +35,7 @@ class FileClock:
 
 def main() -> int:
     from live_memory.cli import main as cli
-    from live_memory.config import load_settings
+    from live_memory.settings.config import load_settings
 
     settings = load_settings()
     path = os.environ.get(CLOCK_FILE_ENV, "")

@@ -41,7 +41,7 @@ CONFIG_SET_TIMEOUT_S = 5.0
 BAR_WIDTH = 20
 CONFIG_FILE = "config.json"
 KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
-# The server options marked secret (Option.secret in live_memory/options.py): masked when shown. This
+# The server options marked secret (Option.secret in live_memory/settings/options.py): masked when shown. This
 # script cannot import the package, so it keeps the list; a test checks it against the options table.
 SECRET_KEYS = frozenset({"api_key", "auth_token", "team_store"})
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
 
-from live_memory.team_sql import SCHEMA as TEAM_SCHEMA
+from live_memory.team.sql import SCHEMA as TEAM_SCHEMA
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.postgres import PostgresCluster, unavailable_reason
 
@@ -341,7 +341,7 @@ TEAMMATES = ("ana", "ben", "mallory")
 async def team_roles(team_db: TeamDatabase) -> TeamRoles:
     """The team database as its administrator sets it up: a role per teammate (ana, ben, mallory), authors
     proven by row-level security."""
-    from live_memory.team_admin import set_up
+    from live_memory.team.admin import set_up
 
     await set_up(team_db.cluster.admin_url(team_db.name), TEAMMATES)
     for role in TEAMMATES:

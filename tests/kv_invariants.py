@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from live_memory.prompts import FOLD_PREAMBLE, HINT_HEADING, SYSTEM_PROMPT
+from live_memory.core.prompts import FOLD_PREAMBLE, HINT_HEADING, SYSTEM_PROMPT
 
 Block = tuple[str, str]
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.context_window import ContextWindow
-from live_memory.errors import BusyError
-from live_memory.messages import ChatRequest, ChatResponse, TextPart, ToolResultPart
-from live_memory.records import ToolCall
+from live_memory.core.errors import BusyError
+from live_memory.core.messages import ChatRequest, ChatResponse, TextPart, ToolResultPart
+from live_memory.core.records import ToolCall
+from live_memory.memory.context_window import ContextWindow
 from tests.fakes.engine import Engine, engine_for, until
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 

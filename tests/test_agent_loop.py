@@ -13,13 +13,13 @@ import anyio
 import pytest
 
 from live_memory import constants as C
-from live_memory import prompts
-from live_memory.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
 from live_memory.constants import PROVIDER_MAX_RETRIES
-from live_memory.context_window import ContextWindow
-from live_memory.errors import AuthError, OverloadedError, PromptTooLongError, ProviderError, RateLimitedError
-from live_memory.messages import ChatRequest, ChatResponse, Message, TextPart, ToolResultPart, ToolUsePart
-from live_memory.records import ToolCall, Usage
+from live_memory.core import prompts
+from live_memory.core.errors import AuthError, OverloadedError, PromptTooLongError, ProviderError, RateLimitedError
+from live_memory.core.messages import ChatRequest, ChatResponse, Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.core.records import ToolCall, Usage
+from live_memory.engine.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
+from live_memory.memory.context_window import ContextWindow
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolOutcome
 from tests.fakes.engine import until
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
@@ -192,7 +192,7 @@ async def test_an_overloaded_provider_is_retried_with_a_doubling_backoff_from_th
     root: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     provider = ScriptedProvider(OverloadedError("busy"), OverloadedError("busy"), text_response("fine"))
-    caplog.set_level("INFO", logger="live_memory.agent_loop")
+    caplog.set_level("INFO", logger="live_memory.engine.agent_loop")
     loop = await loop_for(root, provider, retry_base_s=0.01)
     out = await loop.answer(ContextWindow(budget_tokens=100_000), "q?")
     assert out.answer == "fine" and len(provider.requests) == 3

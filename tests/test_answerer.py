@@ -10,12 +10,12 @@ from typing import Any
 import anyio
 import pytest
 
-from live_memory.answerer import cache_lifetime_s
-from live_memory.config import load_settings
-from live_memory.errors import AuthError, BusyError, NoCredentialError
-from live_memory.messages import ChatRequest, ChatResponse
-from live_memory.records import ToolCall, Usage
-from live_memory.runtime import Runtime
+from live_memory.core.errors import AuthError, BusyError, NoCredentialError
+from live_memory.core.messages import ChatRequest, ChatResponse
+from live_memory.core.records import ToolCall, Usage
+from live_memory.settings.config import load_settings
+from live_memory.settings.runtime import Runtime
+from live_memory.workspaces.answerer import cache_lifetime_s
 from tests.fakes.engine import engine_for, until
 from tests.fakes.live_server import settings_for
 from tests.fakes.off_loop import off_loop

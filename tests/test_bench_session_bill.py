@@ -14,11 +14,11 @@ from bench._common import ledger_changes, summary_request
 from bench.bill_cache import PRICES
 from bench.bill_workload import ROTATIONS, build_tasks, load_repo, workload
 
-from live_memory.context_window import ContextWindow
-from live_memory.ledger import Ledger, LedgerFact
-from live_memory.prompts import summary_request_text
+from live_memory.core.prompts import summary_request_text
+from live_memory.engine.summarizer import Conversation, Summarizer
+from live_memory.memory.context_window import ContextWindow
+from live_memory.memory.ledger import Ledger, LedgerFact
 from live_memory.providers import anthropic, openai_compat
-from live_memory.summarizer import Conversation, Summarizer
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.windows import ask
 

@@ -12,8 +12,8 @@ import pytest
 from bench import report, session_bill, team_bill
 from bench.bill_workload import build_tasks, load_repo, workload
 
-from live_memory.question_names import location_kind
-from live_memory.repo_identity import normalize_remote, repository_identity
+from live_memory.engine.question_names import location_kind
+from live_memory.team.repo_identity import normalize_remote, repository_identity
 from tests.conftest import TeamDatabase
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.card_syntax import grammar_available
-from live_memory.cards import Definition, FileCard, build_card, language_for
 from live_memory.constants import CARD_PARSE_MAX_BYTES, CARD_SIGNATURE_MAX_CHARS
+from live_memory.outline.card_syntax import grammar_available
+from live_memory.outline.cards import Definition, FileCard, build_card, language_for
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -415,7 +415,7 @@ def test_languages_are_chosen_by_extension() -> None:
 
 @pytest.mark.parametrize(
     "rel",
-    ["server/live_memory/context_window.py", "server/live_memory/jail.py", "docs/architecture.md"],
+    ["server/live_memory/memory/context_window.py", "server/live_memory/fs/jail.py", "docs/architecture.md"],
 )
 def test_a_card_is_a_small_fraction_of_a_real_file(rel: str) -> None:
     text = (REPO / rel).read_text(encoding="utf-8")

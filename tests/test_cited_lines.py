@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from live_memory.cited_lines import SHA_SHOWN, Citation, CitedLines, citations, cut, relocated, render
 from live_memory.constants import CITED_LINES_MAX_LINES
+from live_memory.memory.cited_lines import SHA_SHOWN, Citation, CitedLines, citations, cut, relocated, render
 
 KNOWN = ("src/app.py", "src/db.py", "README.md")
 APP = "import os\n\n\ndef main():\n    port = os.environ['PORT']\n    return serve(port)\n"

@@ -12,18 +12,18 @@ from typing import Any
 
 import pytest
 
-from live_memory.admission import DistillGate
-from live_memory.agent_loop import CompactionHook, LoopLimits, QuestionLoop
-from live_memory.cited_lines import Citation, CitedLines, cut
-from live_memory.compaction import CompactionPolicy, CompactionScope, Compactor, history_tokens
 from live_memory.constants import SUMMARY_MAX_TOKENS
-from live_memory.context_window import ContextWindow
-from live_memory.errors import OverloadedError
-from live_memory.hot_set import HotSet, HotSetPolicy
-from live_memory.ledger import LedgerFact
-from live_memory.messages import ChatRequest, ChatResponse, Message, TextPart
-from live_memory.prompts import CITED_HEADING
-from live_memory.summarizer import Summarizer
+from live_memory.core.errors import OverloadedError
+from live_memory.core.messages import ChatRequest, ChatResponse, Message, TextPart
+from live_memory.core.prompts import CITED_HEADING
+from live_memory.engine.admission import DistillGate
+from live_memory.engine.agent_loop import CompactionHook, LoopLimits, QuestionLoop
+from live_memory.engine.compaction import CompactionPolicy, CompactionScope, Compactor, history_tokens
+from live_memory.engine.summarizer import Summarizer
+from live_memory.memory.cited_lines import Citation, CitedLines, cut
+from live_memory.memory.context_window import ContextWindow
+from live_memory.memory.hot_set import HotSet, HotSetPolicy
+from live_memory.memory.ledger import LedgerFact
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 

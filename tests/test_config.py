@@ -10,9 +10,9 @@ from typing import get_type_hints
 import pytest
 
 from live_memory import constants as C
-from live_memory.config import Settings, default_data_dir, load_settings, write_config_value
-from live_memory.errors import ConfigError
-from live_memory.options import OPTIONS, Option, changed_options, conforms
+from live_memory.core.errors import ConfigError
+from live_memory.settings.config import Settings, default_data_dir, load_settings, write_config_value
+from live_memory.settings.options import OPTIONS, Option, changed_options, conforms
 from tests.fakes.env_text import env_text
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from live_memory import constants as C
-from live_memory.globs import compile_path_glob
+from live_memory.fs.globs import compile_path_glob
 from live_memory.providers.pricing import PRICES
 from live_memory.providers.profiles import PROFILES
 

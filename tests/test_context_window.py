@@ -6,15 +6,15 @@ import itertools
 from collections.abc import Callable
 from dataclasses import replace
 
-from live_memory.cited_lines import Citation, CitedLines, cut
-from live_memory.context_window import ContextWindow
-from live_memory.file_context import file_block
-from live_memory.holding import admit_cited, hold_costs, rechoose_hot_set
-from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy
-from live_memory.messages import Message, TextPart, ToolResultPart, ToolUsePart
-from live_memory.prompt_layout import build_prompt
-from live_memory.prompts import CITED_HEADING, CITED_NOTE, MANIFEST_HEADING, OBSERVED_HEADING, SEEN_FILES_MORE
-from live_memory.snapshot import window_json
+from live_memory.core.messages import Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.core.prompts import CITED_HEADING, CITED_NOTE, MANIFEST_HEADING, OBSERVED_HEADING, SEEN_FILES_MORE
+from live_memory.engine.prompt_layout import build_prompt
+from live_memory.memory.cited_lines import Citation, CitedLines, cut
+from live_memory.memory.context_window import ContextWindow
+from live_memory.memory.file_context import file_block
+from live_memory.memory.holding import admit_cited, hold_costs, rechoose_hot_set
+from live_memory.memory.hot_set import FileUse, HoldCosts, HotSetPolicy
+from live_memory.workspaces.snapshot import window_json
 from tests.fakes.windows import HINT, ask, sha
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from live_memory.credentials import looks_like_credential
-from live_memory.ledger import LedgerFact
-from live_memory.team_policy import TeamPolicy
+from live_memory.core.credentials import looks_like_credential
+from live_memory.memory.ledger import LedgerFact
+from live_memory.team.policy import TeamPolicy
 
 # Fake, well-formed credentials of each kind the issue names (AWS's documentation keys, Stripe's test-like
 # shapes, a JWT of jwt.io's example, a key header): what a developer might paste into a question.

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.dir_sync import DirectorySyncer
-from live_memory.spend import SpendTracker
-from live_memory.store import SnapshotStore
+from live_memory.fs.dir_sync import DirectorySyncer
+from live_memory.workspaces.spend import SpendTracker
+from live_memory.workspaces.store import SnapshotStore
 
 WAIT_S = 10.0
 

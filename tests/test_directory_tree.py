@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from live_memory.constants import DEFAULT_SECRET_GLOBS
-from live_memory.directory_tree import build_directory_tree, render_tree
-from live_memory.jail import SecretMatcher
+from live_memory.fs.jail import SecretMatcher
+from live_memory.outline.directory_tree import build_directory_tree, render_tree
 from tests.fakes.repo_builder import IGNORED_MARKER, RepoBuilder, build_history_repo
 
 SECRETS = SecretMatcher(DEFAULT_SECRET_GLOBS)

@@ -19,7 +19,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from live_memory.store import SnapshotStore
+from live_memory.workspaces.store import SnapshotStore
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
 from tests.fakes.repo_builder import one_file_repo
@@ -104,7 +104,7 @@ async def test_a_cancelled_question_frees_its_slot_and_commits_nothing(
 WRITERS = """
 import os, signal, sys
 from pathlib import Path
-from live_memory.store import SnapshotStore
+from live_memory.workspaces.store import SnapshotStore
 for data_dir in sys.argv[1:]:
     if os.fork() == 0:  # one writer process per store, forked: a new interpreter each would cost seconds
         store = SnapshotStore(Path(data_dir))

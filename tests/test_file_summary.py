@@ -4,7 +4,7 @@ its imports, its classes and functions with their lines and the first line of th
 from __future__ import annotations
 
 from live_memory.constants import SUMMARY_DOC_CHARS
-from live_memory.file_summary import module_doc, summary
+from live_memory.outline.file_summary import module_doc, summary
 
 STORE = '''"""Keeps snapshots on disk.
 

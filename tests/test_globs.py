@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from live_memory.errors import GlobError
-from live_memory.globs import compile_path_glob, glob_to_regex, has_glob_magic
+from live_memory.core.errors import GlobError
+from live_memory.fs.globs import compile_path_glob, glob_to_regex, has_glob_magic
 
 
 @pytest.mark.parametrize(

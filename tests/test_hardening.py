@@ -16,8 +16,8 @@ import httpx2
 import pytest
 
 from live_memory.http.app import Timings
-from live_memory.store import describe_write_error
-from live_memory.workspace import workspace_id
+from live_memory.workspaces.store import describe_write_error
+from live_memory.workspaces.workspace import workspace_id
 from tests.cli.test_main import ServeProcess, cli_env
 from tests.fakes.engine import engine_for
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for

@@ -1,9 +1,9 @@
-"""A window's history turns and the running tally over them (server/live_memory/history.py)."""
+"""A window's history turns and the running tally over them (server/live_memory/memory/history.py)."""
 
 from __future__ import annotations
 
-from live_memory.history import Turn, message_text, tally
-from live_memory.messages import Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.core.messages import Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.memory.history import Turn, message_text, tally
 
 
 def text_turn(kind: str, text: str, cites: tuple[str, ...] = ()) -> Turn:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.config import load_settings
-from live_memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses, hot_set_of, used_recently
+from live_memory.memory.hot_set import FileUse, HoldCosts, HotSetPolicy, count_uses, hot_set_of, used_recently
+from live_memory.settings.config import load_settings
 
 ANTHROPIC = HoldCosts(read_share=0.1, write_share=1.25, round_tokens=20_000)  # a 20k-token prompt per extra round
 POLICY = HotSetPolicy(budget_tokens=24_000, prior_questions=30.0, half_life=8.0, horizon=10.0)

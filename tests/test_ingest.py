@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.admission import AdmissionLimits
-from live_memory.cited_lines import Citation, cut
 from live_memory.constants import DEFAULT_SECRET_GLOBS
-from live_memory.hot_set import FileUse
-from live_memory.ingest import Ingestor, IngestPolicy, in_scope
-from live_memory.ledger import LedgerFact
-from live_memory.messages import Message, TextPart
-from live_memory.options import HoldFiles
-from live_memory.records import FileEvent
-from live_memory.workspace import Location, WorkspacePolicy, WorkspaceState, new_state
+from live_memory.core.messages import Message, TextPart
+from live_memory.core.records import FileEvent
+from live_memory.engine.admission import AdmissionLimits
+from live_memory.memory.cited_lines import Citation, cut
+from live_memory.memory.hot_set import FileUse
+from live_memory.memory.ledger import LedgerFact
+from live_memory.settings.options import HoldFiles
+from live_memory.workspaces.ingest import Ingestor, IngestPolicy, in_scope
+from live_memory.workspaces.workspace import Location, WorkspacePolicy, WorkspaceState, new_state
 from tests.fakes.engine import engine_for
 from tests.fakes.repo_builder import small_repo
 from tests.fakes.scripted_provider import ScriptedProvider

@@ -9,14 +9,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from live_memory.config import load_settings
-from live_memory.errors import OverloadedError
-from live_memory.keep_warm import PING, KeepWarm
-from live_memory.messages import Message
-from live_memory.records import Usage
-from live_memory.runtime import Runtime
+from live_memory.core.errors import OverloadedError
+from live_memory.core.messages import Message
+from live_memory.core.records import Usage
+from live_memory.settings.config import load_settings
+from live_memory.settings.runtime import Runtime
 from live_memory.tools import TOOL_SCHEMAS
-from live_memory.workspace import WorkspaceState
+from live_memory.workspaces.keep_warm import PING, KeepWarm
+from live_memory.workspaces.workspace import WorkspaceState
 from tests.fakes.engine import Engine, engine_for, until
 from tests.fakes.off_loop import off_loop
 from tests.fakes.scripted_provider import ScriptedProvider, text_response

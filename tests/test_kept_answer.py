@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from live_memory import prompts
-from live_memory.context_window import ContextWindow
-from live_memory.kept_answer import kept_answer
+from live_memory.core import prompts
+from live_memory.memory.context_window import ContextWindow
+from live_memory.memory.kept_answer import kept_answer
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.test_agent_loop import loop_for
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
-from live_memory.ledger import Ledger, LedgerFact, attribute, split_facts
-from live_memory.prompts import EMPTY_LEDGER_TEXT, LEDGER_HEADING, STALE_LEDGER_HEADING, TEAM_LEDGER_HEADING
+from live_memory.core.prompts import EMPTY_LEDGER_TEXT, LEDGER_HEADING, STALE_LEDGER_HEADING, TEAM_LEDGER_HEADING
+from live_memory.memory.ledger import Ledger, LedgerFact, attribute, split_facts
 
 
 def sha(text: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from bench.load import run_load
 
-from live_memory.config import load_settings
+from live_memory.settings.config import load_settings
 from tests.fakes.live_server import live_server
 
 

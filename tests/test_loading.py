@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.config import Settings, load_settings
-from live_memory.ledger import LedgerFact
-from live_memory.loading import load_workspace, restore_workspace
-from live_memory.messages import Message, TextPart
-from live_memory.prompts import DIRECTORY_TREE_HEADING, OUTLINE_HEADING, PRELOADED_HEADING
-from live_memory.snapshot import snapshot_payload
-from live_memory.store import SnapshotStore
+from live_memory.core.messages import Message, TextPart
+from live_memory.core.prompts import DIRECTORY_TREE_HEADING, OUTLINE_HEADING, PRELOADED_HEADING
+from live_memory.memory.ledger import LedgerFact
+from live_memory.settings.config import Settings, load_settings
 from live_memory.tools import TOOL_SCHEMAS
-from live_memory.workspace import Location, WorkspaceState, WorkspaceStats, new_state, workspace_policy
+from live_memory.workspaces.loading import load_workspace, restore_workspace
+from live_memory.workspaces.snapshot import snapshot_payload
+from live_memory.workspaces.store import SnapshotStore
+from live_memory.workspaces.workspace import Location, WorkspaceState, WorkspaceStats, new_state, workspace_policy
 from tests.fakes.engine import engine_for
 from tests.fakes.off_loop import off_loop
 from tests.fakes.repo_builder import docs_repo, small_repo, wide_repo

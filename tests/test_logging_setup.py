@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.logging_setup import (
+from live_memory.settings.logging_setup import (
     PLAIN,
     QUESTION_LOGGER,
     STAMPED,

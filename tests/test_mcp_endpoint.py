@@ -11,9 +11,9 @@ import anyio
 import httpx2
 import pytest
 
-from live_memory.config import load_settings
 from live_memory.constants import MIN_TIMEOUT_S
 from live_memory.http.app import Timings
+from live_memory.settings.config import load_settings
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
 from tests.fakes.repo_builder import small_repo

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from live_memory.option_casters import as_bool, as_float, as_int, as_list, bounded, choice
+from live_memory.settings.option_casters import as_bool, as_float, as_int, as_list, bounded, choice
 
 
 def test_each_caster_takes_what_a_user_writes() -> None:

@@ -7,7 +7,7 @@ from typing import Literal
 
 import pytest
 
-from live_memory.options import OPTIONS, OPTIONS_BY_KEY, Option, Options, conforms, option, options_of
+from live_memory.settings.options import OPTIONS, OPTIONS_BY_KEY, Option, Options, conforms, option, options_of
 from tests.fakes.env_text import env_text
 
 

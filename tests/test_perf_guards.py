@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.errors import JailRefusal
-from live_memory.jail import Jail
-from live_memory.messages import ChatRequest, Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.core.errors import JailRefusal
+from live_memory.core.messages import ChatRequest, Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.fs.jail import Jail
 from live_memory.providers import anthropic as anthropic_adapter
 from live_memory.providers import openai_compat
 from live_memory.providers.base import WireCache

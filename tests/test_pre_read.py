@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from live_memory import prompts
-from live_memory.context_window import ContextWindow
-from live_memory.messages import ChatRequest, Message, TextPart, ToolResultPart, ToolUsePart
-from live_memory.workspace_paths import WorkspacePaths
+from live_memory.core import prompts
+from live_memory.core.messages import ChatRequest, Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.memory.context_window import ContextWindow
+from live_memory.outline.workspace_paths import WorkspacePaths
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.test_agent_loop import loop_for
 

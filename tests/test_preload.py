@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.preload import load_preload, read_preload
+from live_memory.workspaces.preload import load_preload, read_preload
 from tests.fakes.repo_builder import preload_repo
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from live_memory.context_window import ContextWindow
-from live_memory.messages import Message, TextPart, ToolResultPart, ToolUsePart
-from live_memory.options import LongCache
-from live_memory.prompt_layout import build_prompt, with_breakpoint
+from live_memory.core.messages import Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.engine.prompt_layout import build_prompt, with_breakpoint
+from live_memory.memory.context_window import ContextWindow
+from live_memory.settings.options import LongCache
 from tests.fakes.windows import HINT, ask, sha
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from live_memory import prompts
+from live_memory.core import prompts
 from live_memory.tools import TOOL_SCHEMAS
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from live_memory import constants as C
-from live_memory import prompts
 from live_memory.constants import QUESTION_NAMES_MAX, SYMBOL_NAME_MAX_CHARS
-from live_memory.context_window import ContextWindow
-from live_memory.messages import ChatRequest, ChatResponse, TextPart
-from live_memory.question_names import found_definitions, location_kind, names_in, paths_in
+from live_memory.core import prompts
+from live_memory.core.messages import ChatRequest, ChatResponse, TextPart
+from live_memory.engine.question_names import found_definitions, location_kind, names_in, paths_in
+from live_memory.memory.context_window import ContextWindow
 from live_memory.tools import Toolbox, ToolLimits
 from live_memory.tools.context import find_ripgrep
 from tests.fakes.engine import engine_for

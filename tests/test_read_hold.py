@@ -7,10 +7,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from live_memory.context_window import ContextWindow
-from live_memory.hot_set import HotSet, HotSetPolicy
-from live_memory.messages import ChatRequest, ChatResponse, ToolResultPart
-from live_memory.records import ToolCall
+from live_memory.core.messages import ChatRequest, ChatResponse, ToolResultPart
+from live_memory.core.records import ToolCall
+from live_memory.memory.context_window import ContextWindow
+from live_memory.memory.hot_set import HotSet, HotSetPolicy
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.test_agent_loop import loop_for
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from live_memory.records import MAX_IGNORE_REASONS, IngestResult, QuestionResult, Usage, estimate_tokens
+from live_memory.core.records import MAX_IGNORE_REASONS, IngestResult, QuestionResult, Usage, estimate_tokens
 
 
 def result(**overrides: object) -> QuestionResult:

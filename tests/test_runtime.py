@@ -9,10 +9,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from live_memory.config import load_settings
-from live_memory.messages import ChatRequest, ChatResponse
-from live_memory.records import QuestionResult
-from live_memory.runtime import Runtime
+from live_memory.core.messages import ChatRequest, ChatResponse
+from live_memory.core.records import QuestionResult
+from live_memory.settings.config import load_settings
+from live_memory.settings.runtime import Runtime
 from tests.fakes.engine import engine_for, until
 from tests.fakes.off_loop import off_loop
 from tests.fakes.scripted_provider import ScriptedProvider, text_response

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.errors import NotRegularFileError
-from live_memory.safe_files import (
+from live_memory.core.errors import NotRegularFileError
+from live_memory.fs.safe_files import (
     atomic_write,
     clean_stale_temp_files,
     disk_hashes,
@@ -150,7 +150,7 @@ _RSS_PROBE = textwrap.dedent(
     """
     import asyncio, json, os, sys
     from pathlib import Path
-    from live_memory.safe_files import disk_hashes
+    from live_memory.fs.safe_files import disk_hashes
     from live_memory.tools import Toolbox
 
     def peak_kib():

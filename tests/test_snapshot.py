@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from live_memory.context_window import ContextWindow
-from live_memory.hot_set import FileUse
-from live_memory.ledger import LedgerFact
-from live_memory.messages import Message, TextPart
-from live_memory.snapshot import (
+from live_memory.core.messages import Message, TextPart
+from live_memory.memory.context_window import ContextWindow
+from live_memory.memory.hot_set import FileUse
+from live_memory.memory.ledger import LedgerFact
+from live_memory.workspaces.snapshot import (
     SCHEMA_VERSION,
     HistoryEncoder,
     encode_document,
@@ -21,7 +21,7 @@ from live_memory.snapshot import (
     snapshot_payload,
     window_json,
 )
-from live_memory.workspace import WorkspaceStats
+from live_memory.workspaces.workspace import WorkspaceStats
 
 
 def sha(text: str) -> str:

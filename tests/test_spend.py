@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.admission import AdmissionLimits
-from live_memory.config import load_settings
 from live_memory.constants import BACKGROUND_STOP_SHARE
-from live_memory.errors import BudgetExceededError
-from live_memory.records import Usage
-from live_memory.runtime import Runtime
-from live_memory.spend import SPEND_FILE, Caps, SpendTracker, call_cost, caps_of, utc_day
-from live_memory.workspace import Location, WorkspacePolicy, WorkspaceState, new_state
+from live_memory.core.errors import BudgetExceededError
+from live_memory.core.records import Usage
+from live_memory.engine.admission import AdmissionLimits
+from live_memory.settings.config import load_settings
+from live_memory.settings.runtime import Runtime
+from live_memory.workspaces.spend import SPEND_FILE, Caps, SpendTracker, call_cost, caps_of, utc_day
+from live_memory.workspaces.workspace import Location, WorkspacePolicy, WorkspaceState, new_state
 from tests.fakes.engine import engine_for
 from tests.fakes.off_loop import off_loop
 from tests.fakes.scripted_provider import ScriptedProvider, text_response

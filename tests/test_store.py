@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from live_memory.errors import SnapshotNotSaved
-from live_memory.snapshot import SCHEMA_VERSION, EncodedHistory, SnapshotIn
-from live_memory.store import SnapshotStore
-from live_memory.workspace import workspace_id
+from live_memory.core.errors import SnapshotNotSaved
+from live_memory.workspaces.snapshot import SCHEMA_VERSION, EncodedHistory, SnapshotIn
+from live_memory.workspaces.store import SnapshotStore
+from live_memory.workspaces.workspace import workspace_id
 from tests.cli.test_main import ServeProcess, cli_env, openai_env
 from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.subproc import child_env, reaped, run_bounded
+from live_memory.fs.subproc import child_env, reaped, run_bounded
 
 
 def _alive(pid: int) -> bool:

@@ -8,12 +8,9 @@ from dataclasses import replace
 import pytest
 
 from live_memory.constants import MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
-from live_memory.context_window import ContextWindow
-from live_memory.errors import OverloadedError
-from live_memory.history import Sent, Turn
-from live_memory.messages import Message, TextPart
-from live_memory.prompt_layout import Prompt
-from live_memory.prompts import (
+from live_memory.core.errors import OverloadedError
+from live_memory.core.messages import Message, TextPart
+from live_memory.core.prompts import (
     FROZEN_LEDGER_POINTER,
     HINT_HEADING,
     LEDGER_RENUMBERED,
@@ -22,8 +19,11 @@ from live_memory.prompts import (
     QUESTION_HEADING,
     fold_request_text,
 )
-from live_memory.records import ToolCall, Usage
-from live_memory.summarizer import Conversation, Summarizer
+from live_memory.core.records import ToolCall, Usage
+from live_memory.engine.prompt_layout import Prompt
+from live_memory.engine.summarizer import Conversation, Summarizer
+from live_memory.memory.context_window import ContextWindow
+from live_memory.memory.history import Sent, Turn
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.windows import ask, sha
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from live_memory.cards import build_card
-from live_memory.symbol_index import SymbolHit, SymbolIndex
+from live_memory.outline.cards import build_card
+from live_memory.outline.symbol_index import SymbolHit, SymbolIndex
 
 _MODELS = """\
 class Card:

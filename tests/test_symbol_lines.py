@@ -9,9 +9,9 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from live_memory.cards import definition_regex
 from live_memory.constants import GREP_MAX_COLUMNS
-from live_memory.symbol_lines import COMMENT, LONG, definition_lines, mentioned, searchable
+from live_memory.outline.cards import definition_regex
+from live_memory.outline.symbol_lines import COMMENT, LONG, definition_lines, mentioned, searchable
 
 _NOT_AFTER_NAME = r"(?:[^\w$]|$)"
 _EVERY_RUN = re.compile(r"(?=([A-Za-z_$][\w$]*))")  # the run of word characters from every position

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.jail import Jail
-from live_memory.symbol_store import SCHEMA_VERSION, Stamp, SymbolStore, build_path, index_file, record_of
+from live_memory.fs.jail import Jail
+from live_memory.outline.symbol_store import SCHEMA_VERSION, Stamp, SymbolStore, build_path, index_file, record_of
 
 ROOT = "/work/repo"
 MODELS = b"class Card:\n    def render(self):\n        return Card()\n\n\ndef load():\n    pass\n"

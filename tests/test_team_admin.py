@@ -9,10 +9,10 @@ import pytest
 
 from live_memory import constants as C
 from live_memory.cli.main import main
-from live_memory.errors import TeamStoreError
-from live_memory.records import TeamFact
-from live_memory.team_admin import set_up
-from live_memory.team_store import TeamStore
+from live_memory.core.errors import TeamStoreError
+from live_memory.core.records import TeamFact
+from live_memory.team.admin import set_up
+from live_memory.team.store import TeamStore
 from tests.conftest import TeamDatabase, TeamRoles
 from tests.fakes.off_loop import off_loop
 

@@ -8,7 +8,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from live_memory.team_listen import announced
+from live_memory.team.listen import announced
 from tests.conftest import TeamRoles
 from tests.fakes.engine import Engine, until
 from tests.fakes.off_loop import off_loop

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from live_memory import constants as C
-from live_memory.records import TeamAnswer, TeamFact
-from live_memory.team_rows import ANSWER_COLUMNS, FACT_COLUMNS, Refused, check_answer, check_fact
+from live_memory.core.records import TeamAnswer, TeamFact
+from live_memory.team.rows import ANSWER_COLUMNS, FACT_COLUMNS, Refused, check_answer, check_fact
 
 SOURCES = json.dumps({"src/app.py": "a" * 64})
 FACT = {

@@ -16,10 +16,10 @@ import psycopg
 import pytest
 
 from live_memory import constants as C
-from live_memory.errors import LiveMemoryError, TeamStoreError
-from live_memory.records import TeamFact
-from live_memory.team_sql import SCHEMA
-from live_memory.team_store import Migration, TeamStore, bundled_migrations
+from live_memory.core.errors import LiveMemoryError, TeamStoreError
+from live_memory.core.records import TeamFact
+from live_memory.team.sql import SCHEMA
+from live_memory.team.store import Migration, TeamStore, bundled_migrations
 from tests.conftest import TeamDatabase
 from tests.fakes.off_loop import off_loop
 from tests.fakes.ports import free_port

@@ -13,14 +13,14 @@ import httpx2
 import pytest
 
 from live_memory.cli.doctor import run_doctor
+from live_memory.core.messages import ChatRequest, ChatResponse, ToolResultPart
+from live_memory.core.records import FileEvent, TeamAnswer, ToolCall, Usage
 from live_memory.http.stats import team_stats
-from live_memory.ledger import LedgerFact
-from live_memory.messages import ChatRequest, ChatResponse, ToolResultPart
-from live_memory.records import FileEvent, TeamAnswer, ToolCall, Usage
-from live_memory.repo_identity import normalize_remote, repository_identity
-from live_memory.team_policy import TeamPolicy
-from live_memory.team_queue import DiskQueue
-from live_memory.team_store import TeamStore
+from live_memory.memory.ledger import LedgerFact
+from live_memory.team.policy import TeamPolicy
+from live_memory.team.queue import DiskQueue
+from live_memory.team.repo_identity import normalize_remote, repository_identity
+from live_memory.team.store import TeamStore
 from tests.conftest import TeamDatabase
 from tests.fakes.engine import Engine, until
 from tests.fakes.live_server import live_server, settings_for
@@ -193,7 +193,7 @@ def test_only_facts_learned_here_on_plain_files_and_without_credentials_leave() 
 
 
 def test_a_fact_the_ledger_dropped_is_not_taken_back_from_the_team_for_the_same_bytes() -> None:
-    from live_memory.ledger import Ledger
+    from live_memory.memory.ledger import Ledger
 
     ledger = Ledger([LedgerFact("old claim about app.py", {"app.py": "a" * 64})])
     ledger.apply_summary("- 1", {"app.py": "a" * 64}, 10_000)

@@ -14,8 +14,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from live_memory import team_work
 from live_memory.http.stats import team_stats
+from live_memory.workspaces import team_work
 from tests.conftest import TeamRoles
 from tests.fakes.engine import Engine, until
 from tests.fakes.off_loop import off_loop

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from live_memory.team_url import mask_url
+from live_memory.team.url import mask_url
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from live_memory import constants as C
-from live_memory import errors
-from live_memory.telemetry import LatencyHistogram, RecentQuestion, Telemetry, error_kind
+from live_memory.core import errors
+from live_memory.workspaces.telemetry import LatencyHistogram, RecentQuestion, Telemetry, error_kind
 
 
 def asked(at: float, latency_s: float, *, cost: float | None = 0.001, question: str = "q") -> RecentQuestion:

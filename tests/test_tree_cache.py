@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 from live_memory.constants import DEFAULT_SECRET_GLOBS
-from live_memory.directory_tree import TreePolicy
-from live_memory.tree_cache import capture, restore, write
-from live_memory.tree_outline import ScannedTree, scan_tree
+from live_memory.outline.directory_tree import TreePolicy
+from live_memory.outline.tree_outline import ScannedTree, scan_tree
+from live_memory.workspaces.tree_cache import capture, restore, write
 from tests.fakes.repo_builder import small_repo
 
 FILES = {

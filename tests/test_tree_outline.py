@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from live_memory.constants import DEFAULT_SECRET_GLOBS, OUTLINE_NAMES_PER_FILE
-from live_memory.directory_tree import TreePolicy
-from live_memory.prompts import OUTLINE_HEADING
-from live_memory.tree_outline import scan_tree
+from live_memory.core.prompts import OUTLINE_HEADING
+from live_memory.outline.directory_tree import TreePolicy
+from live_memory.outline.tree_outline import scan_tree
 from tests.fakes.repo_builder import small_repo, wide_repo
 
 SERVICE = '''\

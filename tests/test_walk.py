@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from live_memory.walk import parse_ignore_text, walk_paths
+from live_memory.fs.walk import parse_ignore_text, walk_paths
 
 
 def _tree(root: Path, files: dict[str, str]) -> None:

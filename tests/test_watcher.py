@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.records import FileEvent
-from live_memory.watcher import (
+from live_memory.core.records import FileEvent
+from live_memory.workspaces.watcher import (
     WATCHING_CAPPED,
     WATCHING_FAILED,
     WATCHING_ON,

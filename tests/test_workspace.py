@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from live_memory.admission import AdmissionLimits
-from live_memory.context_window import ContextWindow
-from live_memory.errors import InputError
-from live_memory.history import Turn
-from live_memory.messages import Message, TextPart
-from live_memory.options import RepoRootMode
-from live_memory.workspace import Location, WorkspacePolicy, WorkspaceState, locate, new_state, validate_cwd
+from live_memory.core.errors import InputError
+from live_memory.core.messages import Message, TextPart
+from live_memory.engine.admission import AdmissionLimits
+from live_memory.memory.context_window import ContextWindow
+from live_memory.memory.history import Turn
+from live_memory.settings.options import RepoRootMode
+from live_memory.workspaces.workspace import Location, WorkspacePolicy, WorkspaceState, locate, new_state, validate_cwd
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",

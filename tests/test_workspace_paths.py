@@ -3,7 +3,7 @@ its final "/", and nothing at all when a name could mean several."""
 
 from __future__ import annotations
 
-from live_memory.workspace_paths import WorkspacePaths
+from live_memory.outline.workspace_paths import WorkspacePaths
 
 PATHS = WorkspacePaths(
     ["server/cli/main.py", "bench/main.py", "server/store.py", "docs/guide.md", "server/tools/read.py"]

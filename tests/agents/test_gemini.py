@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from live_memory.cli.agents import gemini, note
-from live_memory.errors import ConfigError
+from live_memory.core.errors import ConfigError
 from tests.agents import session as shared
 from tests.fakes.agent_clis import require_cli, run_json_lines
 from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply

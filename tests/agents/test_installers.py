@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 
 from live_memory.cli.agents import AGENTS, codex, gemini, note
-from live_memory.errors import ConfigError
+from live_memory.core.errors import ConfigError
 
 URL = "http://127.0.0.1:7711"
 CONFIG = {"codex": "config.toml", "opencode": "opencode.json", "gemini": "settings.json"}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from live_memory.cli.agents.jsonc import Document, has_comments
-from live_memory.errors import JsoncError
+from live_memory.core.errors import JsoncError
 
 ENTRY: dict[str, Any] = {"url": "http://127.0.0.1:7711/mcp", "headers": {"X-Live-Memory-Agent": "opencode"}}
 OURS = ["mcp", "live_memory"]

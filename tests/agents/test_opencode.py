@@ -18,7 +18,7 @@ import pytest
 
 from live_memory.cli.agents import note, opencode
 from live_memory.constants import DEFAULT_SECRET_GLOBS, PASSIVE_MAX_FILE_BYTES
-from live_memory.errors import ConfigError
+from live_memory.core.errors import ConfigError
 from tests.agents.session import (
     BILLING_QUESTION,
     MEMORY_ANSWER,

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from live_memory.cli import client
-from live_memory.config import Settings, load_settings
 from live_memory.constants import SERVER_NAME
-from live_memory.errors import ClientError
+from live_memory.core.errors import ClientError
+from live_memory.settings.config import Settings, load_settings
 from tests.fakes.ports import free_port
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from live_memory.cli.config_docs import render
-from live_memory.options import OPTIONS
+from live_memory.settings.options import OPTIONS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

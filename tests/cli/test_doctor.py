@@ -12,7 +12,7 @@ import pytest
 
 from live_memory.cli.agents import codex
 from live_memory.cli.main import main
-from live_memory.config import load_settings
+from live_memory.settings.config import load_settings
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
 from tests.fakes.off_loop import off_loop

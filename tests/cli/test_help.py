@@ -11,7 +11,7 @@ import pytest
 from live_memory import constants as C
 from live_memory.cli.help import HELP
 from live_memory.cli.main import build_parser
-from live_memory.options import OPTIONS
+from live_memory.settings.options import OPTIONS
 
 _VARIABLE = re.compile(r"\bLIVE_MEMORY_[A-Z0-9_]+\b")
 # Read before the options table (it says where config.json is), or by clients only (where the server is).

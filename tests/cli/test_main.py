@@ -24,8 +24,8 @@ import httpx2
 import pytest
 
 from live_memory.cli.main import build_parser, cmd_ask, cmd_serve, main
-from live_memory.config import load_settings
 from live_memory.constants import SHUTDOWN_GRACE_S
+from live_memory.settings.config import load_settings
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
 from tests.fakes.ports import free_port

@@ -39,9 +39,9 @@ from live_memory.cli.service_install import (
     render_unit,
     template_text,
 )
-from live_memory.config import load_settings
+from live_memory.core.errors import ConfigError
 from live_memory.deploy_templates import wait_for_health
-from live_memory.errors import ConfigError
+from live_memory.settings.config import load_settings
 from tests.fakes.live_server import LiveServer, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.off_loop import off_loop

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import anyio
 
-from live_memory.answerer import Answerer
-from live_memory.config import load_settings
+from live_memory.core.messages import ChatProvider
 from live_memory.http.app import default_tool_factory
-from live_memory.messages import ChatProvider
-from live_memory.runtime import Runtime
-from live_memory.service import WorkspaceService
-from live_memory.team_sync import team_sync_for
+from live_memory.settings.config import load_settings
+from live_memory.settings.runtime import Runtime
+from live_memory.team.sync import team_sync_for
 from live_memory.tools import TOOL_SCHEMAS
+from live_memory.workspaces.answerer import Answerer
+from live_memory.workspaces.service import WorkspaceService
 from tests.fakes.off_loop import off_loop
 
 

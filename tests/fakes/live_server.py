@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 import uvicorn
 from starlette.applications import Starlette
 
-from live_memory.config import Settings, load_settings
 from live_memory.http.app import create_app
+from live_memory.settings.config import Settings, load_settings
 from tests.fakes.off_loop import off_loop
 from tests.fakes.quick_server import QuickServer
 

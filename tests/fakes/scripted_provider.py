@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from live_memory.errors import ProviderError
-from live_memory.messages import ChatRequest, ChatResponse, ProviderInfo
-from live_memory.records import ToolCall, Usage
+from live_memory.core.errors import ProviderError
+from live_memory.core.messages import ChatRequest, ChatResponse, ProviderInfo
+from live_memory.core.records import ToolCall, Usage
 
 Responder = Callable[[ChatRequest], ChatResponse | ProviderError]
 

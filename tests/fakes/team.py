@@ -11,9 +11,9 @@ from pathlib import Path
 
 import anyio
 
-from live_memory.messages import ChatProvider, ChatRequest, ChatResponse, ToolResultPart
-from live_memory.records import ToolCall
-from live_memory.team_sync import TeamSync
+from live_memory.core.messages import ChatProvider, ChatRequest, ChatResponse, ToolResultPart
+from live_memory.core.records import ToolCall
+from live_memory.team.sync import TeamSync
 from tests.fakes.engine import Engine, engine_for
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 
 from live_memory.constants import LONG_CACHE
-from live_memory.context_window import ContextWindow
-from live_memory.messages import Message, TextPart
-from live_memory.prompt_layout import Prompt, build_prompt
+from live_memory.core.messages import Message, TextPart
+from live_memory.engine.prompt_layout import Prompt, build_prompt
+from live_memory.memory.context_window import ContextWindow
 
 HINT = "## Budgets\n-"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
+from live_memory.core.messages import ChatRequest, ChatResponse, ProviderInfo
 from live_memory.http.app import create_app
-from live_memory.messages import ChatRequest, ChatResponse, ProviderInfo
 from tests.fakes.live_server import settings_for
 
 

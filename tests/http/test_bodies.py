@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.types import Message
 
 from live_memory.constants import NOTIFY_MAX_EVENTS
-from live_memory.errors import RequestError
+from live_memory.core.errors import RequestError
 from live_memory.http.bodies import EmptyBody, ForgetBody, NotifyBody, WorkspaceBody, error, read_json
 
 JSON = "application/json"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.config import Settings, load_settings
-from live_memory.errors import ConfigError
+from live_memory.core.errors import ConfigError
 from live_memory.http.config_update import outcome, restore, shown_values, validate_changes, write_changes
+from live_memory.settings.config import Settings, load_settings
 
 
 def settings(data_dir: Path, **env: str) -> Settings:

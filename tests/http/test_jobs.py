@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from live_memory.errors import BusyError, InputError, LiveMemoryError
+from live_memory.core.errors import BusyError, InputError, LiveMemoryError
 from live_memory.http.jobs import RUNNING, JobRegistry
 
 

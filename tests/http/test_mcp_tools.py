@@ -9,10 +9,10 @@ import anyio
 import pytest
 from mcp import Client
 
+from live_memory.core.messages import ChatRequest, ChatResponse
 from live_memory.http.jobs import JobRegistry
 from live_memory.http.mcp_tools import build_mcp_server
 from live_memory.http.shutdown import StopSignal
-from live_memory.messages import ChatRequest, ChatResponse
 from tests.fakes.engine import Engine, engine_for
 from tests.fakes.repo_builder import one_file_repo
 from tests.fakes.scripted_provider import ScriptedProvider, text_response

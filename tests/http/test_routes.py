@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from live_memory.config import load_settings
+from live_memory.settings.config import load_settings
 from tests.fakes.live_server import live_server, settings_for
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.off_loop import off_loop

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 from starlette.types import Message
 
-from live_memory.config import load_settings
-from live_memory.errors import ConfigError
+from live_memory.core.errors import ConfigError
 from live_memory.http.app import create_app
 from live_memory.http.security import SecurityMiddleware, SecurityPolicy, check_bind, split_authority
+from live_memory.settings.config import load_settings
 from live_memory.tools import Toolbox
 from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
 from tests.fakes.llm_server import FakeLLM, Reply
@@ -277,7 +277,7 @@ async def test_cwd_outside_the_allowed_roots_is_refused_naming_the_setting(
 
 
 def test_default_allowed_root_is_the_home_directory(tmp_path: Path) -> None:
-    from live_memory.workspace import allowed_roots
+    from live_memory.workspaces.workspace import allowed_roots
 
     settings = load_settings(env={"HOME": str(tmp_path)}, data_dir=tmp_path / "d")
     assert allowed_roots(settings.allowed_roots, settings.env) == (tmp_path.resolve(),)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from live_memory.core.records import ToolCall, Usage
 from live_memory.http.stats import server_stats, workspace_stats
-from live_memory.records import ToolCall, Usage
-from live_memory.telemetry import RecentQuestion, Telemetry, percentile
+from live_memory.workspaces.telemetry import RecentQuestion, Telemetry, percentile
 from tests.fakes.engine import engine_for
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 

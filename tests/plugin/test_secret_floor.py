@@ -41,7 +41,7 @@ def test_the_hooks_port_header_and_file_cap_are_the_servers() -> None:
 
 def test_config_command_masks_exactly_the_options_marked_secret() -> None:
     """/live-memory:config cannot import the package, so it keeps the secret keys; they must match the table."""
-    from live_memory.options import OPTIONS
+    from live_memory.settings.options import OPTIONS
 
     module = load_hook("slash_commands")
     assert set(module.SECRET_KEYS) == {o.key for o in OPTIONS if o.secret}

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from live_memory.cli.client import server_url
-from live_memory.config import load_settings
 from live_memory.deploy_templates import wait_for_health
+from live_memory.settings.config import load_settings
 from tests.plugin.conftest import REPO_ROOT
 from tests.plugin.test_secret_floor import load_hook
 

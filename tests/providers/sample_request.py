@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from live_memory.messages import ChatRequest, Message, TextPart
+from live_memory.core.messages import ChatRequest, Message, TextPart
 
 TOOL: dict[str, Any] = {
     "name": "Grep",

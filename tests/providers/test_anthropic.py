@@ -14,8 +14,8 @@ import httpx2
 import pytest
 
 from live_memory.constants import ANTHROPIC_API_VERSION
-from live_memory.errors import AuthError, NoCredentialError, ProviderError, ProviderTimeoutError
-from live_memory.messages import ChatRequest, Message, ProviderInfo, TextPart, ToolResultPart, ToolUsePart
+from live_memory.core.errors import AuthError, NoCredentialError, ProviderError, ProviderTimeoutError
+from live_memory.core.messages import ChatRequest, Message, ProviderInfo, TextPart, ToolResultPart, ToolUsePart
 from live_memory.providers.anthropic import AnthropicProvider, encode_request, request_body
 from live_memory.providers.base import WireCache
 from tests.fakes.llm_server import FakeLLM, Reply

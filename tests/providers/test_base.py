@@ -12,9 +12,9 @@ from functools import partial
 import pytest
 
 from live_memory.constants import WIRE_FRAGMENTS_KEPT
-from live_memory.messages import ChatResponse, Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.core.messages import ChatResponse, Message, TextPart, ToolResultPart, ToolUsePart
+from live_memory.core.records import ToolCall, Usage
 from live_memory.providers.base import LazyClient, WireCache, wire_body, wire_json
-from live_memory.records import ToolCall, Usage
 
 
 def response(text: str, *calls: ToolCall) -> ChatResponse:

@@ -8,7 +8,13 @@ from collections.abc import Callable
 import httpx2
 import pytest
 
-from live_memory.errors import BadRequestError, OverloadedError, ProviderError, ProviderTimeoutError, RateLimitedError
+from live_memory.core.errors import (
+    BadRequestError,
+    OverloadedError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitedError,
+)
 from live_memory.providers.direct import Endpoint, endpoint_url, sdk_headers, token_count
 from tests.fakes.wire import Wire
 

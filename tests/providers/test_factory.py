@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from live_memory.config import Settings, load_settings
-from live_memory.messages import ChatProvider
+from live_memory.core.messages import ChatProvider
 from live_memory.providers.anthropic import AnthropicProvider
-from live_memory.providers.factory import build_provider, provider_info
 from live_memory.providers.openai_compat import OpenAICompatProvider
 from live_memory.providers.profiles import PROFILES
-from live_memory.runtime import missing_credential_message
+from live_memory.settings.config import Settings, load_settings
+from live_memory.settings.provider_factory import build_provider, provider_info
+from live_memory.settings.runtime import missing_credential_message
 
 
 def settings(tmp_path: Path, **env: str) -> Settings:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from live_memory.errors import (
+from live_memory.core.errors import (
     AuthError,
     BadRequestError,
     OverloadedError,
@@ -14,7 +14,7 @@ from live_memory.errors import (
     ProviderTimeoutError,
     RateLimitedError,
 )
-from live_memory.messages import ChatRequest, Message, ProviderInfo, TextPart
+from live_memory.core.messages import ChatRequest, Message, ProviderInfo, TextPart
 from live_memory.providers.anthropic import AnthropicProvider
 from live_memory.providers.failures import (
     from_status,

@@ -12,11 +12,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from live_memory.config import load_settings
-from live_memory.errors import AuthError
-from live_memory.messages import ChatProvider, ChatRequest, Message, TextPart
-from live_memory.providers.factory import build_provider
+from live_memory.core.errors import AuthError
+from live_memory.core.messages import ChatProvider, ChatRequest, Message, TextPart
 from live_memory.providers.oauth import OWN_COPY, SubscriptionCredential
+from live_memory.settings.config import load_settings
+from live_memory.settings.provider_factory import build_provider
 from tests.fakes.live_server import LiveServer
 from tests.fakes.llm_server import FakeLLM, Reply
 

@@ -13,8 +13,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from live_memory.errors import PromptTooLongError, ProviderError
-from live_memory.messages import ChatRequest, Message, ProviderInfo, TextPart, ToolResultPart, ToolUsePart
+from live_memory.core.errors import PromptTooLongError, ProviderError
+from live_memory.core.messages import ChatRequest, Message, ProviderInfo, TextPart, ToolResultPart, ToolUsePart
 from live_memory.providers.base import WireCache
 from live_memory.providers.openai_compat import (
     OpenAICompatProvider,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from live_memory.core.records import Usage
 from live_memory.providers.pricing import PRICES, Price, PriceOverrides, cost_usd, price_for
 from live_memory.providers.profiles import PROFILES
-from live_memory.records import Usage
 
 MILLION = Usage(
     input_tokens=1_000_000, output_tokens=1_000_000, cache_read_tokens=1_000_000, cache_write_tokens=1_000_000

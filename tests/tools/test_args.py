@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from live_memory.errors import ArgumentError
+from live_memory.core.errors import ArgumentError
 from live_memory.tools.args import Arguments
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from live_memory import constants as C
-from live_memory.errors import JailRefusal
-from live_memory.jail import Jail
+from live_memory.core.errors import JailRefusal
+from live_memory.fs.jail import Jail
 from live_memory.tools.context import (
     ToolContext,
     ToolLimits,

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from live_memory.agent_loop import LoopLimits, QuestionLoop
-from live_memory.context_window import ContextWindow
-from live_memory.records import ToolCall
+from live_memory.core.records import ToolCall
+from live_memory.engine.agent_loop import LoopLimits, QuestionLoop
+from live_memory.memory.context_window import ContextWindow
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolOutcome
 from tests.fakes.scripted_provider import ScriptedProvider, text_response
 

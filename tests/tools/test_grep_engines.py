@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from live_memory.constants import GREP_MAX_COLUMNS
-from live_memory.errors import GrepError
-from live_memory.jail import Jail
+from live_memory.core.errors import GrepError
+from live_memory.fs.jail import Jail
 from live_memory.tools.context import ToolContext, ToolLimits, find_ripgrep
 from live_memory.tools.grep_engines import (
     GrepHits,

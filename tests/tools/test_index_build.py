@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.errors import IndexStopped
-from live_memory.jail import Jail
-from live_memory.symbol_store import SymbolStore, build_path
+from live_memory.core.errors import IndexStopped
+from live_memory.fs.jail import Jail
+from live_memory.outline.symbol_store import SymbolStore, build_path
 from live_memory.tools.index_build import (
     Refreshed,
     build,

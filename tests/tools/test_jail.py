@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from live_memory.constants import DEFAULT_SECRET_GLOBS
-from live_memory.errors import JailRefusal
-from live_memory.jail import CLEAR_DIRS_CACHE_SIZE, Jail, SecretMatcher
+from live_memory.core.errors import JailRefusal
+from live_memory.fs.jail import CLEAR_DIRS_CACHE_SIZE, Jail, SecretMatcher
 from live_memory.tools import Toolbox
 from tests.fakes.repo_builder import (
     GITCONFIG_MARKER,

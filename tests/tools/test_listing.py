@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from live_memory.errors import JailRefusal
-from live_memory.jail import Jail
+from live_memory.core.errors import JailRefusal
+from live_memory.fs.jail import Jail
 from live_memory.tools import Toolbox
 from live_memory.tools.context import ToolContext, ToolLimits, find_ripgrep
 from live_memory.tools.listing import GIT_EXCLUDE, FileListing, list_files, ripgrep_base_args, walk_listing

@@ -18,7 +18,7 @@ from live_memory.constants import (
     SYMBOL_NAME_MAX_CHARS,
     SYMBOL_SCAN_MAX_FILES,
 )
-from live_memory.symbol_store import Stamp, SymbolStore, record_of
+from live_memory.outline.symbol_store import Stamp, SymbolStore, record_of
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
 from tests.fakes.indexed import indexed_toolbox
 from tests.fakes.repo_builder import OUTSIDE_MARKER, SECRET_MARKER, RepoBuilder

@@ -15,7 +15,7 @@ from pathlib import Path
 from live_memory.cli.agent_checks import access, check_agent
 from live_memory.cli.agents import AGENTS
 from live_memory.cli.client import server_url
-from live_memory.config import Settings
+from live_memory.settings.config import Settings
 
 TOKEN_VARIABLE = "LIVE_MEMORY_AUTH_TOKEN"
 

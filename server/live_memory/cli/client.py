@@ -27,9 +27,9 @@ from typing import Any
 
 import httpx2
 
-from live_memory.config import Settings
 from live_memory.constants import HEALTH_PROBE_TIMEOUT_S, MCP_PATH, SERVER_NAME
-from live_memory.errors import ClientError
+from live_memory.core.errors import ClientError
+from live_memory.settings.config import Settings
 
 URL_VARIABLES = ("LIVE_MEMORY_URL", "CLAUDE_PLUGIN_OPTION_SERVER_URL")
 WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")

@@ -11,7 +11,7 @@ from typing import Any
 
 from live_memory.cli.client import error_of, request_json
 from live_memory.cli.running import running_config
-from live_memory.config import Settings, write_config_value
+from live_memory.settings.config import Settings, write_config_value
 
 
 def _server_label(config: dict[str, Any]) -> str:

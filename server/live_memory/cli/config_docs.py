@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from live_memory import constants as C
 from live_memory.constants import MCP_PATH
-from live_memory.options import CONFIG_FILE, OPTIONS
 from live_memory.providers.profiles import PROFILES
+from live_memory.settings.options import CONFIG_FILE, OPTIONS
 
 HEADER = f"""# Configuration reference
 
@@ -26,7 +26,7 @@ The data dir itself is `LIVE_MEMORY_DATA_DIR`, else `CLAUDE_PLUGIN_DATA`, else
 `$XDG_DATA_HOME/live-memory` (`~/.local/share/live-memory`); it holds `{CONFIG_FILE}`, `workspaces/*.json`
 snapshots and `spend.json`.
 
-This file is generated from `server/live_memory/options.py` by `python -m live_memory.cli.config_docs`.
+This file is generated from `server/live_memory/settings/options.py` by `python -m live_memory.cli.config_docs`.
 """
 
 

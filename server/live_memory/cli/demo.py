@@ -38,7 +38,7 @@ from live_memory.testing.prompt_cache import PromptCache
 from live_memory.testing.scripted_model import ScriptedModel
 
 if TYPE_CHECKING:
-    from live_memory.config import Settings
+    from live_memory.settings.config import Settings
 
 DEMO_FILE = "server/live_memory/constants.py"
 QUESTIONS = (
@@ -208,7 +208,7 @@ class Asked:
 def ask(question: str, repo: Path, env: dict[str, str], ask_command: AskCommand) -> Asked:
     """`live-memory ask QUESTION --cwd REPO` against the demo's server: the command's own code, run in this
     process (a new interpreter per question would add a second of start-up)."""
-    from live_memory.config import load_settings
+    from live_memory.settings.config import load_settings
 
     settings = load_settings(env=env, data_dir=Path(env["LIVE_MEMORY_DATA_DIR"]))
     out, err = io.StringIO(), io.StringIO()

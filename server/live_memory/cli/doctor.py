@@ -31,13 +31,13 @@ import httpx2
 from live_memory.cli.agent_checks import access, check_agent
 from live_memory.cli.agents import AGENTS
 from live_memory.cli.client import auth_headers, server_url
-from live_memory.config import Settings, load_settings
 from live_memory.constants import DOCTOR_ROUND_TRIP_TIMEOUT_S, MCP_PATH, SERVER_NAME
-from live_memory.errors import ConfigError, ProviderError, TeamStoreError
-from live_memory.messages import ChatRequest, Message, TextPart
-from live_memory.providers.factory import build_provider
-from live_memory.runtime import missing_credential_message
-from live_memory.workspace import allowed_roots
+from live_memory.core.errors import ConfigError, ProviderError, TeamStoreError
+from live_memory.core.messages import ChatRequest, Message, TextPart
+from live_memory.settings.config import Settings, load_settings
+from live_memory.settings.provider_factory import build_provider
+from live_memory.settings.runtime import missing_credential_message
+from live_memory.workspaces.workspace import allowed_roots
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def check_team_store(settings: Settings) -> Check:
     name = f"team store ({SHELL})"
     if not settings.team_store:
         return Check(name, True, "off (knowledge stays on this machine)")
-    from live_memory.team_store import TeamStore, bundled_migrations  # the driver loads only when it is used
+    from live_memory.team.store import TeamStore, bundled_migrations  # the driver loads only when it is used
 
     known = len(bundled_migrations())
 

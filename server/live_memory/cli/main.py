@@ -43,7 +43,6 @@ from live_memory.cli.config_command import cmd_config, ensure_data_dir
 from live_memory.cli.help import HELP
 from live_memory.cli.running import other_settings
 from live_memory.cli.team_setup import add_team_setup_arguments, cmd_team_setup
-from live_memory.config import Settings, load_settings
 from live_memory.constants import (
     CLI_AGENT_NAME,
     KEEP_ALIVE_TIMEOUT_S,
@@ -51,9 +50,10 @@ from live_memory.constants import (
     MCP_PATH,
     SHUTDOWN_THREAD_WAIT_S,
 )
-from live_memory.errors import ClientError, ConfigError
+from live_memory.core.errors import ClientError, ConfigError
 from live_memory.http.security import check_bind
-from live_memory.logging_setup import configure_logging
+from live_memory.settings.config import Settings, load_settings
+from live_memory.settings.logging_setup import configure_logging
 
 if TYPE_CHECKING:
     import httpx2

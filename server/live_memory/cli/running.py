@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from live_memory.cli.client import error_of, not_ours, request_json, server_url, who_answers
-from live_memory.config import Settings
-from live_memory.errors import ClientError
+from live_memory.core.errors import ClientError
+from live_memory.settings.config import Settings
 
 # Derived from other options (the model's context size): a difference in those is what matters.
 DERIVED = frozenset({"context_tokens"})

@@ -28,11 +28,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from live_memory.config import default_data_dir
-from live_memory.errors import ConfigError
-from live_memory.options import OPTIONS
+from live_memory.core.errors import ConfigError
+from live_memory.fs.safe_files import atomic_write, make_private_dirs
 from live_memory.providers.profiles import PROFILES
-from live_memory.safe_files import atomic_write, make_private_dirs
+from live_memory.settings.config import default_data_dir
+from live_memory.settings.options import OPTIONS
 
 Mode = Literal["user", "system"]
 

@@ -7,7 +7,7 @@ import asyncio
 import os
 import sys
 
-from live_memory.errors import TeamStoreError
+from live_memory.core.errors import TeamStoreError
 
 
 def add_team_setup_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +23,7 @@ def add_team_setup_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_team_setup(args: argparse.Namespace) -> int:
-    from live_memory.team_admin import set_up  # the store's driver loads only when it is used
+    from live_memory.team.admin import set_up  # the store's driver loads only when it is used
 
     try:
         done = asyncio.run(set_up(args.url or os.environ.get("LIVE_MEMORY_TEAM_STORE", ""), args.member))

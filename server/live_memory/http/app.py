@@ -34,24 +34,24 @@ from uvicorn import Server
 
 from live_memory import __version__
 from live_memory import constants as C
-from live_memory.answerer import Answerer
-from live_memory.config import Settings
 from live_memory.constants import MCP_PATH
+from live_memory.core.messages import ChatProvider
+from live_memory.fs.safe_files import clean_stale_temp_files, ensure_private_dir
 from live_memory.http.checks import build_check_route
 from live_memory.http.jobs import JobRegistry
 from live_memory.http.mcp_tools import build_mcp_server
 from live_memory.http.routes import build_routes
 from live_memory.http.security import SecurityMiddleware, SecurityPolicy, check_bind
 from live_memory.http.shutdown import IdleStreams, StopSignal, drain_limit_s
-from live_memory.keep_warm import KeepWarm
-from live_memory.messages import ChatProvider
-from live_memory.providers.factory import build_provider
-from live_memory.runtime import Runtime, missing_credential_message
-from live_memory.safe_files import clean_stale_temp_files, ensure_private_dir
-from live_memory.service import ToolFactory, WorkspaceService
-from live_memory.store import SNAPSHOT_DIR, SYMBOL_INDEX_SUFFIX
+from live_memory.settings.config import Settings
+from live_memory.settings.provider_factory import build_provider
+from live_memory.settings.runtime import Runtime, missing_credential_message
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolLimits
-from live_memory.workspace import workspace_id
+from live_memory.workspaces.answerer import Answerer
+from live_memory.workspaces.keep_warm import KeepWarm
+from live_memory.workspaces.service import ToolFactory, WorkspaceService
+from live_memory.workspaces.store import SNAPSHOT_DIR, SYMBOL_INDEX_SUFFIX
+from live_memory.workspaces.workspace import workspace_id
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ def create_app(
     factory = provider_factory or build_provider
     team = None
     if settings.team_store:  # the store's driver loads only when it is used
-        from live_memory.team_sync import team_sync_for
+        from live_memory.team.sync import team_sync_for
 
         team = team_sync_for(settings)
     service = WorkspaceService(

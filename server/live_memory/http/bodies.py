@@ -12,7 +12,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
 from live_memory.constants import NOTIFY_MAX_EVENTS
-from live_memory.errors import RequestError
+from live_memory.core.errors import RequestError
 
 SMALL_BODY_BYTES = 64 * 1024
 

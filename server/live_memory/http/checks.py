@@ -19,11 +19,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from live_memory.constants import DOCTOR_ROUND_TRIP_TIMEOUT_S
-from live_memory.errors import InputError, ProviderError, RequestError
+from live_memory.core.errors import InputError, ProviderError, RequestError
+from live_memory.core.messages import ChatRequest, Message, TextPart
 from live_memory.http.bodies import SMALL_BODY_BYTES, error, read_json
-from live_memory.messages import ChatRequest, Message, TextPart
-from live_memory.runtime import Runtime, missing_credential_message
-from live_memory.service import WorkspaceService
+from live_memory.settings.runtime import Runtime, missing_credential_message
+from live_memory.workspaces.service import WorkspaceService
 
 PING = ChatRequest(
     system=(TextPart("Reply with one word."),), messages=(Message("user", (TextPart("ping"),)),), max_tokens=1

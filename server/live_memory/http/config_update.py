@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from live_memory.config import Settings, file_value, read_config_file
-from live_memory.errors import ConfigError
-from live_memory.options import CONFIG_FILE, OPTIONS_BY_KEY, changed_options
-from live_memory.safe_files import atomic_write, ensure_private_dir
+from live_memory.core.errors import ConfigError
+from live_memory.fs.safe_files import atomic_write, ensure_private_dir
+from live_memory.settings.config import Settings, file_value, read_config_file
+from live_memory.settings.options import CONFIG_FILE, OPTIONS_BY_KEY, changed_options
 
 
 def validate_changes(body: Mapping[str, Any]) -> dict[str, object]:

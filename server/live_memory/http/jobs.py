@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.abc
 
-from live_memory.errors import BusyError, InputError, LiveMemoryError
+from live_memory.core.errors import BusyError, InputError, LiveMemoryError
 
 logger = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ from mcp_types import ToolAnnotations
 
 from live_memory import __version__
 from live_memory import constants as C
-from live_memory.answerer import Answerer, validate_question
-from live_memory.errors import LiveMemoryError
+from live_memory.core.errors import LiveMemoryError
+from live_memory.core.records import QuestionResult
 from live_memory.http.jobs import JobRegistry
 from live_memory.http.shutdown import EndListens, StopSignal
-from live_memory.records import QuestionResult
+from live_memory.workspaces.answerer import Answerer, validate_question
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from live_memory.http.stats import server_stats, workspace_stats
-from live_memory.service import WorkspaceService
+from live_memory.workspaces.service import WorkspaceService
 
 TOKEN_TYPES = ("input", "cache_read", "cache_write", "output")
 

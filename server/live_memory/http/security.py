@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from live_memory.errors import ConfigError
+from live_memory.core.errors import ConfigError
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
 OPEN_PATHS = frozenset({"/health"})

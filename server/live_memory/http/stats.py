@@ -16,11 +16,11 @@ from typing import Any
 
 from live_memory import __version__
 from live_memory.constants import CACHE_READ_WEIGHT
-from live_memory.records import Usage
-from live_memory.runtime import Runtime
-from live_memory.service import WorkspaceService
-from live_memory.spend import caps_of
-from live_memory.workspace import WorkspaceState, WorkspaceStats
+from live_memory.core.records import Usage
+from live_memory.settings.runtime import Runtime
+from live_memory.workspaces.service import WorkspaceService
+from live_memory.workspaces.spend import caps_of
+from live_memory.workspaces.workspace import WorkspaceState, WorkspaceStats
 
 TOKENS_SAVED_METHOD = (
     "an estimate: tokens the tools returned to Live Memory's model (chars / chars-per-token; partial reads count "

@@ -10,7 +10,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from live_memory.spend import dollars
+from live_memory.workspaces.spend import dollars
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Live Memory</title>

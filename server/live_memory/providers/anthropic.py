@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 
 from live_memory.constants import ANTHROPIC_API_VERSION
-from live_memory.errors import NoCredentialError, ProviderError, ProviderTimeoutError
-from live_memory.messages import ChatRequest, ChatResponse, Message, Part, ProviderInfo, TextPart, ToolUsePart
+from live_memory.core.errors import NoCredentialError, ProviderError, ProviderTimeoutError
+from live_memory.core.messages import ChatRequest, ChatResponse, Message, Part, ProviderInfo, TextPart, ToolUsePart
+from live_memory.core.records import ToolCall, Usage
 from live_memory.providers.base import LazyClient, WireCache, wire_body, wire_json
 from live_memory.providers.direct import (
     TIMEOUT,
@@ -31,7 +32,6 @@ from live_memory.providers.direct import (
     token_count,
 )
 from live_memory.providers.failures import timed_out, unreachable
-from live_memory.records import ToolCall, Usage
 
 if TYPE_CHECKING:
     import anthropic

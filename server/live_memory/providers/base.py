@@ -1,5 +1,5 @@
 """What every wire adapter shares: a lazily built SDK client, and the cache of request fragments already
-serialized. The messages themselves and the ChatProvider contract are `live_memory.messages`.
+serialized. The messages themselves and the ChatProvider contract are `live_memory.core.messages`.
 
 Nothing outside `providers/` imports an SDK.
 """
@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from live_memory.constants import WIRE_CACHE_MAX_BYTES, WIRE_FRAGMENTS_KEPT
-from live_memory.messages import Message
+from live_memory.core.messages import Message
 
 Client = TypeVar("Client")
 

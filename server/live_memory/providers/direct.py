@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 
 from live_memory.constants import PROVIDER_CONNECT_TIMEOUT_S, PROVIDER_REQUEST_TIMEOUT_S
-from live_memory.errors import ProviderError, ProviderTimeoutError
+from live_memory.core.errors import ProviderError, ProviderTimeoutError
 from live_memory.providers.failures import from_status, timed_out, unreachable
 
 TIMEOUT = httpx2.Timeout(PROVIDER_REQUEST_TIMEOUT_S, connect=PROVIDER_CONNECT_TIMEOUT_S)

@@ -1,4 +1,4 @@
-"""Translate an endpoint's failure into the one exception tree (`live_memory.errors`).
+"""Translate an endpoint's failure into the one exception tree (`live_memory.core.errors`).
 
 Both adapters funnel HTTP statuses through `from_status()`, so the two protocols fail alike:
 429 with retry-after is retryable and 429 without it is a spend cap; 529/503/5xx are transient;
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from live_memory.errors import (
+from live_memory.core.errors import (
     AuthError,
     BadRequestError,
     OverloadedError,

@@ -26,8 +26,8 @@ from live_memory.constants import (
     OAUTH_EXPIRY_MARGIN_S,
     OAUTH_TOKEN_URL,
 )
-from live_memory.errors import AuthError
-from live_memory.safe_files import atomic_write, ensure_private_dir
+from live_memory.core.errors import AuthError
+from live_memory.fs.safe_files import atomic_write, ensure_private_dir
 
 if TYPE_CHECKING:
     from anthropic.lib.credentials import AccessToken

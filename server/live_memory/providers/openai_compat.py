@@ -17,11 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
-from live_memory.errors import ProviderError
-from live_memory.messages import ChatRequest, ChatResponse, Message, ProviderInfo, TextPart, ToolResultPart, ToolUsePart
+from live_memory.core.errors import ProviderError
+from live_memory.core.messages import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ProviderInfo,
+    TextPart,
+    ToolResultPart,
+    ToolUsePart,
+)
+from live_memory.core.records import ToolCall, Usage
 from live_memory.providers.base import LazyClient, WireCache, wire_body, wire_json
 from live_memory.providers.direct import TIMEOUT, Endpoint, endpoint_url, sdk_headers, token_count
-from live_memory.records import ToolCall, Usage
 
 if TYPE_CHECKING:
     import openai

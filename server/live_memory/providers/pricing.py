@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from live_memory.core.records import Usage
 from live_memory.providers.catalog import provider_data
-from live_memory.records import Usage
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from live_memory.jail import Jail, show_path
+from live_memory.fs.jail import Jail, show_path
 from live_memory.tools.context import FileRead, ToolContext, ToolLimits, ToolOutcome, bound_text, find_ripgrep
 from live_memory.tools.find_paths import run_find_paths
 from live_memory.tools.git import run_get_changed_files, run_git_search

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from live_memory.errors import ArgumentError
+from live_memory.core.errors import ArgumentError
 
 __all__ = ["ArgumentError", "Arguments"]
 

@@ -28,8 +28,8 @@ from live_memory.constants import (
     TOOL_HASH_MAX_BYTES,
     TOOL_SUBPROCESS_TIMEOUT_S,
 )
-from live_memory.errors import JailRefusal
-from live_memory.jail import Jail, show_path
+from live_memory.core.errors import JailRefusal
+from live_memory.fs.jail import Jail, show_path
 
 if TYPE_CHECKING:  # the keeper reads contexts too
     from live_memory.tools.index_keeper import IndexKeeper

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from live_memory.constants import FIND_PATHS_DEFAULT_LIMIT, LISTING_MAX_LIMIT
-from live_memory.errors import ArgumentError, GlobError, JailRefusal
-from live_memory.globs import PathGlob, compile_path_glob
-from live_memory.jail import show_path
+from live_memory.core.errors import ArgumentError, GlobError, JailRefusal
+from live_memory.fs.globs import PathGlob, compile_path_glob
+from live_memory.fs.jail import show_path
 from live_memory.tools.args import Arguments
 from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, resolve_existing
 from live_memory.tools.listing import FileListing, list_files, listing_text

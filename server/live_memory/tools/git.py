@@ -25,9 +25,9 @@ from live_memory.constants import (
     GIT_SEARCH_DEFAULT_COUNT,
     GIT_SEARCH_MAX_COUNT,
 )
-from live_memory.errors import ArgumentError, GitFailure, JailRefusal
-from live_memory.jail import Jail
-from live_memory.subproc import ProcessResult, child_env, run_bounded
+from live_memory.core.errors import ArgumentError, GitFailure, JailRefusal
+from live_memory.fs.jail import Jail
+from live_memory.fs.subproc import ProcessResult, child_env, run_bounded
 from live_memory.tools.args import Arguments
 from live_memory.tools.context import ToolContext, ToolOutcome, bound_text, resolve_path
 from live_memory.tools.search import WITHHELD

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 
 from live_memory.constants import GREP_MAX_COLUMNS, GREP_MAX_RAW_BYTES
-from live_memory.errors import GlobError, GrepError
-from live_memory.globs import compile_path_glob
-from live_memory.subproc import run_bounded
+from live_memory.core.errors import GlobError, GrepError
+from live_memory.fs.globs import compile_path_glob
+from live_memory.fs.subproc import run_bounded
 from live_memory.tools.context import ToolContext
 from live_memory.tools.listing import GIT_EXCLUDE, ripgrep_base_args
 from live_memory.tools.recheck import OMITTED_LINE

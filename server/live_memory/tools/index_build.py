@@ -33,12 +33,12 @@ from pathlib import Path
 
 from live_memory import constants as C
 from live_memory.constants import LISTING_MAX_RAW_BYTES
-from live_memory.errors import IndexStopped
-from live_memory.jail import Jail
-from live_memory.symbol_store import FileRecord, Stamp, SymbolStore, build_path, read_file, record_of
+from live_memory.core.errors import IndexStopped
+from live_memory.fs.jail import Jail
+from live_memory.fs.walk import walk_paths
+from live_memory.outline.symbol_store import FileRecord, Stamp, SymbolStore, build_path, read_file, record_of
 from live_memory.tools.context import ToolContext, ToolLimits, find_ripgrep
 from live_memory.tools.listing import list_files
-from live_memory.walk import walk_paths
 
 __all__ = [
     "Refreshed",

@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from live_memory import constants as C
-from live_memory.subproc import run_bounded
-from live_memory.symbol_store import SymbolStore
+from live_memory.fs.subproc import run_bounded
+from live_memory.fs.walk import is_ignored
+from live_memory.outline.symbol_store import SymbolStore
 from live_memory.tools.context import ToolContext
 from live_memory.tools.index_build import changed_since, directory_stamps, listed_files, record, refresh, stamps_of
 from live_memory.tools.listing import list_files
-from live_memory.walk import is_ignored
 
 __all__ = ["Check", "IndexKeeper", "Verdict"]
 

@@ -19,9 +19,9 @@ import time
 from dataclasses import dataclass
 
 from live_memory.constants import LISTING_MAX_RAW_BYTES
-from live_memory.subproc import run_bounded
+from live_memory.fs.subproc import run_bounded
+from live_memory.fs.walk import walk_paths
 from live_memory.tools.context import ToolContext, opened_off_loop
-from live_memory.walk import walk_paths
 
 __all__ = ["GIT_EXCLUDE", "FileListing", "list_files", "listing_text", "ripgrep_base_args", "walk_listing"]
 

@@ -20,9 +20,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
 from live_memory.constants import READ_COUNT_LINES_MAX_BYTES
-from live_memory.errors import ArgumentError, JailRefusal
-from live_memory.jail import show_path
-from live_memory.safe_files import sha256_fd
+from live_memory.core.errors import ArgumentError, JailRefusal
+from live_memory.fs.jail import show_path
+from live_memory.fs.safe_files import sha256_fd
 from live_memory.tools.args import Arguments
 from live_memory.tools.context import FileRead, ToolContext, ToolOutcome
 

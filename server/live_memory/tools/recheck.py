@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import BinaryIO
 
 from live_memory.constants import GREP_MAX_COLUMNS
-from live_memory.safe_files import DIR_FLAGS, ROOT_FLAGS, open_regular
+from live_memory.fs.safe_files import DIR_FLAGS, ROOT_FLAGS, open_regular
 
 __all__ = ["OMITTED_LINE", "Recheck"]
 

@@ -25,9 +25,9 @@ from live_memory.constants import (
     LISTING_MAX_LIMIT,
     MAX_PATH_CHARS,
 )
-from live_memory.errors import ArgumentError, GlobError, GrepError, JailRefusal
-from live_memory.globs import PathGlob, compile_path_glob, has_glob_magic
-from live_memory.jail import show_path
+from live_memory.core.errors import ArgumentError, GlobError, GrepError, JailRefusal
+from live_memory.fs.globs import PathGlob, compile_path_glob, has_glob_magic
+from live_memory.fs.jail import show_path
 from live_memory.tools.args import Arguments
 from live_memory.tools.context import (
     Resolved,

@@ -30,7 +30,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from live_memory.cards import IDENTIFIER_PATTERN, FileCard, definition_regex, language_for, read_card
 from live_memory.constants import (
     CARD_PARSE_MAX_BYTES,
     SHOWN_PATHS_KEPT,
@@ -41,12 +40,13 @@ from live_memory.constants import (
     SYMBOL_NAME_MAX_CHARS,
     SYMBOL_SCAN_MAX_FILES,
 )
-from live_memory.errors import ArgumentError, GrepError, JailRefusal
-from live_memory.jail import show_path
-from live_memory.safe_files import read_prefix
-from live_memory.symbol_index import SymbolHit, SymbolIndex
-from live_memory.symbol_lines import COMMENT
-from live_memory.symbol_store import SymbolStore
+from live_memory.core.errors import ArgumentError, GrepError, JailRefusal
+from live_memory.fs.jail import show_path
+from live_memory.fs.safe_files import read_prefix
+from live_memory.outline.cards import IDENTIFIER_PATTERN, FileCard, definition_regex, language_for, read_card
+from live_memory.outline.symbol_index import SymbolHit, SymbolIndex
+from live_memory.outline.symbol_lines import COMMENT
+from live_memory.outline.symbol_store import SymbolStore
 from live_memory.tools.args import Arguments
 from live_memory.tools.context import FileRead, ToolContext, ToolOutcome, bound_text, opened_off_loop
 from live_memory.tools.grep_engines import GrepHits, GrepQuery, ripgrep_grep

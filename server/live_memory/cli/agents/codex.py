@@ -32,7 +32,7 @@ from typing import Any
 from live_memory.cli.agents import files
 from live_memory.cli.agents.files import HOOK_DIR_NAME, HOOKS_SOURCE
 from live_memory.constants import AGENT_HEADER
-from live_memory.errors import ConfigError
+from live_memory.core.errors import ConfigError
 
 BEGIN = "# added by live-memory install codex"
 END = "# end of live-memory install codex"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import live_memory
 from live_memory.cli.agents import note
-from live_memory.errors import ConfigError
-from live_memory.safe_files import atomic_write
+from live_memory.core.errors import ConfigError
+from live_memory.fs.safe_files import atomic_write
 
 # The hook scripts: a copy inside the package (what a wheel carries: setup.py puts it there), else a checkout's.
 PACKAGED_HOOKS = Path(live_memory.__file__).resolve().parent / "agent_hooks"

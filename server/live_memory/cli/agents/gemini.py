@@ -30,7 +30,7 @@ from live_memory.cli.agents import files
 from live_memory.cli.agents.files import HOOK_DIR_NAME, HOOKS_SOURCE
 from live_memory.cli.agents.jsonc import Document
 from live_memory.constants import AGENT_HEADER
-from live_memory.errors import ConfigError, JsoncError
+from live_memory.core.errors import ConfigError, JsoncError
 
 SERVER_NAME = "live_memory"
 AGENT_NAME = "gemini-cli"  # what /stats counts its questions under (sent as AGENT_HEADER)

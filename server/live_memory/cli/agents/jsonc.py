@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from live_memory.errors import JsoncError
+from live_memory.core.errors import JsoncError
 
 # A string (kept), a line comment, a block comment.
 _COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?(?:\*/|\Z)', re.S)

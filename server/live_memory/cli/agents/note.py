@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from live_memory.errors import ConfigError
+from live_memory.core.errors import ConfigError
 
 BEGIN = (
     "<!-- live-memory:begin for {agents} (live-memory install adds an agent, uninstall of the last removes this) -->"

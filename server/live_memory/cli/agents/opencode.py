@@ -27,7 +27,7 @@ from typing import Any
 from live_memory.cli.agents import files
 from live_memory.cli.agents.jsonc import Document
 from live_memory.constants import AGENT_HEADER, DEFAULT_SECRET_GLOBS
-from live_memory.errors import ConfigError, JsoncError
+from live_memory.core.errors import ConfigError, JsoncError
 
 SERVER_KEY = "live_memory"
 AGENT_NAME = "opencode"  # what /stats counts its questions under (sent as AGENT_HEADER), and its name in the note

@@ -1,0 +1,6 @@
+"""What the user configured, resolved once: env > config.json > constants.
+
+- `options`: the typed table of options (`Options`); `option_casters`: strict value parsing.
+- `config`: layered loading into `Settings`; `runtime`: the settings and the provider built from them, one value.
+- `provider_factory`: the adapter for the configured profile; `logging_setup`: the process's logging.
+"""
