@@ -11,45 +11,47 @@ import pytest
 from mcp import Client
 
 from live_memory.core import errors
-from live_memory.core.messages import ChatProvider, ChatRequest, ChatResponse
+from live_memory.core.messages import ChatRequest, ChatResponse
 from live_memory.http.jobs import JobRegistry
 from live_memory.http.mcp_tools import build_mcp_server
 from live_memory.http.shutdown import StopSignal
+from live_memory.providers.base import ChatProvider
 from tests.fakes.engine import engine_for
 from tests.fakes.scripted_provider import ScriptedProvider
 
 PREFIX = "Error executing tool ask_live_memory: "
 
 
-def drawn_tree() -> dict[str, str]:
-    """Each class in the tree the errors module's docstring draws, with its drawn parent."""
-    parents: dict[str, str] = {}
+def drawn_tree() -> dict[str, tuple[str, ...]]:
+    """Each class in the tree the errors module's docstring draws, with its bases: the drawn parent, then the
+    builtin named in brackets after it, if any."""
+    bases: dict[str, tuple[str, ...]] = {}
     path: list[str] = []  # the classes from the root down to the last one drawn
     for line in (errors.__doc__ or "").splitlines():
-        drawn = re.match(r"^((?:[│ ]   )*[├└]── )?(\w+)(?:\s{2,}|$)", line)  # the root, or a branch
+        drawn = re.match(r"^((?:[│ ]   )*[├└]── )?(\w+)(?:\s{2,}(?:\((\w+)\))?|$)", line)  # the root, or a branch
         if drawn is None:
             continue
         depth = len(drawn.group(1) or "") // 4
         del path[depth:]
         if path:
-            parents[drawn.group(2)] = path[-1]
+            bases[drawn.group(2)] = (path[-1], *([drawn.group(3)] if drawn.group(3) else []))
         path.append(drawn.group(2))
-    return parents
+    return bases
 
 
-def test_every_error_sits_where_the_module_docstring_draws_it_so_one_boundary_catches_them_all() -> None:
-    parents = drawn_tree()
+def test_every_error_sits_where_the_module_docstring_draws_it_under_one_root() -> None:
+    bases = drawn_tree()
     defined = {
         name
         for name, value in vars(errors).items()
         if isinstance(value, type) and issubclass(value, Exception) and value.__module__ == errors.__name__
     }
-    assert set(parents) | {"LiveMemoryError"} == defined
+    assert set(bases) | {"LiveMemoryError"} == defined
     assert errors.LiveMemoryError.__bases__ == (Exception,)
-    for name, parent in parents.items():  # under LiveMemoryError, or under a builtin for those caught close by
-        drawn_parent = getattr(errors, parent, None) or getattr(builtins, parent)
-        assert getattr(errors, name).__bases__ == (drawn_parent,), name
-    assert {name for name, parent in parents.items() if parent == "ProviderError"} >= {
+    for name, drawn in bases.items():  # under the root, some with a builtin beside it that says how it is treated
+        expected = tuple(getattr(errors, base, None) or getattr(builtins, base) for base in drawn)
+        assert getattr(errors, name).__bases__ == expected, name
+    assert {name for name, drawn in bases.items() if drawn[0] == "ProviderError"} >= {
         "NoCredentialError",
         "AuthError",
         "RateLimitedError",
@@ -58,6 +60,7 @@ def test_every_error_sits_where_the_module_docstring_draws_it_so_one_boundary_ca
         "ProviderTimeoutError",
         "BadRequestError",
     }
+    assert {name for name, drawn in bases.items() if drawn[0] == "LiveMemoryError"} >= {"ReportedError", "ClientError"}
 
 
 def test_only_transient_provider_failures_are_retryable() -> None:

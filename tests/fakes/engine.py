@@ -10,8 +10,8 @@ from pathlib import Path
 
 import anyio
 
-from live_memory.core.messages import ChatProvider
 from live_memory.http.app import default_tool_factory
+from live_memory.providers.base import ChatProvider
 from live_memory.settings.config import load_settings
 from live_memory.settings.runtime import Runtime
 from live_memory.team.sync import team_sync_for

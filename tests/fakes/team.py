@@ -11,8 +11,9 @@ from pathlib import Path
 
 import anyio
 
-from live_memory.core.messages import ChatProvider, ChatRequest, ChatResponse, ToolResultPart
+from live_memory.core.messages import ChatRequest, ChatResponse, ToolResultPart
 from live_memory.core.records import ToolCall
+from live_memory.providers.base import ChatProvider
 from live_memory.team.sync import TeamSync
 from tests.fakes.engine import Engine, engine_for
 from tests.fakes.scripted_provider import ScriptedProvider, text_response

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from live_memory.core.errors import BusyError, InputError, LiveMemoryError
+from live_memory.core.errors import BusyError, InputError
 from live_memory.http.jobs import RUNNING, JobRegistry
 
 
@@ -39,7 +39,7 @@ async def test_failures_become_the_jobs_error_text_without_internals() -> None:
     jobs = JobRegistry(ttl_s=60, max_jobs=4)
 
     async def refused() -> str:
-        raise LiveMemoryError("the workspace is outside the allowed roots")
+        raise InputError("the workspace is outside the allowed roots")
 
     async def broken() -> str:
         raise RuntimeError("secret internals")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from live_memory.core.messages import ChatProvider
 from live_memory.providers.anthropic import AnthropicProvider
+from live_memory.providers.base import ChatProvider
 from live_memory.providers.openai_compat import OpenAICompatProvider
 from live_memory.providers.profiles import PROFILES
 from live_memory.settings.config import Settings, load_settings

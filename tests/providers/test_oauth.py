@@ -13,7 +13,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from live_memory.core.errors import AuthError
-from live_memory.core.messages import ChatProvider, ChatRequest, Message, TextPart
+from live_memory.core.messages import ChatRequest, Message, TextPart
+from live_memory.providers.base import ChatProvider
 from live_memory.providers.oauth import OWN_COPY, SubscriptionCredential
 from live_memory.settings.config import load_settings
 from live_memory.settings.provider_factory import build_provider

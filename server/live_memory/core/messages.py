@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from live_memory.core.records import ToolCall, Usage
 
@@ -95,13 +95,3 @@ class ProviderInfo:
     subscription: bool = False  # billed against a subscription, not metered
     prewarm_with_zero_tokens: bool = False  # a max_tokens=0 request writes the cache (Anthropic pre-warming)
     routes_by_cache_key: bool = False  # send the workspace id as `prompt_cache_key` (OpenAI)
-
-
-class ChatProvider(Protocol):
-    info: ProviderInfo
-
-    async def chat(self, request: ChatRequest) -> ChatResponse:
-        """One model call. Raises only `live_memory.core.errors.ProviderError` subclasses."""
-        ...
-
-    async def aclose(self) -> None: ...

@@ -21,7 +21,6 @@ from live_memory import constants as C
 from live_memory.core import prompts
 from live_memory.core.errors import PromptTooLongError, ProviderError
 from live_memory.core.messages import (
-    ChatProvider,
     ChatRequest,
     ChatResponse,
     Message,
@@ -43,6 +42,7 @@ from live_memory.memory.context_window import ContextWindow
 from live_memory.memory.holding import admit_cited, hold_costs
 from live_memory.memory.hot_set import HotSet, used_recently
 from live_memory.memory.kept_answer import kept_answer
+from live_memory.providers.base import ChatProvider
 from live_memory.settings.options import LongCache
 
 logger = logging.getLogger(__name__)

@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from live_memory.constants import CACHE_READ_SHARE, CACHE_TTL_S, MAX_TRANSCRIPT_CHARS, SUMMARY_MAX_TOKENS
-from live_memory.core.messages import ChatProvider, ChatRequest, Message, TextPart
+from live_memory.core.messages import ChatRequest, Message, TextPart
 from live_memory.core.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, fold_request_text, summary_request_text
 from live_memory.core.records import Usage
 from live_memory.engine.prompt_layout import build_prompt
 from live_memory.memory.context_window import ContextWindow
 from live_memory.memory.history import Turn, message_text
+from live_memory.providers.base import ChatProvider
 from live_memory.settings.options import LongCache
 
 logger = logging.getLogger(__name__)

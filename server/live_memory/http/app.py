@@ -35,7 +35,6 @@ from uvicorn import Server
 from live_memory import __version__
 from live_memory import constants as C
 from live_memory.constants import MCP_PATH
-from live_memory.core.messages import ChatProvider
 from live_memory.fs.safe_files import clean_stale_temp_files, ensure_private_dir
 from live_memory.http.checks import build_check_route
 from live_memory.http.jobs import JobRegistry
@@ -43,6 +42,7 @@ from live_memory.http.mcp_tools import build_mcp_server
 from live_memory.http.routes import build_routes
 from live_memory.http.security import SecurityMiddleware, SecurityPolicy, check_bind
 from live_memory.http.shutdown import IdleStreams, StopSignal, drain_limit_s
+from live_memory.providers.base import ChatProvider
 from live_memory.settings.config import Settings
 from live_memory.settings.provider_factory import build_provider
 from live_memory.settings.runtime import Runtime, missing_credential_message

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.abc
 
-from live_memory.core.errors import BusyError, InputError, LiveMemoryError
+from live_memory.core.errors import BusyError, InputError, ReportedError
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class JobRegistry:
         try:
             with job.scope:
                 job.outcome = await work()
-        except LiveMemoryError as exc:
+        except ReportedError as exc:
             job.outcome, job.failed = str(exc), True
         except Exception:
             logger.exception("background question %s failed", job_id)

@@ -18,7 +18,7 @@ from mcp_types import ToolAnnotations
 
 from live_memory import __version__
 from live_memory import constants as C
-from live_memory.core.errors import LiveMemoryError
+from live_memory.core.errors import ReportedError
 from live_memory.core.records import QuestionResult
 from live_memory.http.jobs import JobRegistry
 from live_memory.http.shutdown import EndListens, StopSignal
@@ -135,7 +135,7 @@ def build_mcp_server(
                     timer.cancel()
                 for task in reports:
                     task.cancel()
-        if isinstance(failure, LiveMemoryError):
+        if isinstance(failure, ReportedError):
             raise ToolError(str(failure))
         if failure is not None or result is None:
             logger.error("ask_live_memory failed unexpectedly", exc_info=failure)
@@ -160,14 +160,14 @@ def register_async_tools(mcp: MCPServer, answerer: Answerer, jobs: JobRegistry) 
             validate_question(question)
             await answerer.check_workspace(workspace_cwd)
             return jobs.submit(work)
-        except LiveMemoryError as exc:
+        except ReportedError as exc:
             raise ToolError(str(exc)) from None
 
     @mcp.tool(structured_output=False, description=RESULT_DESCRIPTION)
     async def ask_live_memory_result(job_id: str) -> str:
         try:
             text, failed = jobs.result(job_id)
-        except LiveMemoryError as exc:
+        except ReportedError as exc:
             raise ToolError(str(exc)) from None
         if failed:
             raise ToolError(text)

@@ -18,7 +18,6 @@ from starlette.routing import Route
 from live_memory import __version__
 from live_memory.constants import NOTIFY_MAX_BODY_BYTES, SERVER_NAME
 from live_memory.core.errors import ConfigError, InputError, RequestError
-from live_memory.core.messages import ChatProvider
 from live_memory.core.records import FileEvent
 from live_memory.http.bodies import (
     SMALL_BODY_BYTES,
@@ -34,6 +33,7 @@ from live_memory.http.config_update import outcome, restore, shown_values, valid
 from live_memory.http.metrics import collect_families, render_metrics
 from live_memory.http.stats import credential_kind, server_stats, workspace_stats
 from live_memory.http.status_page import render_status_page
+from live_memory.providers.base import ChatProvider
 from live_memory.settings.config import Settings, load_settings
 from live_memory.settings.options import OPTIONS_BY_KEY, changed_options
 from live_memory.settings.runtime import Runtime

@@ -1,5 +1,6 @@
 """What every wire adapter shares: a lazily built SDK client, and the cache of request fragments already
-serialized. The messages themselves and the ChatProvider contract are `live_memory.core.messages`.
+serialized; and the contract every adapter implements (`ChatProvider`). The messages themselves are
+`live_memory.core.messages`.
 
 Nothing outside `providers/` imports an SDK.
 """
@@ -10,12 +11,22 @@ import asyncio
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from live_memory.constants import WIRE_CACHE_MAX_BYTES, WIRE_FRAGMENTS_KEPT
-from live_memory.core.messages import Message
+from live_memory.core.messages import ChatRequest, ChatResponse, Message, ProviderInfo
 
 Client = TypeVar("Client")
+
+
+class ChatProvider(Protocol):
+    info: ProviderInfo
+
+    async def chat(self, request: ChatRequest) -> ChatResponse:
+        """One model call. Raises only `live_memory.core.errors.ProviderError` subclasses."""
+        ...
+
+    async def aclose(self) -> None: ...
 
 
 class LazyClient(Generic[Client]):

@@ -7,8 +7,9 @@ starts and `/health` answers; questions then explain which variables to set.
 from __future__ import annotations
 
 from live_memory.constants import OAUTH_BETA_HEADER
-from live_memory.core.messages import ChatProvider, ProviderInfo
+from live_memory.core.messages import ProviderInfo
 from live_memory.providers.anthropic import AnthropicProvider
+from live_memory.providers.base import ChatProvider
 from live_memory.providers.oauth import SubscriptionCredential
 from live_memory.providers.openai_compat import OpenAICompatProvider
 from live_memory.settings.config import Settings

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from live_memory.core.messages import ChatProvider
+from live_memory.providers.base import ChatProvider
 from live_memory.settings.config import Settings
 
 

@@ -26,8 +26,7 @@ if TYPE_CHECKING:  # the team store's driver loads only when `team_store` is set
     from live_memory.team.sync import TeamSync
 
 from live_memory import constants as C
-from live_memory.core.errors import LiveMemoryError, SnapshotNotSaved, WorkspaceLoadError
-from live_memory.core.messages import ChatProvider
+from live_memory.core.errors import ReportedError, SnapshotNotSaved, WorkspaceLoadError
 from live_memory.core.records import FileEvent, IngestResult, TeamAnswer
 from live_memory.engine.agent_loop import LoopOutcome
 from live_memory.engine.answer_reuse import Asked, KeptAnswer, answer_grounds, asked_about, earlier_answer, rests_on
@@ -36,6 +35,7 @@ from live_memory.fs.dir_sync import DirectorySyncer
 from live_memory.fs.subproc import reaped
 from live_memory.memory.context_window import ContextWindow
 from live_memory.memory.hot_set import used_directories
+from live_memory.providers.base import ChatProvider
 from live_memory.settings.config import Settings
 from live_memory.settings.options import changed_options
 from live_memory.settings.runtime import Runtime
@@ -194,7 +194,7 @@ class WorkspaceService:
                 self._share_team(state)  # what it learned before the store was on
                 if settings.watch:
                     self._watch(state, tools)
-        except LiveMemoryError:
+        except ReportedError:
             raise
         except Exception as exc:  # one broken workspace must not take the others down
             logger.exception("loading workspace %s failed", state.root)
