@@ -76,7 +76,7 @@ deploy-files: ## relink deploy/ to the package's service templates
 	ln -sfn $(TEMPLATES)/wait_for_health.py deploy/wait-for-health.py
 
 fake-provider: $(DEV_STAMP) ## the scripted fake provider on http://127.0.0.1:8089
-	$(BIN)/python -m tests.fakes.llm_server --port 8089
+	$(BIN)/python -m live_memory.testing.llm_server --port 8089
 
 claude-cli: ## the Claude Code CLI into .tools/ (npm), for the plugin's tests
 	scripts/install-claude-cli.sh

@@ -2,7 +2,7 @@
 
 - `ServerProcess`: `live-memory serve` on the run's virtual clock (bench/virtual_serve.py; any checkout: the
   interpreter and the `server/` directory put on PYTHONPATH are options) on a free loopback port, configured
-  only through its environment, against the fake provider (`tests.fakes.llm_server.FakeLLM`, Anthropic cache
+  only through its environment, against the fake provider (`live_memory.testing.llm_server.FakeLLM`, Anthropic cache
   rules, the same clock).
 - `MemoryModel`: the fake's responder. It reads the prompt the server sent, finds the current question,
   and decides like a model would:
@@ -25,7 +25,7 @@
   questions ("who calls X") need the files that use the name as they are now: a lookup of its uses made for
   this question (the hint, or `find_symbol`'s uses), else a search; an earlier answer is not relied on.
   It answers with the task's answer text (files named with line ranges). Summarizer requests (standalone,
-  or folds that continue the conversation: `bench._common.summary_request`) get the ledger's changes naming
+  or folds that continue the conversation: `bench.common.summary_request`) get the ledger's changes naming
   files. Only the prompt and the disk are consulted: no server internals.
 - `MemoryExplorer`: the main agent's side (one ask per exploration task through the official MCP client);
   the hooks' tees go to `POST /notify` with the payload hooks/notify.py sends.
@@ -49,14 +49,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
-from tests.fakes.ports import free_port
 
-from bench._common import PATHISH, ledger_changes, summary_request
 from bench.bill_agents import PROJECT_ROOT, MainAgent, tool_result, tool_use, worth_exploring
 from bench.bill_outline import definition_range, symbols_in
 from bench.bill_workload import Repo, Task
+from bench.common import PATHISH, ledger_changes, summary_request
 from live_memory.core.prompts import DIRECTORY_TREE_HEADING, MATERIAL_HEADING
+from live_memory.testing.llm_server import FakeLLM, RecordedRequest, Reply
+from live_memory.testing.ports import free_port
 
 HERE = Path(__file__).parent
 DEFAULT_SERVER_SRC = HERE.parent / "server"
@@ -724,7 +724,7 @@ def _split_fences(text: str, rest: str) -> list[tuple[str, int]]:
 class MemoryExplorer:
     """Arm B: one ask per exploration task; the hooks' tees go to /notify."""
 
-    asker: Any  # bench._common.McpAsker (an open session)
+    asker: Any  # bench.common.McpAsker (an open session)
     http: httpx2.AsyncClient
     cwd: str  # the copy the server reads
     # How the main agent names the repository in its context: the same root as in arms A and C, so B's

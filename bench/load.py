@@ -33,10 +33,10 @@ from typing import Any
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 
 from bench.provenance import write_json
 from live_memory.constants import RETRY_BASE_DELAY_S
+from live_memory.testing.llm_server import FakeLLM, RecordedRequest, Reply
 
 RESULTS = Path(__file__).parent / "results" / "load.json"
 

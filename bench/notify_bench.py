@@ -1,7 +1,7 @@
 """`/notify` ingestion throughput and latency, and the OS watcher's change-detection latency.
 
 Method
-    The real server runs in a spawned child process (`bench._common.server_process`) with default settings
+    The real server runs in a spawned child process (`bench.common.server_process`) with default settings
     (passive ingestion on, the OS watcher on) on a copy of the Django 5.1.4 sdist repository (built by
     `bench.tools_bench.django_repo`). The workspace is loaded by one question (fake provider, instant
     answer) and then holds the real bytes of PRELOAD_FILES teed files.
@@ -51,9 +51,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from tests.fakes.llm_server import FakeLLM, Reply
 
-from bench._common import (
+from bench.common import (
     ChildServer,
     McpAsker,
     latency_summary,
@@ -65,6 +64,7 @@ from bench._common import (
 )
 from bench.tools_bench import django_repo
 from live_memory.constants import WATCH_DEBOUNCE_MS
+from live_memory.testing.llm_server import FakeLLM, Reply
 
 NAME = "notify_bench"
 CLIENTS = 8

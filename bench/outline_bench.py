@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._common import save_results, warn_if_busy
 from bench.bill_memory import copy_workspace
 from bench.bill_workload import load_repo
+from bench.common import save_results, warn_if_busy
 from live_memory import constants as C
 from live_memory.core.prompts import OUTLINE_HEADING
 from live_memory.outline.directory_tree import TreePolicy

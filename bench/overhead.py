@@ -49,7 +49,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from bench._common import (
+from bench.common import (
     ChildServer,
     child_process,
     latency_summary,
@@ -58,7 +58,7 @@ from bench._common import (
     warn_if_busy,
     write_results,
 )
-from bench._common import _serve as serve_live_memory
+from bench.common import _serve as serve_live_memory
 
 NAME = "overhead"
 LAST_REQUEST_PATH = "/bench/last-question-request"  # served by the fake's process for (c')
@@ -70,7 +70,7 @@ GOAL = 1.3
 
 # -- the child processes -------------------------------------------------------------------------------
 def _serve_fake(spec: dict[str, Any], conn: Any, stop: Any) -> None:
-    from tests.fakes.llm_server import FakeLLM
+    from live_memory.testing.llm_server import FakeLLM
 
     logging.basicConfig(level=logging.WARNING)
     rules: Literal["anthropic", "openai"] = "anthropic" if spec["protocol"] == "anthropic" else "openai"
@@ -126,7 +126,7 @@ def echo_app() -> Any:
 
 
 def _serve_echo(spec: dict[str, Any], conn: Any, stop: Any) -> None:
-    from tests.fakes.live_server import LiveServer
+    from live_memory.testing.live_server import LiveServer
 
     logging.basicConfig(level=logging.WARNING)
     with LiveServer(echo_app()) as server:

@@ -3,7 +3,7 @@
 Method
     The real server (in-process under uvicorn) answers 200 questions through one official MCP client
     session about a copy of the Django 5.1.4 sdist repository (built by `bench.tools_bench.django_repo`).
-    The provider is `tests.fakes.llm_server.FakeLLM`, run three times with its cache simulations:
+    The provider is `live_memory.testing.llm_server.FakeLLM`, run three times with its cache simulations:
     Anthropic rules (`claude-haiku-4-5`: 4096-token minimum, explicit breakpoints, 20-block lookback,
     5-minute TTL), DeepSeek rules (OpenAI protocol, 64-token units) and OpenAI rules (1024 minimum,
     128-token steps). The workload is deterministic (seeded) and identical in all three runs:
@@ -14,7 +14,7 @@ Method
       event is posted (every other time the agent also re-reads it, i.e. a tee of the new bytes);
     - the scripted model: every 5th question runs Grep then Read (150 lines) before answering, every
       5th+2 a Read; the rest answer from memory; answers are 1.1-1.7k characters naming file paths;
-      summarizer calls (standalone, or folds that continue the conversation: `bench._common.summary_request`)
+      summarizer calls (standalone, or folds that continue the conversation: `bench.common.summary_request`)
       answer with the ledger's changes, one new fact per line naming file paths, the ledger capped at ~6k
       characters (~1.5k tokens);
     - `max_context_tokens` = 100k so that compaction (0.85 -> 0.60) runs several times;
@@ -81,10 +81,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx2
-from tests.fakes.live_server import live_server
-from tests.fakes.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
 
-from bench._common import (
+from bench.common import (
     McpAsker,
     content_text,
     print_table,
@@ -108,6 +106,8 @@ from live_memory.core.records import Usage
 from live_memory.memory.context_window import ContextWindow
 from live_memory.providers.pricing import cost_usd, price_for
 from live_memory.providers.profiles import EXPLICIT_CACHE
+from live_memory.testing.live_server import live_server
+from live_memory.testing.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
 from live_memory.testing.prompt_blocks import Prompt, anthropic_prompt, openai_prompt
 
 SEED = 20_241_130

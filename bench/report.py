@@ -4,7 +4,7 @@ Run: `python -m bench.report` after any benchmark (`make bench`, or `python -m b
 `bench/results/*.json` that exists is read; a benchmark without a result file gets no section (the page lists
 it among those with no committed results) and a missing figure is written "–", never an error, so the document
 can be regenerated at any time. Every section, and the README's block, says the commit and the date its figures
-were measured on (`commit` and `date` in the result file, written by `bench._common.measured_on`; "–" for a file
+were measured on (`commit` and `date` in the result file, written by `bench.common.measured_on`; "–" for a file
 written before they were recorded).
 
 Owns: the markdown (pure functions of the result dicts: `render_*`, `render_document`) and the charts
@@ -1822,8 +1822,8 @@ def render_document(results: Mapping[str, Any], charts: Charts | None = None, no
         "Every figure below comes from `bench/results/<name>.json`, written by `python -m bench.<module>` "
         "(`make bench` runs the default set); regenerate this page with `python -m bench.report`. Each section "
         "says the commit and the date its figures were measured on. All provider traffic goes to fake providers "
-        "(`tests/fakes/llm_server.py`), which simulate each provider's prompt caching; timings come from a shared "
-        "2-core machine and are noisy.",
+        "(`live_memory/testing/llm_server.py`), which simulate each provider's prompt caching; timings come from "
+        "a shared 2-core machine and are noisy.",
         "",
         PLAIN_WORDS,
         "",

@@ -11,7 +11,7 @@ Method
     re-reads it, a tee of the new bytes). The server is restarted between sessions (leave and re-enter
     `live_server(...)` with the same data dir).
 
-    The same workload is replayed through two arms, each against its own `tests.fakes.llm_server.FakeLLM`
+    The same workload is replayed through two arms, each against its own `live_memory.testing.llm_server.FakeLLM`
     with the same cache rules, sharing one virtual clock (see Time below):
     (a) Live Memory: the real server under uvicorn, asked through the official MCP client.
     (b) No memory: every question starts a fresh explorer (the way a fresh subagent works), built here
@@ -83,10 +83,8 @@ from typing import Any, Literal
 import anthropic
 import httpx2
 import openai
-from tests.fakes.live_server import live_server
-from tests.fakes.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
 
-from bench._common import (
+from bench.common import (
     McpAsker,
     content_text,
     cumulative,
@@ -109,6 +107,8 @@ from live_memory.core.prompts import (
 from live_memory.core.records import Usage
 from live_memory.providers.openai_compat import tool_to_openai
 from live_memory.providers.pricing import cost_usd, price_for
+from live_memory.testing.live_server import live_server
+from live_memory.testing.llm_server import CacheRules, FakeLLM, RecordedRequest, Reply
 from live_memory.tools import TOOL_SCHEMAS, Toolbox
 
 NAME = "savings"

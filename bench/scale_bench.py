@@ -40,10 +40,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from tests.fakes.llm_server import FakeLLM
 
-from bench._common import McpAsker, save_results, server_process, warn_if_busy
 from bench.big_repos import SIZES, big_repo
+from bench.common import McpAsker, save_results, server_process, warn_if_busy
 from bench.scale_parts import (
     edit_cost,
     first_prompt_chars,
@@ -52,6 +51,7 @@ from bench.scale_parts import (
     parse_floor,
     watcher_cost,
 )
+from live_memory.testing.llm_server import FakeLLM
 
 NAME = "scale"
 # The identifier questions: a name defined once (SymPy's lambdify, in every repository), a name defined in many

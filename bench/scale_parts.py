@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from tests.fakes.llm_server import FakeLLM
 
-from bench._common import McpAsker, server_process
+from bench.common import McpAsker, server_process
 from bench.tools_bench import TREE_BUDGET, _command, _interleaved
 from live_memory.constants import CARD_PARSE_MAX_BYTES, SYMBOL_INDEX_NICE, WATCH_DEBOUNCE_MS, WATCH_MAX_DIRECTORIES
 from live_memory.core.records import FileEvent
@@ -33,6 +32,7 @@ from live_memory.fs.walk import directories_breadth_first
 from live_memory.outline.cards import build_card
 from live_memory.outline.directory_tree import build_directory_tree
 from live_memory.outline.symbol_store import SymbolStore
+from live_memory.testing.llm_server import FakeLLM
 from live_memory.tools.context import ToolLimits
 from live_memory.tools.index_build import listed_files, refresh
 from live_memory.workspaces.watcher import WorkspaceWatcher, watched_directories

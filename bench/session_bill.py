@@ -30,7 +30,7 @@ request would pass 200k tokens ("prompt is too long" is not billed): a compactio
 conversation that last fit, a ~3k-token summary, then the summary + the last file read (re-attached) + the
 task. Priced at Sonnet 4.5 and at Opus 4.5; the memory and the subagent at Haiku 4.5.
 
-Cache: the Anthropic rules of tests/fakes/llm_server.py for every client (blocks counted at ceil(chars/4),
+Cache: the Anthropic rules of live_memory/testing/llm_server.py for every client (blocks counted at ceil(chars/4),
 breakpoints where each client puts them, 20-block lookback, 5-minute TTL refreshed on hit, the model's
 minimum cacheable prefix), on one virtual clock per arm, which the server under test keeps too
 (bench/virtual_serve.py): user think time 30/120/600 s (40/40/20 %) before each task, 6 s per main-agent
@@ -89,15 +89,6 @@ from typing import Any
 
 import httpx2
 
-from bench._common import (
-    McpAsker,
-    cumulative,
-    first_index_staying_below,
-    map_jobs,
-    print_table,
-    warn_if_busy,
-    write_results,
-)
 from bench.bill_agents import (
     PROJECT_ROOT,
     SMALL_FILE_TOKENS,
@@ -138,6 +129,15 @@ from bench.bill_workload import (
     build_tasks,
     load_repo,
     workload,
+)
+from bench.common import (
+    McpAsker,
+    cumulative,
+    first_index_staying_below,
+    map_jobs,
+    print_table,
+    warn_if_busy,
+    write_results,
 )
 from bench.provenance import write_json
 from live_memory.providers.pricing import Price

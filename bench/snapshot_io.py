@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench._common import print_table, save_results, warn_if_busy
+from bench.common import print_table, save_results, warn_if_busy
 from bench.tools_bench import django_repo
 from live_memory.constants import DIRECTORY_TREE_SHARE
 from live_memory.core.messages import Message, TextPart

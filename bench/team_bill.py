@@ -39,11 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bench._common import map_jobs, print_table, warn_if_busy, write_results
 from bench.bill_cache import VirtualClock
 from bench.bill_memory import ServerCommand, ServerProcess, copy_workspace, fake_provider
 from bench.bill_reword import reworded
 from bench.bill_workload import Repo, Workload, build_tasks, load_repo
+from bench.common import map_jobs, print_table, warn_if_busy, write_results
 from bench.provenance import write_json
 from bench.session_bill import MODES, RUNS_DIR, SEED, SERVER_OPTIONS, memory_workload, parse_workload
 from live_memory.team.queue import QUEUE_FILE
@@ -363,7 +363,7 @@ def team_store(url: str) -> Iterator[str]:
     if url:
         yield url
         return
-    from tests.fakes.postgres import PostgresCluster, unavailable_reason
+    from live_memory.testing.postgres import PostgresCluster, unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:
@@ -428,7 +428,7 @@ def run(
             "developers": developers,
             "modes": list(modes),
             "variants": {variant: VARIANTS[variant] for variant in variants},
-            "store": "given (--store)" if store else "a throwaway PostgreSQL cluster (tests/fakes/postgres.py)",
+            "store": "given (--store)" if store else "a throwaway PostgreSQL cluster (live_memory/testing/postgres.py)",
             "remote": team_remote(repo, "<model>-<run>"),
             "server": command.describe(),
             "server_options": {**SERVER_OPTIONS, **(options or {}), "team_store": "the store above"},

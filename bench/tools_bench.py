@@ -22,11 +22,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.repo_builder import git_env
-
 from bench.provenance import write_json
 from live_memory.constants import DIRECTORY_TREE_SHARE, MAX_TOOL_OUTPUT_BYTES
 from live_memory.outline.directory_tree import build_directory_tree
+from live_memory.testing.git_env import git_env
 from live_memory.tools import Toolbox
 from live_memory.tools.grep_engines import GrepQuery, ripgrep_argv
 

@@ -1,9 +1,9 @@
 """Throughput of 20 workspaces answering concurrently vs the same questions on one workspace.
 
 Method
-    The real server runs in a spawned child process (`bench._common.server_process`: its own interpreter,
+    The real server runs in a spawned child process (`bench.common.server_process`: its own interpreter,
     so the load generator and the fake provider do not share its GIL). The fake provider
-    (`tests.fakes.llm_server.FakeLLM`) and the callers share the parent process. Each concurrent caller
+    (`live_memory.testing.llm_server.FakeLLM`) and the callers share the parent process. Each concurrent caller
     opens its own official MCP client session (`mcp` + `httpx2`) before the clock starts and then asks
     its questions back to back. Configurations, each on a fresh server and data directory:
     - `20 workspaces`: 20 callers, caller k asks workspace k (20 small git-like repositories);
@@ -49,9 +49,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 
-from bench._common import (
+from bench.common import (
     ChildServer,
     McpAsker,
     latency_summary,
@@ -60,6 +59,7 @@ from bench._common import (
     server_process,
     warn_if_busy,
 )
+from live_memory.testing.llm_server import FakeLLM, RecordedRequest, Reply
 
 NAME = "workspaces_bench"
 WORKSPACES = 20

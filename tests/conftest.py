@@ -19,8 +19,8 @@ import pytest
 from blockbuster import BlockBuster, blockbuster_ctx
 
 from live_memory.team.sql import SCHEMA as TEAM_SCHEMA
-from tests.fakes.llm_server import FakeLLM
-from tests.fakes.postgres import PostgresCluster, unavailable_reason
+from live_memory.testing.llm_server import FakeLLM
+from live_memory.testing.postgres import PostgresCluster, unavailable_reason
 
 # Bytecode caches are kept even where PYTHONDONTWRITEBYTECODE is set: without them every xdist worker rewrites
 # the asserts of every test module again (about 3 s of CPU per worker), and every `live-memory` subprocess
@@ -57,8 +57,8 @@ ONE_WORKER_MODULES = {
     "tests/agents/test_gemini.py": "gemini",
     "tests/agents/test_opencode.py": "opencode",
     "tests/http/test_security.py": "hypothesis",
-    # Each worker has its own PostgreSQL cluster (tests/fakes/postgres.py, from one initdb template per machine):
-    # the store's own tests share one, started once.
+    # Each worker has its own PostgreSQL cluster (live_memory/testing/postgres.py, from one initdb template per
+    # machine): the store's own tests share one, started once.
     "tests/test_team_store.py": "postgres",
     # One recorded Claude Code session, which every test of the module reads.
     "tests/plugin/test_claude_code_e2e.py": "claude-e2e",
@@ -278,8 +278,9 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def no_blocking_calls_on_the_event_loop() -> Iterator[BlockBuster]:
     """Fail the test if the service's code makes a blocking call (file I/O, sleep, a lock wait, a
-    blocking socket) on a running event loop: that would stall every other question meanwhile."""
-    with blockbuster_ctx("live_memory") as blockbuster:
+    blocking socket) on a running event loop: that would stall every other question meanwhile. The testing aids
+    (a fake provider, a server in a thread) are not the service: they may block."""
+    with blockbuster_ctx("live_memory", excluded_modules=["live_memory.testing"]) as blockbuster:
         yield blockbuster
 
 

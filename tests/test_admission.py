@@ -13,8 +13,8 @@ from live_memory.core.errors import BusyError
 from live_memory.core.messages import ChatRequest, ChatResponse, TextPart, ToolResultPart
 from live_memory.core.records import ToolCall
 from live_memory.memory.context_window import ContextWindow
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.engine import Engine, engine_for, until
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 
 class GatedProvider(ScriptedProvider):

@@ -20,9 +20,9 @@ from live_memory.core.messages import ChatRequest, ChatResponse, Message, TextPa
 from live_memory.core.records import ToolCall, Usage
 from live_memory.engine.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
 from live_memory.memory.context_window import ContextWindow
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolOutcome
 from tests.fakes.engine import until
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 APP = "VERSION = 3\n"
 

@@ -10,10 +10,10 @@ import pytest
 from live_memory.constants import ANSWERS_KEPT
 from live_memory.engine.answer_reuse import AnswerBook, Asked, KeptAnswer, asked_about, rests_on, still_holds
 from live_memory.outline.workspace_paths import WorkspacePaths
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from live_memory.workspaces.answerer import GIVEN_AGAIN_MODEL
 from tests.fakes.engine import engine_for
-from tests.fakes.off_loop import off_loop
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 PATHS = WorkspacePaths(
     ["src/cli/main.py", "src/store.py", "src/auth/session.py", "src/auth/tokens.py", "bench/main.py"]

@@ -15,12 +15,12 @@ from live_memory.core.messages import ChatRequest, ChatResponse
 from live_memory.core.records import ToolCall, Usage
 from live_memory.settings.config import load_settings
 from live_memory.settings.runtime import Runtime
+from live_memory.testing.live_server import settings_for
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from live_memory.workspaces.answerer import cache_lifetime_s
 from tests.fakes.engine import engine_for, until
-from tests.fakes.live_server import settings_for
-from tests.fakes.off_loop import off_loop
 from tests.fakes.repo_builder import one_file_repo
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from bench.bill_content import CONTENT_KINDS, FOLLOW_UP_MIN_GAP, Need, area_topi
 from bench.bill_memory import MemoryExplorer, MemoryModel, tree_paths
 from bench.bill_workload import Task, build_tasks, load_repo, workload
 
-from tests.fakes.llm_server import RecordedRequest
+from live_memory.testing.llm_server import RecordedRequest
 
 SEED = session_bill.SEED
 

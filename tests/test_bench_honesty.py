@@ -27,7 +27,7 @@ from bench.bill_outline import definition_range, symbols_in
 from bench.bill_workload import Task, build_tasks, load_repo, workload
 from bench.virtual_serve import FileClock
 
-from tests.fakes.llm_server import RecordedRequest
+from live_memory.testing.llm_server import RecordedRequest
 
 SEED = session_bill.SEED
 BASE = workload("medium", "natural", (60,))

@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 from bench import report, session_bill
-from bench._common import ledger_changes, summary_request
 from bench.bill_cache import PRICES
 from bench.bill_workload import ROTATIONS, build_tasks, load_repo, workload
+from bench.common import ledger_changes, summary_request
 
 from live_memory.core.prompts import summary_request_text
 from live_memory.engine.summarizer import Conversation, Summarizer
 from live_memory.memory.context_window import ContextWindow
 from live_memory.memory.ledger import Ledger, LedgerFact
 from live_memory.providers import anthropic, openai_compat
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.windows import ask
 
 LOAD = workload("medium", "natural", (6, 6), content=True)

@@ -24,7 +24,7 @@ from live_memory.memory.cited_lines import Citation, CitedLines, cut
 from live_memory.memory.context_window import ContextWindow
 from live_memory.memory.hot_set import HotSet, HotSetPolicy
 from live_memory.memory.ledger import LedgerFact
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 
 
 class Clock:

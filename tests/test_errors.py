@@ -16,8 +16,8 @@ from live_memory.http.jobs import JobRegistry
 from live_memory.http.mcp_tools import build_mcp_server
 from live_memory.http.shutdown import StopSignal
 from live_memory.providers.base import ChatProvider
+from live_memory.testing.scripted_provider import ScriptedProvider
 from tests.fakes.engine import engine_for
-from tests.fakes.scripted_provider import ScriptedProvider
 
 PREFIX = "Error executing tool ask_live_memory: "
 

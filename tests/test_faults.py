@@ -19,9 +19,9 @@ from typing import Any
 import httpx2
 import pytest
 
+from live_memory.testing.live_server import LiveServer, ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, Reply
 from live_memory.workspaces.store import SnapshotStore
-from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, Reply
 from tests.fakes.repo_builder import one_file_repo
 
 TIMEOUT_S = 3.0

@@ -16,15 +16,15 @@ import httpx2
 import pytest
 
 from live_memory.http.app import Timings
+from live_memory.testing.live_server import ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, Reply
+from live_memory.testing.ports import free_port
+from live_memory.testing.scripted_provider import ScriptedProvider
 from live_memory.workspaces.store import describe_write_error
 from live_memory.workspaces.workspace import workspace_id
 from tests.cli.test_main import ServeProcess, cli_env
 from tests.fakes.engine import engine_for
-from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, Reply
-from tests.fakes.ports import free_port
 from tests.fakes.repo_builder import one_file_repo
-from tests.fakes.scripted_provider import ScriptedProvider
 
 
 @pytest.fixture

@@ -18,11 +18,11 @@ from live_memory.memory.cited_lines import Citation, cut
 from live_memory.memory.hot_set import FileUse
 from live_memory.memory.ledger import LedgerFact
 from live_memory.settings.options import HoldFiles
+from live_memory.testing.scripted_provider import ScriptedProvider
 from live_memory.workspaces.ingest import Ingestor, IngestPolicy, in_scope
 from live_memory.workspaces.workspace import Location, WorkspacePolicy, WorkspaceState, new_state
 from tests.fakes.engine import engine_for
 from tests.fakes.repo_builder import small_repo
-from tests.fakes.scripted_provider import ScriptedProvider
 from tests.test_context_window import observations
 
 APP = "def main():\n    return 'v1'\n"

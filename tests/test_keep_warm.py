@@ -14,12 +14,12 @@ from live_memory.core.messages import Message
 from live_memory.core.records import Usage
 from live_memory.settings.config import load_settings
 from live_memory.settings.runtime import Runtime
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from live_memory.tools import TOOL_SCHEMAS
 from live_memory.workspaces.keep_warm import PING, KeepWarm
 from live_memory.workspaces.workspace import WorkspaceState
 from tests.fakes.engine import Engine, engine_for, until
-from tests.fakes.off_loop import off_loop
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 NOW = 10_000.0
 

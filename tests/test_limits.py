@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from live_memory.testing.ports import free_port
 from tests.cli.test_main import cli_env
-from tests.fakes.ports import free_port
 
 FD_LIMIT = 256
 IDLE_CONNECTIONS = 300

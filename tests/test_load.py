@@ -11,7 +11,7 @@ import pytest
 from bench.load import run_load
 
 from live_memory.settings.config import load_settings
-from tests.fakes.live_server import live_server
+from live_memory.testing.live_server import live_server
 
 
 @contextlib.contextmanager

@@ -14,15 +14,15 @@ from live_memory.core.messages import Message, TextPart
 from live_memory.core.prompts import DIRECTORY_TREE_HEADING, OUTLINE_HEADING, PRELOADED_HEADING
 from live_memory.memory.ledger import LedgerFact
 from live_memory.settings.config import Settings, load_settings
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.scripted_provider import ScriptedProvider
 from live_memory.tools import TOOL_SCHEMAS
 from live_memory.workspaces.loading import load_workspace, restore_workspace
 from live_memory.workspaces.snapshot import snapshot_payload
 from live_memory.workspaces.store import SnapshotStore
 from live_memory.workspaces.workspace import Location, WorkspaceState, WorkspaceStats, new_state, workspace_policy
 from tests.fakes.engine import engine_for
-from tests.fakes.off_loop import off_loop
 from tests.fakes.repo_builder import docs_repo, small_repo, wide_repo
-from tests.fakes.scripted_provider import ScriptedProvider
 
 APP = "VALUE = 1\n"
 DB = "URL = 'sqlite://'\n"

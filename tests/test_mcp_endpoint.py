@@ -14,8 +14,8 @@ import pytest
 from live_memory.constants import MIN_TIMEOUT_S
 from live_memory.http.app import Timings
 from live_memory.settings.config import load_settings
-from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, Reply
+from live_memory.testing.live_server import ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, Reply
 from tests.fakes.repo_builder import small_repo
 
 TRAILER = re.compile(

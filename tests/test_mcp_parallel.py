@@ -13,8 +13,8 @@ from live_memory.core.messages import ChatRequest, ChatResponse
 from live_memory.http.jobs import JobRegistry
 from live_memory.http.mcp_tools import build_mcp_server
 from live_memory.http.shutdown import StopSignal
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.engine import engine_for
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 
 class BothInFlight(ScriptedProvider):

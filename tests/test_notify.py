@@ -10,8 +10,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, Reply
+from live_memory.testing.live_server import LiveServer, ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, Reply
 from tests.fakes.repo_builder import small_repo
 from tests.kv_invariants import assert_prefix_invariant
 

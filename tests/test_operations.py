@@ -14,10 +14,10 @@ import httpx2
 import pytest
 
 from live_memory.cli.main import main
+from live_memory.testing.live_server import LiveServer, ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, RecordedRequest, Reply
 from live_memory.tools import TOOL_SCHEMAS
 from live_memory.workspaces.keep_warm import KeepWarm
-from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.repo_builder import one_file_repo
 
 

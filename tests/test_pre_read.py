@@ -12,7 +12,7 @@ from live_memory.core import prompts
 from live_memory.core.messages import ChatRequest, Message, TextPart, ToolResultPart, ToolUsePart
 from live_memory.memory.context_window import ContextWindow
 from live_memory.outline.workspace_paths import WorkspacePaths
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from tests.test_agent_loop import loop_for
 
 STORE = '"""Keeps the store: a snapshot per workspace."""\n\n\ndef load():\n    return 1\n'

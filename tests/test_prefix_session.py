@@ -12,8 +12,8 @@ import pytest
 
 from live_memory.core.prompts import NEUTRAL_SUMMARY_SYSTEM_PROMPT, STALE_LEDGER_HEADING
 from live_memory.settings.config import Settings
-from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from live_memory.testing.live_server import LiveServer, ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.repo_builder import wide_repo
 from tests.kv_invariants import (
     assert_breakpoints,

@@ -15,11 +15,11 @@ from live_memory.core import prompts
 from live_memory.core.messages import ChatRequest, ChatResponse, TextPart
 from live_memory.engine.question_names import found_definitions, location_kind, names_in, paths_in
 from live_memory.memory.context_window import ContextWindow
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from live_memory.tools import Toolbox, ToolLimits
 from live_memory.tools.context import find_ripgrep
 from tests.fakes.engine import engine_for
 from tests.fakes.repo_builder import one_file_repo
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.test_agent_loop import loop_for
 
 

@@ -13,9 +13,9 @@ from live_memory.core.messages import ChatRequest, ChatResponse
 from live_memory.core.records import QuestionResult
 from live_memory.settings.config import load_settings
 from live_memory.settings.runtime import Runtime
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.engine import engine_for, until
-from tests.fakes.off_loop import off_loop
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 
 class Gated(ScriptedProvider):

@@ -18,13 +18,13 @@ from live_memory.http.app import default_tool_factory
 from live_memory.memory.ledger import LedgerFact
 from live_memory.settings.config import Settings, load_settings
 from live_memory.settings.runtime import Runtime
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from live_memory.tools import TOOL_SCHEMAS, Toolbox
 from live_memory.workspaces.answerer import Answerer
 from live_memory.workspaces.service import WorkspaceService
 from live_memory.workspaces.workspace import workspace_id
 from tests.fakes.engine import Engine, engine_for, until
-from tests.fakes.off_loop import off_loop
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 
 def sha(text: str) -> str:

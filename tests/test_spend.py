@@ -15,11 +15,11 @@ from live_memory.core.records import Usage
 from live_memory.engine.admission import AdmissionLimits
 from live_memory.settings.config import load_settings
 from live_memory.settings.runtime import Runtime
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from live_memory.workspaces.spend import SPEND_FILE, Caps, SpendTracker, call_cost, caps_of, utc_day
 from live_memory.workspaces.workspace import Location, WorkspacePolicy, WorkspaceState, new_state
 from tests.fakes.engine import engine_for
-from tests.fakes.off_loop import off_loop
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 NOON = 1_767_268_800.0  # 2026-01-01T12:00:00Z
 MODEL = "claude-haiku-4-5"  # $1 in / $5 out / $1.25 cache write / $0.10 cache read per million tokens

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from live_memory.core.errors import SnapshotNotSaved
+from live_memory.testing.live_server import ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, Reply
+from live_memory.testing.ports import free_port
 from live_memory.workspaces.snapshot import SCHEMA_VERSION, EncodedHistory, SnapshotIn
 from live_memory.workspaces.store import SnapshotStore
 from live_memory.workspaces.workspace import workspace_id
 from tests.cli.test_main import ServeProcess, cli_env, openai_env
-from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, Reply
-from tests.fakes.ports import free_port
 from tests.fakes.repo_builder import one_file_repo
 
 

@@ -24,7 +24,7 @@ from live_memory.engine.prompt_layout import Prompt
 from live_memory.engine.summarizer import Conversation, Summarizer
 from live_memory.memory.context_window import ContextWindow
 from live_memory.memory.history import Sent, Turn
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.windows import ask, sha
 
 TOOLS = ({"name": "Read", "description": "read a file", "input_schema": {"type": "object"}},)

@@ -13,8 +13,8 @@ from live_memory.core.errors import TeamStoreError
 from live_memory.core.records import TeamFact
 from live_memory.team.admin import set_up
 from live_memory.team.store import TeamStore
+from live_memory.testing.off_loop import off_loop
 from tests.conftest import TeamDatabase, TeamRoles
-from tests.fakes.off_loop import off_loop
 
 REPO = "github.com/acme/shop"
 SHA = "a" * 64

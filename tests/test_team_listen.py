@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 from live_memory.team.listen import announced
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from tests.conftest import TeamRoles
 from tests.fakes.engine import Engine, until
-from tests.fakes.off_loop import off_loop
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.fakes.team import FRESH_S, arrives, checkout, first_pull, reader, running, sync, team_engine
 

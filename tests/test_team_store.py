@@ -1,4 +1,4 @@
-"""The team store against a real PostgreSQL (tests/fakes/postgres.py): round trips, upserts, contradictions,
+"""The team store against a real PostgreSQL (live_memory/testing/postgres.py): round trips, upserts, contradictions,
 schema migrations (concurrent, older, newer), and the faults a shared server brings: down, slow, swallowing
 packets, restarted. Every call must end within its timeout, as TeamStoreError, without the password."""
 
@@ -20,10 +20,10 @@ from live_memory.core.errors import LiveMemoryError, TeamStoreError
 from live_memory.core.records import TeamFact
 from live_memory.team.sql import SCHEMA
 from live_memory.team.store import Migration, TeamStore, bundled_migrations
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.ports import free_port
+from live_memory.testing.postgres import PostgresCluster
 from tests.conftest import TeamDatabase
-from tests.fakes.off_loop import off_loop
-from tests.fakes.ports import free_port
-from tests.fakes.postgres import PostgresCluster
 from tests.fakes.tcp_proxy import TcpProxy
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

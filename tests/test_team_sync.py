@@ -21,12 +21,12 @@ from live_memory.team.policy import TeamPolicy
 from live_memory.team.queue import DiskQueue
 from live_memory.team.repo_identity import normalize_remote, repository_identity
 from live_memory.team.store import TeamStore
+from live_memory.testing.live_server import live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from tests.conftest import TeamDatabase
 from tests.fakes.engine import Engine, until
-from tests.fakes.live_server import live_server, settings_for
-from tests.fakes.llm_server import FakeLLM
-from tests.fakes.off_loop import off_loop
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.fakes.team import APP, checkout, first_pull, running, team_engine
 

@@ -15,11 +15,11 @@ import psycopg
 import pytest
 
 from live_memory.http.stats import team_stats
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from live_memory.workspaces import team_work
 from tests.conftest import TeamRoles
 from tests.fakes.engine import Engine, until
-from tests.fakes.off_loop import off_loop
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.team import APP, REPO_ID, checkout, first_pull, running, team_engine
 
 QUESTION = "Where is VERSION defined?"

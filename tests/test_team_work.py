@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from tests.conftest import TeamRoles
 from tests.fakes.engine import until
-from tests.fakes.off_loop import off_loop
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.team import arrives, checkout, first_pull, reader, running, sync, team_engine
 
 NET = "def retry():\n    return 1\n"

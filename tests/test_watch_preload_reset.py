@@ -11,8 +11,8 @@ import pytest
 
 from live_memory.core.prompts import PRELOADED_HEADING
 from live_memory.settings.config import Settings
-from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, Reply
+from live_memory.testing.live_server import LiveServer, ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, Reply
 from tests.fakes.repo_builder import preload_repo
 
 

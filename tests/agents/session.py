@@ -24,9 +24,9 @@ import pytest
 from blockbuster import blockbuster_ctx
 
 from live_memory.http.app import create_app
+from live_memory.testing.live_server import LiveServer, settings_for
+from live_memory.testing.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.conftest import refuse_connections_off_loopback, seal_environment
-from tests.fakes.live_server import LiveServer, settings_for
-from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.plugin.conftest import Call, Recorder, Service
 
 BILLING = "RETRY_LIMIT = 7  # invoices are retried 7 times, then parked\n"
@@ -134,7 +134,10 @@ def record_session(
     """Run the session under `root`: `steps(repo)` are turns 0-2, `step_of` numbers an agent request by the
     tool results it carries (None: a side request, e.g. a title), `run` starts the CLI."""
     home = root / "home"
-    with pytest.MonkeyPatch.context() as patch, blockbuster_ctx("live_memory"):
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        blockbuster_ctx("live_memory", excluded_modules=["live_memory.testing"]),
+    ):
         seal_environment(patch, home)
         refuse_connections_off_loopback(patch)
         repo = build_repo(home / "src" / "repo")

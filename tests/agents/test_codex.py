@@ -19,9 +19,9 @@ import pytest
 
 from live_memory.cli.agents import codex, note
 from live_memory.core.errors import ConfigError
+from live_memory.testing.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.agents import session as shared
 from tests.fakes.agent_clis import require_cli, run_json_lines
-from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.wire import all_text
 from tests.plugin.conftest import REPO_ROOT, Service
 from tests.plugin.test_secret_floor import load_hook

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from live_memory.cli.agents import codex
+from live_memory.testing.llm_server import FakeLLM, Reply
 from tests.agents.session import BILLING, BILLING_QUESTION, assert_the_memory_knew_what_was_taught, question
 from tests.agents.test_codex import TOOL, codex_bin, run_codex
 from tests.agents.test_codex import step_of as codex_step
 from tests.fakes.agent_clis import scripted
-from tests.fakes.llm_server import FakeLLM, Reply
 from tests.plugin.conftest import Service, claude
 from tests.plugin.test_claude_code_e2e import run_claude
 from tests.plugin.test_claude_code_e2e import scripted as claude_turns

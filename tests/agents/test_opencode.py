@@ -19,6 +19,7 @@ import pytest
 from live_memory.cli.agents import note, opencode
 from live_memory.constants import DEFAULT_SECRET_GLOBS, PASSIVE_MAX_FILE_BYTES
 from live_memory.core.errors import ConfigError
+from live_memory.testing.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.agents.session import (
     BILLING_QUESTION,
     MEMORY_ANSWER,
@@ -33,7 +34,6 @@ from tests.agents.session import (
     record_session,
 )
 from tests.fakes.agent_clis import require_cli, run_json_lines
-from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.plugin.conftest import Service
 from tests.plugin.test_secret_floor import load_hook
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from live_memory.testing.live_server import live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM
+from live_memory.testing.ports import free_port
 from tests.cli.test_main import cli_env, run_cli
-from tests.fakes.live_server import live_server, settings_for
-from tests.fakes.llm_server import FakeLLM
-from tests.fakes.ports import free_port
 
 USER_CONFIG = 'model = "gpt-5.5"\n\n[mcp_servers.docs]\nurl = "https://docs.example.com/mcp"\n'
 

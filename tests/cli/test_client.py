@@ -18,7 +18,7 @@ from live_memory.cli import client
 from live_memory.constants import SERVER_NAME
 from live_memory.core.errors import ClientError
 from live_memory.settings.config import Settings, load_settings
-from tests.fakes.ports import free_port
+from live_memory.testing.ports import free_port
 
 
 @dataclass

@@ -17,8 +17,28 @@ from tests.fakes.process_logging import restored_logging
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "server" / "live_memory"
+
+
 # The demo and what it runs on: a plain `pip install .` must be enough.
-DEMO_MODULES = [PACKAGE / "cli" / "demo.py", *sorted((PACKAGE / "testing").glob("*.py"))]
+def demo_modules() -> list[Path]:
+    """The demo and the testing aids it imports, and those they import in turn."""
+    found, todo = [], [PACKAGE / "cli" / "demo.py"]
+    while todo:
+        module = todo.pop()
+        if module in found:
+            continue
+        found.append(module)
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("live_memory.testing"):
+                named = [f"{node.module}.{alias.name}" for alias in node.names] + [node.module or ""]
+                for name in named:
+                    path = PACKAGE.parent.joinpath(*name.split(".")).with_suffix(".py")
+                    if path.is_file():
+                        todo.append(path)
+    return sorted(found)
+
+
+DEMO_MODULES = demo_modules()
 
 
 def test_demo_answers_first_by_reading_a_file_then_from_memory_and_stops_everything(

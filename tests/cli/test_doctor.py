@@ -13,10 +13,10 @@ import pytest
 from live_memory.cli.agents import codex
 from live_memory.cli.main import main
 from live_memory.settings.config import load_settings
-from tests.fakes.live_server import live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, Reply
-from tests.fakes.off_loop import off_loop
-from tests.fakes.ports import free_port
+from live_memory.testing.live_server import live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, Reply
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.ports import free_port
 from tests.fakes.process_logging import restored_logging
 
 

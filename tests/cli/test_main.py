@@ -26,9 +26,9 @@ import pytest
 from live_memory.cli.main import build_parser, cmd_ask, cmd_serve, main
 from live_memory.constants import SHUTDOWN_GRACE_S
 from live_memory.settings.config import load_settings
-from tests.fakes.live_server import live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, Reply
-from tests.fakes.ports import free_port
+from live_memory.testing.live_server import live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, Reply
+from live_memory.testing.ports import free_port
 from tests.fakes.process_logging import restored_logging
 
 REPO = Path(__file__).resolve().parents[2]

@@ -42,9 +42,9 @@ from live_memory.cli.service_install import (
 from live_memory.core.errors import ConfigError
 from live_memory.deploy_templates import wait_for_health
 from live_memory.settings.config import load_settings
-from tests.fakes.live_server import LiveServer, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM
-from tests.fakes.off_loop import off_loop
+from live_memory.testing.live_server import LiveServer, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM
+from live_memory.testing.off_loop import off_loop
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = REPO / "server" / "live_memory" / "deploy_templates"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.llm_server import RecordedRequest, Reply
+from live_memory.testing.llm_server import RecordedRequest, Reply
 
 CLI_TIMEOUT_S = 60.0
 SHOWN_CHARS = 3000  # of stdout; twice as much of stderr, where the CLIs log

@@ -15,10 +15,10 @@ from live_memory.providers.base import ChatProvider
 from live_memory.settings.config import load_settings
 from live_memory.settings.runtime import Runtime
 from live_memory.team.sync import team_sync_for
+from live_memory.testing.off_loop import off_loop
 from live_memory.tools import TOOL_SCHEMAS
 from live_memory.workspaces.answerer import Answerer
 from live_memory.workspaces.service import WorkspaceService
-from tests.fakes.off_loop import off_loop
 
 
 @dataclass

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from live_memory.testing.git_env import git_env
+
 __all__ = [
     "GITCONFIG_MARKER",
     "HISTORY_SECRET_MARKER",
@@ -37,26 +39,6 @@ HISTORY_SECRET_MARKER = "HISTORY-SECRET-aa91"
 RENAMED_SECRET_MARKER = "RENAMED-SECRET-6b2e"
 
 _EPOCH = 1_704_067_200  # 2024-01-01T00:00:00Z; each commit is one hour later
-
-
-def git_env(home: Path) -> dict[str, str]:
-    """An environment where git reads no user/system config and behaves the same everywhere."""
-    keep = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k not in ("HOME", "XDG_CONFIG_HOME")}
-    keep.update(
-        {
-            "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_AUTHOR_NAME": "Ada Example",
-            "GIT_AUTHOR_EMAIL": "ada@example.invalid",
-            "GIT_COMMITTER_NAME": "Ada Example",
-            "GIT_COMMITTER_EMAIL": "ada@example.invalid",
-            "LC_ALL": "C",
-            "TZ": "UTC",
-        }
-    )
-    return keep
 
 
 class RepoBuilder:

@@ -15,8 +15,8 @@ from live_memory.core.messages import ChatRequest, ChatResponse, ToolResultPart
 from live_memory.core.records import ToolCall
 from live_memory.providers.base import ChatProvider
 from live_memory.team.sync import TeamSync
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from tests.fakes.engine import Engine, engine_for
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 REMOTE = "git@example.com:Team/App.git"
 REPO_ID = "example.com/team/app"  # its identity, as the servers name it

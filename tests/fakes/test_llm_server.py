@@ -20,7 +20,7 @@ from anthropic import AsyncAnthropic
 from anthropic.types import CacheControlEphemeralParam, Message, TextBlock, TextBlockParam, ToolParam
 from openai import AsyncOpenAI
 
-from tests.fakes.llm_server import CHARS_PER_TOKEN, FakeLLM, RecordedRequest, Reply
+from live_memory.testing.llm_server import CHARS_PER_TOKEN, FakeLLM, RecordedRequest, Reply
 
 HAIKU = "claude-haiku-4-5"
 SONNET = "claude-sonnet-4-6"
@@ -732,7 +732,7 @@ async def test_wait_for_requests_blocks_until_enough_requests_arrived(fake: Fake
 
 def test_module_runs_standalone_server_from_the_command_line() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.llm_server", "--port", "0", "--rules", "deepseek"],
+        [sys.executable, "-m", "live_memory.testing.llm_server", "--port", "0", "--rules", "deepseek"],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

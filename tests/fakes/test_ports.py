@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from tests.fakes.ports import EPHEMERAL_RANGE, free_port
+from live_memory.testing.ports import EPHEMERAL_RANGE, free_port
 
 
 def test_a_free_port_is_bindable_and_below_the_range_outgoing_connections_use() -> None:

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from live_memory.core.messages import ChatRequest, ChatResponse, ProviderInfo
 from live_memory.http.app import create_app
-from tests.fakes.live_server import settings_for
+from live_memory.testing.live_server import settings_for
 
 
 def mode_of(path: Path) -> int:

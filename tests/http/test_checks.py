@@ -7,9 +7,9 @@ from pathlib import Path
 import httpx2
 
 from live_memory.settings.config import load_settings
-from tests.fakes.live_server import live_server, settings_for
-from tests.fakes.llm_server import FakeLLM
-from tests.fakes.off_loop import off_loop
+from live_memory.testing.live_server import live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM
+from live_memory.testing.off_loop import off_loop
 
 
 def test_check_sends_one_token_to_the_servers_model_and_locates_the_checkout(fake: FakeLLM, tmp_path: Path) -> None:

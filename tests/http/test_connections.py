@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from live_memory import constants as C
 from live_memory.http.connections import BoundedH11Protocol, bounded_protocol, connection_cap
-from tests.fakes.quick_server import QuickServer
+from live_memory.testing.quick_server import QuickServer
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 SLOW_REQUEST = b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"

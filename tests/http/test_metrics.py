@@ -7,8 +7,8 @@ from pathlib import Path
 
 import httpx2
 
-from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, Reply
+from live_memory.testing.live_server import ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, Reply
 
 
 async def test_metrics_label_workspaces_by_id_and_count_latency_tokens_and_provider_errors(

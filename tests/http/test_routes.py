@@ -10,9 +10,9 @@ import httpx2
 import pytest
 
 from live_memory.settings.config import load_settings
-from tests.fakes.live_server import live_server, settings_for
-from tests.fakes.llm_server import FakeLLM
-from tests.fakes.off_loop import off_loop
+from live_memory.testing.live_server import live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM
+from live_memory.testing.off_loop import off_loop
 
 
 def test_without_a_credential_health_is_degraded_and_startup_says_what_to_set(

@@ -21,9 +21,9 @@ from live_memory.core.errors import ConfigError
 from live_memory.http.app import create_app
 from live_memory.http.security import SecurityMiddleware, SecurityPolicy, check_bind, split_authority
 from live_memory.settings.config import load_settings
+from live_memory.testing.live_server import LiveServer, ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, Reply
 from live_memory.tools import Toolbox
-from tests.fakes.live_server import LiveServer, ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, Reply
 
 SECRET_MARK = "TOP-SECRET-OUTSIDE"
 

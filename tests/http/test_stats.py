@@ -6,9 +6,9 @@ from pathlib import Path
 
 from live_memory.core.records import ToolCall, Usage
 from live_memory.http.stats import server_stats, workspace_stats
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from live_memory.workspaces.telemetry import RecentQuestion, Telemetry, percentile
 from tests.fakes.engine import engine_for
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 
 def big_repo(tmp_path: Path) -> Path:

@@ -10,8 +10,8 @@ import httpx2
 import pytest
 
 from live_memory.http.status_page import uptime
-from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM
+from live_memory.testing.live_server import ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM
 
 
 class Text(HTMLParser):

@@ -20,9 +20,9 @@ import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from live_memory.http.app import create_app
+from live_memory.testing.live_server import LiveServer, settings_for
+from live_memory.testing.llm_server import FakeLLM
 from tests.fakes.agent_clis import require_cli
-from tests.fakes.live_server import LiveServer, settings_for
-from tests.fakes.llm_server import FakeLLM
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HOOKS = REPO_ROOT / "hooks"

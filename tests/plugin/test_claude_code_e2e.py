@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from blockbuster import blockbuster_ctx
 
+from live_memory.testing.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.conftest import refuse_connections_off_loopback, seal_environment
 from tests.fakes.agent_clis import require_cli
-from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.fakes.wire import all_text
 from tests.plugin.conftest import (
     CLI_CANDIDATE,
@@ -127,7 +127,10 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
     set up here again): a sealed environment, loopback only, no blocking call on the server's event loop."""
     claude = require_cli(CLI_CANDIDATE, "claude", "scripts/install-claude-cli.sh")
     home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as patch, blockbuster_ctx("live_memory"):
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        blockbuster_ctx("live_memory", excluded_modules=["live_memory.testing"]),
+    ):
         seal_environment(patch, home)
         refuse_connections_off_loopback(patch)
         with recorded_service(home / "live-memory-data") as service:

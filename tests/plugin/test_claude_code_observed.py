@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from bench.bill_agents import edit_result, read_result, subagent_report
 
-from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
+from live_memory.testing.llm_server import FakeLLM, RecordedRequest, Reply
 from tests.plugin.conftest import cli_env, run_cli
 
 pytestmark = pytest.mark.slow

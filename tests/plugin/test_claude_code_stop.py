@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from live_memory.testing.llm_server import FakeLLM, RecordedRequest, Reply
+from live_memory.testing.ports import free_port
 from tests.cli.test_main import openai_env
-from tests.fakes.llm_server import FakeLLM, RecordedRequest, Reply
-from tests.fakes.ports import free_port
 from tests.plugin.conftest import REPO_ROOT, TOOL_NAME, cli_env
 from tests.plugin.test_claude_code_e2e import is_agent_turn, tool_results
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from live_memory.http.app import create_app
-from tests.fakes.live_server import LiveServer, settings_for
-from tests.fakes.llm_server import FakeLLM
-from tests.fakes.ports import free_port
+from live_memory.testing.live_server import LiveServer, settings_for
+from live_memory.testing.llm_server import FakeLLM
+from live_memory.testing.ports import free_port
 from tests.plugin.conftest import (
     HOOKS,
     TOOL_NAME,

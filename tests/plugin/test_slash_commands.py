@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.live_server import ask_via_mcp
-from tests.fakes.ports import free_port
+from live_memory.testing.live_server import ask_via_mcp
+from live_memory.testing.ports import free_port
 from tests.plugin.conftest import HOOKS, Service, expansion_payload, hook_env, run_script
 
 

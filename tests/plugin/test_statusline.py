@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.live_server import ask_via_mcp
-from tests.fakes.ports import free_port
+from live_memory.testing.live_server import ask_via_mcp
+from live_memory.testing.ports import free_port
 from tests.plugin.conftest import HOOKS, Service, run_script
 
 

@@ -18,7 +18,7 @@ from live_memory.core.errors import AuthError, NoCredentialError, ProviderError,
 from live_memory.core.messages import ChatRequest, Message, ProviderInfo, TextPart, ToolResultPart, ToolUsePart
 from live_memory.providers.anthropic import AnthropicProvider, encode_request, request_body
 from live_memory.providers.base import WireCache
-from tests.fakes.llm_server import FakeLLM, Reply
+from live_memory.testing.llm_server import FakeLLM, Reply
 from tests.fakes.wire import Wire as BaseWire
 from tests.providers.sample_request import TOOL, request
 

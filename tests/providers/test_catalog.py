@@ -17,8 +17,8 @@ from live_memory.constants import CACHE_LONG_TTL_S, CACHE_TTL_S
 from live_memory.providers import catalog
 from live_memory.providers.pricing import PRICES, price_for
 from live_memory.providers.profiles import EXPLICIT_CACHE, PROFILES, min_cacheable_tokens_for
+from live_memory.testing import llm_server
 from live_memory.testing.prompt_cache import PromptCache
-from tests.fakes import llm_server
 
 PACKAGE = Path(catalog.__file__).resolve().parents[1]
 SOURCE_ROOT = PACKAGE.parent

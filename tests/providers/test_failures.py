@@ -23,7 +23,7 @@ from live_memory.providers.failures import (
     parse_retry_after,
 )
 from live_memory.providers.openai_compat import OpenAICompatProvider
-from tests.fakes.llm_server import FakeLLM, Reply
+from live_memory.testing.llm_server import FakeLLM, Reply
 
 STABLE = "You are a test system prompt. " * 60  # longer than the scripted 100-token context limit
 

@@ -18,8 +18,8 @@ from live_memory.providers.base import ChatProvider
 from live_memory.providers.oauth import OWN_COPY, SubscriptionCredential
 from live_memory.settings.config import load_settings
 from live_memory.settings.provider_factory import build_provider
-from tests.fakes.live_server import LiveServer
-from tests.fakes.llm_server import FakeLLM, Reply
+from live_memory.testing.live_server import LiveServer
+from live_memory.testing.llm_server import FakeLLM, Reply
 
 
 def write_credential(home: Path, token: str, *, expires_in_s: float, refresh: str = "rt-1") -> Path:

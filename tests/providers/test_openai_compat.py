@@ -22,7 +22,7 @@ from live_memory.providers.openai_compat import (
     request_body,
     tool_to_openai,
 )
-from tests.fakes.llm_server import FakeLLM, Reply
+from live_memory.testing.llm_server import FakeLLM, Reply
 from tests.fakes.wire import Wire
 from tests.providers.sample_request import STABLE, TOOL, request
 

@@ -12,8 +12,8 @@ from typing import Any
 from live_memory.core.records import ToolCall
 from live_memory.engine.agent_loop import LoopLimits, QuestionLoop
 from live_memory.memory.context_window import ContextWindow
+from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from live_memory.tools import TOOL_SCHEMAS, Toolbox, ToolOutcome
-from tests.fakes.scripted_provider import ScriptedProvider, text_response
 
 ORIGINAL = "def main():\n    return 'v1'\n"
 

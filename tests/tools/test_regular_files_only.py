@@ -12,9 +12,9 @@ import httpx2
 import pytest
 
 from live_memory.outline.directory_tree import build_directory_tree
+from live_memory.testing.live_server import ask_via_mcp, live_server, settings_for
+from live_memory.testing.llm_server import FakeLLM, Reply
 from live_memory.tools import Toolbox, ToolLimits
-from tests.fakes.live_server import ask_via_mcp, live_server, settings_for
-from tests.fakes.llm_server import FakeLLM, Reply
 from tests.tools.blocking import TIMEOUT_S, releasing
 
 

@@ -2,7 +2,7 @@
 and pays in full, reported in each provider's usage fields.
 
 In the spirit of pydantic-ai's ``TestModel``: one public, typed simulator that the fake provider of the
-tests (``tests/fakes/llm_server.py``), the benchmarks and ``live-memory demo`` share, so their figures
+tests (``server/live_memory/testing/llm_server.py``), the benchmarks and ``live-memory demo`` share, so their figures
 follow the same rules. The rules' numbers (breakpoint limit, lookback, lifetimes, minimum cacheable
 prefixes, hit units) come from the service's packaged provider data (``live_memory.providers.profiles``).
 

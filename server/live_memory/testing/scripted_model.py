@@ -5,7 +5,7 @@ A ``Script`` decides each turn from the request body; the usage reports what the
 (`prompt_cache.py`, Anthropic rules with the model's minimum cacheable prefix) gives for the request, so a
 client sees ``cache_read_input_tokens`` grow as its prompt's prefix repeats. Standard library only (it
 serves ``live-memory demo`` from a plain install); the richer fake of the tests (streaming, errors, stalls,
-the OpenAI protocol) is ``tests/fakes/llm_server.py``, on the same simulator.
+the OpenAI protocol) is ``server/live_memory/testing/llm_server.py``, on the same simulator.
 """
 
 from __future__ import annotations

@@ -11,14 +11,14 @@ Usage (tests)::
 
 Usage (by hand)::
 
-    python -m tests.fakes.llm_server --port 8089 [--rules anthropic|openai|deepseek|none] [--host 127.0.0.1]
+    python -m live_memory.testing.llm_server --port 8089 [--rules anthropic|openai|deepseek|none] [--host 127.0.0.1]
 
 Endpoints
     ``POST /v1/messages`` (also ``?beta=true``; a ``role: "system"`` message inside ``messages`` is accepted),
     ``POST /v1/messages/count_tokens`` → ``{"input_tokens": n}``, ``POST /v1/chat/completions`` (also
     ``/chat/completions``), ``POST /v1/responses`` (also ``/responses``; the OpenAI Responses API, in
-    :mod:`tests.fakes.responses_wire`), ``POST /v1beta/models/<model>:streamGenerateContent`` (also
-    ``:generateContent`` and ``:countTokens``; the Gemini API, in :mod:`tests.fakes.gemini_wire`),
+    :mod:`live_memory.testing.responses_wire`), ``POST /v1beta/models/<model>:streamGenerateContent`` (also
+    ``:generateContent`` and ``:countTokens``; the Gemini API, in :mod:`live_memory.testing.gemini_wire`),
     ``GET /v1/models`` and ``GET /v1/models/{id}`` (one shape that both SDKs parse).
     Anything else gets a JSON 404.
 
@@ -69,7 +69,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-import pydantic_core
+import pydantic
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -78,6 +78,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from live_memory.providers.profiles import EXPLICIT_CACHE, Protocol
+from live_memory.testing import gemini_wire, responses_wire
 from live_memory.testing.prompt_blocks import (
     CHARS_PER_TOKEN,
     MEMO_LIMIT,
@@ -90,8 +91,7 @@ from live_memory.testing.prompt_blocks import (
     sorted_json,
 )
 from live_memory.testing.prompt_cache import CACHE_RULES, CacheOutcome, CacheRules, PromptCache
-from tests.fakes import gemini_wire, responses_wire
-from tests.fakes.quick_server import QuickServer
+from live_memory.testing.quick_server import QuickServer
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -832,12 +832,15 @@ def _json_object(raw: bytes) -> dict[str, Any] | None:
     return cast("dict[str, Any]", body) if isinstance(body, dict) else None
 
 
+_ANY_JSON: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Any)  # pydantic's own JSON parser, no model
+
+
 def _request_object(raw: bytes) -> dict[str, Any] | None:
     """What _json_object gives, faster: pydantic's parser takes well under half the time of json.loads on a
     long conversation and gives the same values; whatever it rejects (json.loads also accepts lone
     surrogates, a BOM, UTF-16, deeper nesting) goes to json.loads, so the outcome is the same."""
     try:
-        body = pydantic_core.from_json(raw)
+        body = _ANY_JSON.validate_json(raw)
     except ValueError:
         return _json_object(raw)
     return cast("dict[str, Any]", body) if isinstance(body, dict) else None
@@ -1096,7 +1099,9 @@ def _openai_stream(model: str, answer: _Answer, usage: dict[str, Any] | None) ->
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve a FakeLLM with the default responder until Ctrl-C."""
-    parser = argparse.ArgumentParser(prog="python -m tests.fakes.llm_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m live_memory.testing.llm_server", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--port", type=int, default=8089)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--rules", choices=["anthropic", "openai", "deepseek", "none"], default="anthropic")

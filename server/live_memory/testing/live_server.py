@@ -15,8 +15,8 @@ from starlette.applications import Starlette
 
 from live_memory.http.app import create_app
 from live_memory.settings.config import Settings, load_settings
-from tests.fakes.off_loop import off_loop
-from tests.fakes.quick_server import QuickServer
+from live_memory.testing.off_loop import off_loop
+from live_memory.testing.quick_server import QuickServer
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@
 - `server_process`: the real Live Memory app under uvicorn in a *child process* (spawned, so it has its
   own interpreter and GIL). Throughput benchmarks use it so that the load generator and the fake provider
   do not share a GIL with the server they measure; the child serves `create_app(settings_for(...))` with
-  `tests.fakes.live_server.LiveServer`, exactly like the tests do in-process (optionally with TCP_NODELAY
+  `live_memory.testing.live_server.LiveServer`, exactly like the tests do in-process (optionally with TCP_NODELAY
   on the listening socket, see `server_process`).
 """
 
@@ -206,9 +206,8 @@ class McpAsker:
 def _serve(spec: dict[str, Any], conn: Any, stop: Any) -> None:
     if spec.get("src"):  # another checkout of the server (a baseline): its sources replace ours
         _use_checkout(spec["src"])
-    from tests.fakes.live_server import LiveServer, settings_for
-
     from live_memory.http.app import create_app
+    from live_memory.testing.live_server import LiveServer, settings_for
 
     logging.basicConfig(level=logging.WARNING)  # before the app: the MCP SDK would configure INFO
     try:
@@ -337,9 +336,10 @@ def server_process(
     """Serve Live Memory (settings as `settings_for`) in a spawned child process; yields its URL and pid.
     `src`: serve another checkout of the server instead (a baseline measured in the same run).
 
-    The listening socket is made like `tests.fakes.live_server.LiveServer` (and `live_memory.cli.main.bind_socket`)
-    make it: with IPPROTO_TCP, so asyncio sets TCP_NODELAY on accepted connections. `tcp_nodelay=True`
-    also sets it on the listener (no difference on Linux since that fix; kept for comparisons).
+    The listening socket is made like `live_memory.testing.live_server.LiveServer` (and
+    `live_memory.cli.main.bind_socket`) make it: with IPPROTO_TCP, so asyncio sets TCP_NODELAY on accepted
+    connections. `tcp_nodelay=True` also sets it on the listener (no difference on Linux since that fix; kept for
+    comparisons).
     `profile_dir`: profile the child (see `child_process`).
     """
     spec = {
@@ -371,7 +371,7 @@ def scripted_settings(fake_base_url: str, data_dir: Path, served: ServedModel, m
     """The server a scripted session drives, in process: `served` on the fake provider with a
     `max_context_tokens` window; it summarizes whenever a compaction is due (no minimum interval) and runs
     no OS watcher (the script reports its own edits through /notify)."""
-    from tests.fakes.live_server import settings_for
+    from live_memory.testing.live_server import settings_for
 
     return settings_for(
         fake_base_url,

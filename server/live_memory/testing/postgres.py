@@ -32,7 +32,7 @@ from pathlib import Path
 
 import psycopg
 
-from tests.fakes.ports import free_port
+from live_memory.testing.ports import free_port
 
 PG_ROOT = Path("/usr/lib/postgresql")
 BINARIES = ("initdb", "pg_ctl", "postgres")

@@ -1,4 +1,4 @@
-"""The Gemini API for :class:`~tests.fakes.llm_server.FakeLLM`: ``POST /v1beta/models/<model>:<method>``.
+"""The Gemini API for :class:`~live_memory.testing.llm_server.FakeLLM`: ``POST /v1beta/models/<model>:<method>``.
 
 Gemini CLI, pointed at a gateway (``GOOGLE_GEMINI_BASE_URL``), speaks this protocol through Google's genai
 SDK, so the fake answers it with the same scripted replies as its other endpoints.
@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from live_memory.testing.prompt_blocks import count_tokens
 
 if TYPE_CHECKING:
-    from tests.fakes.llm_server import RecordedRequest, Reply
+    from live_memory.testing.llm_server import RecordedRequest, Reply
 
 PATH = "/v1beta/models/{target:path}"  # target = "<model>:<method>"
 STREAM, GENERATE, COUNT = "streamGenerateContent", "generateContent", "countTokens"

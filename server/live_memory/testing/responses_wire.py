@@ -1,4 +1,4 @@
-"""The OpenAI Responses API for :class:`~tests.fakes.llm_server.FakeLLM`: ``POST /v1/responses``.
+"""The OpenAI Responses API for :class:`~live_memory.testing.llm_server.FakeLLM`: ``POST /v1/responses``.
 
 Codex CLI speaks only this protocol to a custom provider (``wire_api = "responses"``; its ``"chat"`` value
 is refused since 2025), so the fake answers it with the same scripted replies as its other endpoints.
@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from live_memory.testing.prompt_blocks import count_tokens
 
 if TYPE_CHECKING:
-    from tests.fakes.llm_server import RecordedRequest, Reply
+    from live_memory.testing.llm_server import RecordedRequest, Reply
 
 PATHS = ("/v1/responses", "/responses")
 
