@@ -13,6 +13,7 @@ import pytest
 from live_memory.core.errors import AuthError, BusyError, NoCredentialError
 from live_memory.core.messages import ChatRequest, ChatResponse
 from live_memory.core.records import ToolCall, Usage
+from live_memory.engine.agent_loop import Progress
 from live_memory.settings.config import load_settings
 from live_memory.settings.runtime import Runtime
 from live_memory.testing.live_server import settings_for
@@ -39,13 +40,26 @@ async def test_an_answer_is_committed_and_the_next_question_sees_it(tmp_path: Pa
     assert state is not None and state.window.qa_count() == 2
 
 
+class Steps(Progress):
+    """The caller's progress, keeping every step it was told (a heartbeat reads only the latest)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def report(self, status: str) -> None:
+        super().report(status)
+        self.seen.append(status)
+
+
 async def test_the_caller_is_told_each_step_of_the_question_as_it_happens(tmp_path: Path, workspace: Path) -> None:
     read = text_response("", tool_calls=(ToolCall("r1", "Read", {"file_path": "app.py"}),))
     engine = engine_for(tmp_path, ScriptedProvider(read, text_response("done")))
-    seen: list[str] = []
-    result = await engine.answerer.ask(str(workspace), "what is VERSION?", on_status=seen.append)
+    progress = Steps()
+    result = await engine.answerer.ask(str(workspace), "what is VERSION?", progress=progress)
     assert result.answer == "done"
-    assert seen == [
+    assert progress.now == "thinking (turn 2)"  # what a heartbeat sent now would say
+    assert progress.seen == [
         "waiting for earlier questions on this workspace",
         "thinking (turn 1)",
         "running Read",

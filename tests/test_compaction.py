@@ -18,7 +18,13 @@ from live_memory.core.messages import ChatRequest, ChatResponse, Message, TextPa
 from live_memory.core.prompts import CITED_HEADING
 from live_memory.engine.admission import DistillGate
 from live_memory.engine.agent_loop import CompactionHook, LoopLimits, QuestionLoop
-from live_memory.engine.compaction import CompactionPolicy, CompactionScope, Compactor, history_tokens
+from live_memory.engine.compaction import (
+    CompactionPolicy,
+    CompactionReport,
+    CompactionScope,
+    Compactor,
+    history_tokens,
+)
 from live_memory.engine.summarizer import Summarizer
 from live_memory.memory.cited_lines import Citation, CitedLines, cut
 from live_memory.memory.context_window import ContextWindow
@@ -203,9 +209,17 @@ async def run_session(floor: float, questions: int = 30) -> list[int]:
         responder=lambda r: summary_of(r) if "ledger" in r.system[0].text else text_response("ok")
     )
     compactions: list[int] = []
-    compact = bound(
+    reports: list[CompactionReport] = []
+    compactor = bound(
         Compactor(CompactionPolicy(threshold=0.85, floor=floor), Summarizer(provider)), DistillGate(0.0, clock)
     )
+
+    async def compact(window: ContextWindow, overflow_limit: int | None) -> CompactionReport | None:
+        report = await compactor(window, overflow_limit)
+        if report is not None:
+            reports.append(report)
+        return report
+
     window = ContextWindow(budget_tokens=6000)
     limits = LoopLimits(
         timeout_s=30, max_iterations=3, answer_tokens=256, context_tokens=6000, force_explore_when_cold=False
@@ -213,7 +227,9 @@ async def run_session(floor: float, questions: int = 30) -> list[int]:
     loop = QuestionLoop(provider, NoTools(), (), limits, workspace_root=Path("/"), compactor=compact)
     for index in range(questions):
         window.observe(f"notes/n{index}.md", f"note {index} " * 120, sha(f"n{index}"))
-        if (await loop.answer(window, f"question {index}")).compactions:
+        before = len(reports)
+        await loop.answer(window, f"question {index}")
+        if len(reports) > before:
             compactions.append(index)
     return compactions
 

@@ -76,7 +76,8 @@ class LoopLimits:
 
 @dataclass
 class LoopOutcome:
-    """What the loop produced; the caller commits it and renders the trailer."""
+    """What the loop produced for one question, returned to the caller, which commits it and renders the trailer
+    (the compactions made meanwhile are the compaction hook's, which the caller owns)."""
 
     answer: str
     usage: Usage = field(default_factory=Usage)
@@ -86,18 +87,19 @@ class LoopOutcome:
     timed_out: bool = False
     partial: str | None = None  # why the answer is incomplete, when the provider failed mid-way
     model: str = ""
-    question_message: Message | None = None
     first_prompt_estimate: int = 0
     first_prompt_actual: int = 0
-    compactions: list[CompactionReport] = field(default_factory=list)  # the caller counts and charges them
-    status: str = "starting"
-    on_status: Callable[[str], None] | None = None  # told each new status (progress reports), if given
+
+
+class Progress:
+    """What a question is doing now. Its caller makes one and reads `now` whenever it reports on the question
+    (a progress heartbeat); the answerer and the loop only write to it."""
+
+    def __init__(self) -> None:
+        self.now = "starting"
 
     def report(self, status: str) -> None:
-        """What the question is doing now: kept, and passed to `on_status`."""
-        self.status = status
-        if self.on_status is not None:
-            self.on_status(status)
+        self.now = status
 
 
 def held_ranges(window: ContextWindow) -> list[str]:
@@ -137,23 +139,25 @@ class QuestionLoop:
         self.grounded = False  # the question's names were found in the current files (no cold nudge then)
         self.sent = 0  # requests of this question answered by the provider
         self.kept_reads = 0  # the transcript up to here is kept in the history: it shows files now held
+        self._out = LoopOutcome(answer="")  # what `answer` is producing; returned at its end
+        self._progress = Progress()
 
-    async def _compact(self, window: ContextWindow, overflow_limit: int | None, out: LoopOutcome) -> None:
+    async def _compact(self, window: ContextWindow, overflow_limit: int | None) -> None:
         if self.compactor is not None:
-            report = await self.compactor(window, overflow_limit)
-            if report is not None:
-                out.compactions.append(report)
+            await self.compactor(window, overflow_limit)
 
-    async def answer(self, window: ContextWindow, question: str, outcome: LoopOutcome | None = None) -> LoopOutcome:
-        """Run the loop on `window` (mutated: deltas synced, reads recorded, exchange appended)."""
-        out = outcome or LoopOutcome(answer="", model=self.provider.info.model)
+    async def answer(self, window: ContextWindow, question: str, progress: Progress | None = None) -> LoopOutcome:
+        """Run the loop on `window` (mutated: deltas synced, reads recorded, exchange appended) and return what
+        it produced; `progress` is told what it is doing as that changes."""
+        self._progress = progress or Progress()
+        out = self._out = LoopOutcome(answer="", model=self.provider.info.model)
         started = self.clock()
         self.deadline = started + self.limits.timeout_s
         self.reserve = min(self.limits.reserve_s, self.limits.timeout_s * 0.25)
         window.sync_deltas()
-        await self._compact(window, None, out)
-        definitions = await self._look_up_names_in_time(window, question, out)
-        ahead = await self._in_time(self._pre_read(window, question, out), PreRead())
+        await self._compact(window, None)
+        definitions = await self._look_up_names_in_time(window, question)
+        ahead = await self._in_time(self._pre_read(window, question), PreRead())
         # Definitions looked up and files read in the current files ground an answer even in an empty memory.
         self.grounded = bool(definitions) or bool(ahead.calls)
         hint = prompts.question_hint(
@@ -164,19 +168,19 @@ class QuestionLoop:
             named_files=ahead.listed,
         )
         self.hint = hint
-        out.question_message = Message("user", (TextPart(prompts.question_block(question)),))
+        question_message = Message("user", (TextPart(prompts.question_block(question)),))
         # The transcript is what this question sends after the history: the question, then tool turns (the
         # first one perhaps made by the loop itself: the files the question asks about, read ahead).
-        transcript: list[Message] = [out.question_message, *ahead.messages]
+        transcript: list[Message] = [question_message, *ahead.messages]
         if await self._hold_round(window, ahead.outcomes):
             self.kept_reads = len(transcript)
         try:
             async with asyncio.timeout_at(self._loop_time(self.deadline - self.reserve)) as self._timeout:
-                await self._run(window, transcript, out)
+                await self._run(window, transcript)
         except TimeoutError:
             out.timed_out = True
-            out.report("deadline reached; writing the best answer so far")
-            await self._best_effort(window, transcript, out)
+            self._progress.report("deadline reached; writing the best answer so far")
+            await self._best_effort(window, transcript)
         except ProviderError as exc:
             if not out.tool_calls and not out.answer:
                 raise  # nothing learned yet: the caller gets the provider's clear error
@@ -189,7 +193,7 @@ class QuestionLoop:
         kept = kept_answer(out.answer, self.limits.answer_chars)
         reads = transcript[1 : self.kept_reads]  # the rounds up to the last that showed a file now held
         window.add_exchange(
-            out.question_message, question, kept, out.files_read, transcript[1:], sent_at=started, reads=reads
+            question_message, question, kept, out.files_read, transcript[1:], sent_at=started, reads=reads
         )
         window.note_requests(self.sent)
         hot = self.limits.hot_set
@@ -197,9 +201,9 @@ class QuestionLoop:
             await self._hold_cited_lines(window, out.answer, hot)
         return out
 
-    async def _look_up_names_in_time(self, window: ContextWindow, question: str, out: LoopOutcome) -> list[str]:
+    async def _look_up_names_in_time(self, window: ContextWindow, question: str) -> list[str]:
         """`_look_up_names` within the question's deadline (a shutdown's cut included): past it, none."""
-        return await self._in_time(self._look_up_names(window, question, out), [])
+        return await self._in_time(self._look_up_names(window, question), [])
 
     async def _in_time(self, work: Awaitable[Done], late: Done) -> Done:
         """`work`'s result within the question's deadline (a shutdown's cut included); past it, `late`."""
@@ -211,16 +215,16 @@ class QuestionLoop:
         finally:
             self._timeout = None
 
-    async def _pre_read(self, window: ContextWindow, question: str, out: LoopOutcome) -> PreRead:
+    async def _pre_read(self, window: ContextWindow, question: str) -> PreRead:
         """The files the question asks about as a whole, read ahead (pre_read.py); recorded as read."""
         ahead = await pre_read(
             self.tools, window, question, max_files=C.PRE_READ_MAX_FILES, max_chars=self.limits.pre_read_chars
         )
         for outcome in ahead.outcomes:
-            self._note_reads(window, outcome, out)
+            self._note_reads(window, outcome)
         return ahead
 
-    async def _look_up_names(self, window: ContextWindow, question: str, out: LoopOutcome) -> list[str]:
+    async def _look_up_names(self, window: ContextWindow, question: str) -> list[str]:
         """find_symbol's answers for the names the question mentions (question_names.py), in parallel, the
         definitions in the files this memory used most recently first; the files they come from are known
         from here on, as if read (what is learned from them rests on them)."""
@@ -271,11 +275,12 @@ class QuestionLoop:
         """Translate a deadline on our clock to the event loop's clock."""
         return asyncio.get_running_loop().time() + max(when - self.clock(), 0.0)
 
-    async def _run(self, window: ContextWindow, transcript: list[Message], out: LoopOutcome) -> None:
+    async def _run(self, window: ContextWindow, transcript: list[Message]) -> None:
+        out = self._out
         guard_used = self.grounded or not (self.limits.force_explore_when_cold and window.cold)
         for iteration in range(self.limits.max_iterations):
-            out.report(f"thinking (turn {iteration + 1})")
-            response = await self._call(window, transcript, out)
+            self._progress.report(f"thinking (turn {iteration + 1})")
+            response = await self._call(window, transcript)
             if not response.tool_calls:
                 if not guard_used and out.tool_calls == 0:
                     guard_used = True
@@ -287,19 +292,20 @@ class QuestionLoop:
             if response.text.strip():
                 out.answer = response.text.strip()
             transcript.append(response.as_message())
-            results, held = await self._run_tools(window, response, out)
+            results, held = await self._run_tools(window, response)
             transcript.append(results)
             if held:
                 self.kept_reads = len(transcript)
         # Out of tool turns: ask once for the answer from what was found.
         transcript.append(Message("user", (TextPart(prompts.ITERATIONS_NUDGE),)))
-        response = await self._call(window, transcript, out)
+        response = await self._call(window, transcript)
         out.answer = response.text.strip() or out.answer or "(no answer within the tool-turn limit)"
 
-    async def _run_tools(self, window: ContextWindow, response: ChatResponse, out: LoopOutcome) -> tuple[Message, bool]:
+    async def _run_tools(self, window: ContextWindow, response: ChatResponse) -> tuple[Message, bool]:
         """The round's results, and whether it showed a file the hot set now holds."""
+        out = self._out
         names = ", ".join(c.name for c in response.tool_calls)
-        out.report(f"running {names}")
+        self._progress.report(f"running {names}")
         outcomes = await asyncio.gather(*(self.tools.run(c.name, c.arguments) for c in response.tool_calls))
         parts: list[Part] = []
         for call, result in zip(response.tool_calls, outcomes, strict=True):
@@ -308,7 +314,7 @@ class QuestionLoop:
             if call.name == LOOKUP_TOOL:
                 self._note_lookup(window, result)
             else:
-                self._note_reads(window, result, out)
+                self._note_reads(window, result)
             parts.append(ToolResultPart(call.id, result.text, is_error=result.is_error))
         reads = [result for call, result in zip(response.tool_calls, outcomes, strict=True) if call.name == "Read"]
         return Message("user", tuple(parts)), await self._hold_round(window, reads)
@@ -320,10 +326,10 @@ class QuestionLoop:
             return False
         return bool(await hold_reads(window, self.root, hot, reads))
 
-    def _note_reads(self, window: ContextWindow, result: ToolOutcomeLike, out: LoopOutcome) -> None:
+    def _note_reads(self, window: ContextWindow, result: ToolOutcomeLike) -> None:
         for read in result.files_read:
-            if read.path not in out.files_read:
-                out.files_read.append(read.path)
+            if read.path not in self._out.files_read:
+                self._out.files_read.append(read.path)
                 self._record_read(window, read)
 
     def _note_lookup(self, window: ContextWindow, result: ToolOutcomeLike) -> None:
@@ -374,7 +380,8 @@ class QuestionLoop:
             total -= sizes[index] - new_size
             sizes[index] = new_size
 
-    async def _call(self, window: ContextWindow, transcript: list[Message], out: LoopOutcome) -> ChatResponse:
+    async def _call(self, window: ContextWindow, transcript: list[Message]) -> ChatResponse:
+        out = self._out
         compacted_for_overflow = False
         attempt = 0
         while True:
@@ -388,15 +395,15 @@ class QuestionLoop:
                 compacted_for_overflow = True
                 if exc.limit_tokens:
                     self.hard_limit = min(self.hard_limit, exc.limit_tokens)
-                out.report("prompt too long; compacting the memory and retrying")
-                await self._compact(window, exc.limit_tokens or 0, out)
+                self._progress.report("prompt too long; compacting the memory and retrying")
+                await self._compact(window, exc.limit_tokens or 0)
                 continue
             except ProviderError as exc:
                 delay = self._retry_delay(exc, attempt)
                 if delay is None:
                     raise
                 attempt += 1
-                out.report(f"provider busy; retrying in {delay:.1f}s")
+                self._progress.report(f"provider busy; retrying in {delay:.1f}s")
                 logger.info("retrying provider call in %.1fs after: %s", delay, exc)
                 await asyncio.sleep(delay)
                 continue
@@ -422,8 +429,9 @@ class QuestionLoop:
             return None
         return delay
 
-    async def _best_effort(self, window: ContextWindow, transcript: list[Message], out: LoopOutcome) -> None:
+    async def _best_effort(self, window: ContextWindow, transcript: list[Message]) -> None:
         """At the soft deadline: one bounded wrap-up call if there is material, else what we have."""
+        out = self._out
         remaining = self.deadline - self.clock()
         # The deadline may fall while tools run: every tool call needs its result before any later turn
         # (providers refuse the request otherwise), and the transcript may be kept for the next question.
@@ -433,7 +441,7 @@ class QuestionLoop:
             transcript.append(Message("user", (*closing, TextPart(prompts.DEADLINE_NUDGE))))
             try:
                 async with asyncio.timeout(remaining):
-                    response = await self._call(window, transcript, out)
+                    response = await self._call(window, transcript)
                 if response.text.strip():
                     out.answer = response.text.strip()
             except (TimeoutError, ProviderError) as exc:

@@ -20,6 +20,7 @@ from live_memory import __version__
 from live_memory import constants as C
 from live_memory.core.errors import ReportedError
 from live_memory.core.records import QuestionResult
+from live_memory.engine.agent_loop import Progress
 from live_memory.http.jobs import JobRegistry
 from live_memory.http.shutdown import EndListens, StopSignal
 from live_memory.workspaces.answerer import Answerer, validate_question
@@ -98,12 +99,7 @@ def build_mcp_server(
     )
     async def ask_live_memory(question: str, ctx: Context, cwd: str = "", max_answer_tokens: int = 0) -> str:
         workspace_cwd = _cwd_from(ctx, cwd)
-        status = "starting"
-
-        def on_status(now: str) -> None:
-            nonlocal status
-            status = now
-
+        progress = Progress()  # ours: the answer path writes what it is doing, the heartbeat reads it
         started = clock()
         budget = answerer.time_budget_s
 
@@ -116,7 +112,7 @@ def build_mcp_server(
         def beat() -> None:
             nonlocal timer
             if not reports:
-                report = ctx.report_progress(round(clock() - started, 1), budget, status)
+                report = ctx.report_progress(round(clock() - started, 1), budget, progress.now)
                 task = loop.create_task(report)
                 reports.add(task)
                 task.add_done_callback(_report_done(reports))
@@ -127,7 +123,7 @@ def build_mcp_server(
         failure: Exception | None = None
         with stop.call():
             try:
-                result = await answerer.ask(workspace_cwd, question, max_answer_tokens, on_status, agent=_agent_of(ctx))
+                result = await answerer.ask(workspace_cwd, question, max_answer_tokens, progress, agent=_agent_of(ctx))
             except Exception as exc:  # cancellation (the client hung up) still propagates
                 failure = exc
             finally:

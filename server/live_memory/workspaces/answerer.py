@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from live_memory import constants as C
 from live_memory.core.errors import BusyError, InputError, NoCredentialError, ProviderError
 from live_memory.core.records import QuestionResult, TeamAnswer, Usage
-from live_memory.engine.agent_loop import LoopLimits, LoopOutcome, QuestionLoop
+from live_memory.engine.agent_loop import LoopLimits, LoopOutcome, Progress, QuestionLoop
 from live_memory.engine.answer_reuse import KeptAnswer, given_again
-from live_memory.engine.compaction import CompactionPolicy, CompactionScope, Compactor
+from live_memory.engine.compaction import CompactionPolicy, CompactionReport, CompactionScope, Compactor
 from live_memory.engine.summarizer import Conversation, Summarizer
+from live_memory.memory.context_window import ContextWindow
 from live_memory.memory.hot_set import hot_set_of
 from live_memory.settings.config import Settings
 from live_memory.settings.logging_setup import log_question
@@ -41,6 +42,15 @@ logger = logging.getLogger(__name__)
 
 TEAM_ANSWER_MODEL = "team-answer"  # the trailer's model for an answer given again from a teammate's
 GIVEN_AGAIN_MODEL = "given-again"  # the trailer's model for this memory's earlier answer given again
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What `_answer` gives back: the loop's outcome, the answer as the caller gets it, and what it cost."""
+
+    outcome: LoopOutcome
+    answer: str
+    cost_usd: float | None
 
 
 def clamp_answer_tokens(requested: int, settings: Settings) -> int:
@@ -83,12 +93,12 @@ class Answerer:
         cwd: str,
         question: str,
         max_answer_tokens: int = 0,
-        on_status: Callable[[str], None] | None = None,
+        progress: Progress | None = None,
         *,
         agent: str = "",
     ) -> QuestionResult:
-        """Answer one question; `on_status` is told what it is doing as that changes (progress reports);
-        `agent` names the coding agent that asked (for /stats)."""
+        """Answer one question; `progress`, the caller's, is told what it is doing as that changes (for its
+        progress reports); `agent` names the coding agent that asked (for /stats)."""
         runtime = self.service.runtime  # one consistent view even if a reload lands meanwhile
         settings = runtime.settings
         question = validate_question(question)
@@ -98,7 +108,7 @@ class Answerer:
         if self.service.stopping:
             raise BusyError("Live Memory is shutting down; retry in a few seconds", C.BUSY_RETRY_AFTER_S)
         started = self.clock()
-        out = LoopOutcome(answer="", model=runtime.provider.info.model, on_status=on_status)
+        progress = progress or Progress()
         workspace = await self.service.open(cwd, caps=caps_of(runtime), question=question)
         state = workspace.state
         if workspace.team_answer is not None:
@@ -106,7 +116,7 @@ class Answerer:
         if workspace.earlier is not None:
             return self._given_again(state, workspace.earlier, question, started, agent)
         timeout_s = settings.default_timeout_s
-        out.report("waiting for earlier questions on this workspace")
+        progress.report("waiting for earlier questions on this workspace")
         wait_s = timeout_s * C.ADMISSION_WAIT_SHARE
         # Only entering the admission is bounded by the wait; the slot is held until the answer is committed.
         async with contextlib.AsyncExitStack() as admitted:
@@ -120,10 +130,13 @@ class Answerer:
                 ) from None
             try:
                 remaining = max(timeout_s - (self.clock() - started), C.MIN_TIMEOUT_S)
-                cost = await self._answer(workspace, runtime, question, max_answer_tokens, remaining, out, agent)
+                answered = await self._answer(
+                    workspace, runtime, question, max_answer_tokens, remaining, progress, agent
+                )
             except ProviderError as exc:
                 self.telemetry.provider_error(error_kind(exc))
                 raise
+        out, cost = answered.outcome, answered.cost_usd
         latency = self.clock() - started
         result = "timed_out" if out.timed_out else "partial" if out.partial else "answered"
         if out.partial:
@@ -141,7 +154,7 @@ class Answerer:
             outcome=result,
         )
         return QuestionResult(
-            answer=out.answer,
+            answer=answered.answer,
             model=out.model,
             latency_s=latency,
             usage=out.usage,
@@ -176,7 +189,7 @@ class Answerer:
     ) -> QuestionResult:
         """An answer that took no model call: counted as answered, at no cost."""
         latency = self.clock() - started
-        state.stats.count_question(agent)
+        self.service.count_given(state, agent)
         self.telemetry.question(
             state.id, RecentQuestion(self.wall_clock(), latency, 0, 0.0, "answered", question, agent)
         )
@@ -214,10 +227,11 @@ class Answerer:
         question: str,
         max_answer_tokens: int,
         timeout_s: float,
-        out: LoopOutcome,
+        progress: Progress,
         agent: str = "",
-    ) -> float | None:
-        """Fork -> loop -> settle (commit, charge, persist); returns the question's cost. `agent`: who asked."""
+    ) -> Answered:
+        """Fork -> loop -> settle (commit, charge, persist), each step of the workspace's state through the
+        service. `agent`: who asked."""
         assert runtime.provider is not None
         settings = runtime.settings
         state = workspace.state
@@ -229,7 +243,15 @@ class Answerer:
             cache_key=state.id,
             team_facts=tuple(state.team_inbox),
         )
-        fork_id, window = state.fork()
+        compactions: list[CompactionReport] = []  # what the loop's compactions did: charged even if it fails
+
+        async def compact(window: ContextWindow, overflow_limit: int | None) -> CompactionReport | None:
+            report = await compactor(window, overflow_limit, scope=scope)
+            if report is not None:
+                compactions.append(report)
+            return report
+
+        fork_id, window = self.service.fork(state)
         loop = QuestionLoop(
             runtime.provider,
             workspace.tools,
@@ -249,34 +271,27 @@ class Answerer:
             ),
             workspace_root=workspace.root,
             cache_key=state.id,
-            compactor=functools.partial(compactor, scope=scope),
+            compactor=compact,
             clock=self.clock,
         )
-        state.in_flight += 1
         self._loops.add(loop)
         if self._cut_to is not None:
             loop.cut_deadline(max(self._cut_to - self.clock(), 0.0))
         try:
-            await loop.answer(window, question, out)
+            with self.service.in_flight(state):
+                out = await loop.answer(window, question, progress)
         except BaseException:
-            self.service.discard(state, fork_id, runtime, out)
+            self.service.discard(state, fork_id, runtime, compactions)
             raise
         finally:
-            state.in_flight -= 1
             self._loops.discard(loop)
-        window.calibrate(
-            out.first_prompt_estimate,
-            out.first_prompt_actual,
-            C.CALIBRATION_EMA_ALPHA,
-            C.CALIBRATION_MIN_RATIO,
-            C.CALIBRATION_MAX_RATIO,
-        )
         settled = await self.service.settle(
-            state, fork_id, window, runtime, out, question, workspace.tools, workspace.asked, agent
+            state, fork_id, window, runtime, out, compactions, question, workspace.tools, workspace.asked, agent
         )
+        answer = out.answer
         if settled.unsaved is not None:  # the answer stands; the caller learns it is not durable yet, and why
-            out.answer = f"{out.answer}\n\n(answer given, not yet saved: {settled.unsaved}; see the server log)"
-        return settled.cost_usd
+            answer = f"{answer}\n\n(answer given, not yet saved: {settled.unsaved}; see the server log)"
+        return Answered(out, answer, settled.cost_usd)
 
     def _compactor_for(self, runtime: Runtime) -> Compactor:
         """The compactor of this settings snapshot: built on its first question, kept until a reload."""

@@ -10,11 +10,12 @@ new limits (waking admission waiters a raised limit now lets in).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from live_memory.core.errors import ReportedError, SnapshotNotSaved, WorkspaceLo
 from live_memory.core.records import FileEvent, IngestResult, TeamAnswer
 from live_memory.engine.agent_loop import LoopOutcome
 from live_memory.engine.answer_reuse import Asked, KeptAnswer, answer_grounds, asked_about, earlier_answer, rests_on
+from live_memory.engine.compaction import CompactionReport
 from live_memory.engine.tool_runner import CheckoutTools
 from live_memory.fs.dir_sync import DirectorySyncer
 from live_memory.fs.subproc import reaped
@@ -209,6 +211,23 @@ class WorkspaceService:
             earlier = await earlier_answer(state.answers, state.tree_root, asked)
         return OpenWorkspace(state, location.root, tools, may_distill, shared, asked, earlier)
 
+    def fork(self, state: WorkspaceState) -> tuple[int, ContextWindow]:
+        """A question's own copy of the workspace's window (committed by `settle`, dropped by `discard`)."""
+        return state.fork()
+
+    @contextlib.contextmanager
+    def in_flight(self, state: WorkspaceState) -> Iterator[None]:
+        """A question's loop is running on the workspace (shown in /stats; a busy workspace is not unloaded)."""
+        state.in_flight += 1
+        try:
+            yield
+        finally:
+            state.in_flight -= 1
+
+    def count_given(self, state: WorkspaceState, agent: str) -> None:
+        """An answer given with no model call (an earlier one, or a teammate's) is a question answered."""
+        state.stats.count_question(agent)
+
     async def settle(
         self,
         state: WorkspaceState,
@@ -216,6 +235,7 @@ class WorkspaceService:
         window: ContextWindow,
         runtime: Runtime,
         out: LoopOutcome,
+        compactions: Sequence[CompactionReport],
         question: str,
         tools: CheckoutTools,
         asked: Asked | None = None,
@@ -224,7 +244,15 @@ class WorkspaceService:
         """After an answer: commit its fork, count what it and its compactions cost, and journal the state
         (it survives a kill from now on; the snapshot and the day's spend are written behind, a moment
         later, once for every answer meanwhile). A complete answer is kept to be given again to the same need
-        (`asked`), and queued for the team when answers are shared."""
+        (`asked`), and queued for the team when answers are shared. `compactions`: those the question made."""
+        # The first request's size, estimated and as billed, corrects the window's token estimate.
+        window.calibrate(
+            out.first_prompt_estimate,
+            out.first_prompt_actual,
+            C.CALIBRATION_EMA_ALPHA,
+            C.CALIBRATION_MIN_RATIO,
+            C.CALIBRATION_MAX_RATIO,
+        )
         state.commit(fork_id, window)
         self._answered.setdefault(tools.root, asyncio.Event()).set()
         team = self.team
@@ -235,13 +263,13 @@ class WorkspaceService:
         if complete and team is not None and team.policy.share_answers:
             share = functools.partial(team_work.share_answer, team, question, out.answer, grounds, tools)
             self._in_background(share, state)
-        if out.compactions and team is not None:  # share what the summaries wrote; ask the team again
+        if compactions and team is not None:  # share what the summaries wrote; ask the team again
             known = {f.grounds for f in state.window.ledger.facts}
-            state.team_merged += sum(report.team_merged for report in out.compactions)
+            state.team_merged += sum(report.team_merged for report in compactions)
             state.team_inbox = [f for f in state.team_inbox if f.grounds not in known]
             self._share_team(state)
             self._pull_team(state)
-        spent = self.spend.count_compactions(state, runtime, out.compactions, self.wall_clock())
+        spent = self.spend.count_compactions(state, runtime, compactions, self.wall_clock())
         cost = self.spend.count(state, runtime, out.model, out.usage, background=False)
         stats = state.stats
         # What the tools returned (not whole files: a partial Read counts its lines only); stats.py nets
@@ -253,11 +281,13 @@ class WorkspaceService:
         unsaved = await self.persist(state, also=self.spend.pending_save((cost or 0.0) + spent), write_behind=True)
         return Settled(cost, unsaved)
 
-    def discard(self, state: WorkspaceState, fork_id: int, runtime: Runtime, out: LoopOutcome) -> None:
+    def discard(
+        self, state: WorkspaceState, fork_id: int, runtime: Runtime, compactions: Sequence[CompactionReport]
+    ) -> None:
         """A question that failed or was cancelled: its fork is dropped, but what its compactions cost was
         spent (the day's tally is saved by the write-behind)."""
         state.abandon(fork_id)
-        spent = self.spend.count_compactions(state, runtime, out.compactions, self.wall_clock())
+        spent = self.spend.count_compactions(state, runtime, compactions, self.wall_clock())
         if spent:
             self._deferred = self.spend.pending_save(spent) or self._deferred
             self._staged.set()
