@@ -3,7 +3,8 @@ other, and the package's root holds only what belongs above every floor."""
 
 from __future__ import annotations
 
-import ast
+import os
+import re
 from pathlib import Path
 
 import live_memory
@@ -12,19 +13,36 @@ PROJECT = Path(__file__).resolve().parent.parent
 PACKAGE = Path(live_memory.__file__).resolve().parent
 
 
+# An import statement at the start of a line: `import a.b`, or `from a.b import c, d` (perhaps in brackets over
+# several lines). Read as text: parsing every file of the tests and benchmarks would take seconds.
+_IMPORT = re.compile(r"^[ \t]*(?:import[ \t]+([\w.]+)|from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*))", re.M)
+
+
+def python_files(folder: Path) -> list[Path]:
+    """The Python files under `folder`, never entering a cache (the benchmarks' holds whole repositories)."""
+    found = []
+    for directory, subdirectories, files in os.walk(folder):
+        subdirectories[:] = [name for name in subdirectories if name not in (".cache", "__pycache__")]
+        found += [Path(directory, name) for name in files if name.endswith(".py")]
+    return sorted(found)
+
+
 def imported_modules(folder: Path) -> dict[str, set[str]]:
-    """Each Python file under `folder` (caches aside) with the modules it imports, absolute ones only."""
+    """Each Python file under `folder` (caches aside) with the modules it imports, absolute ones only, and for a
+    `from` import the names it takes too (`module.name`)."""
     found: dict[str, set[str]] = {}
-    for source in sorted(folder.rglob("*.py")):
-        if ".cache" in source.parts or "__pycache__" in source.parts:
-            continue
+    for source in python_files(folder):
         names: set[str] = set()
-        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names.add(node.module)
-                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        for match in _IMPORT.finditer(source.read_text(encoding="utf-8")):
+            plain, module, taken = match.groups()
+            if plain:
+                names.add(plain)
+                continue
+            names.add(module)
+            for item in taken.strip("()").replace("\n", ",").split(","):
+                name = item.split("#")[0].split(" as ")[0].strip()
+                if name:
+                    names.add(f"{module}.{name}")
         found[source.relative_to(PROJECT).as_posix()] = names
     return found
 
