@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from bench import report
 
-ROOT = Path(report.__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "session_bill.json"
 REGENERATE = "run `python -m bench.report --only session_bill` (or `python -m bench.report`) and commit the result"
 
