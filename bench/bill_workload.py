@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import tarfile
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -115,9 +116,6 @@ def own_repo(rev: str = "") -> Path:
     target = CACHE / f"live-memory-{rev[:12]}"
     if (target / ".bench-ready").exists():
         return target
-    staging = CACHE / f"live-memory-{rev[:12]}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
     try:
         archive = subprocess.run(
             ["git", "-C", str(CHECKOUT), "archive", "--format=tar", rev], capture_output=True, check=True, timeout=120
@@ -127,11 +125,21 @@ def own_repo(rev: str = "") -> Path:
         raise RuntimeError(
             f"cannot export commit {rev} of this checkout with git archive: {exc} {detail.decode(errors='replace')}"
         ) from exc
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(staging, filter="data")
-    (staging / ".bench-ready").write_text(rev + "\n")
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
+    # A staging folder of this process's own: parallel test workers may export the same commit at once.
+    CACHE.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"live-memory-{rev[:12]}.", suffix=".partial", dir=CACHE))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(staging, filter="data")
+        (staging / ".bench-ready").write_text(rev + "\n")
+        try:
+            staging.rename(target)
+        except OSError:  # another process's export stands there already; a stale, unfinished one is replaced
+            if not (target / ".bench-ready").exists():
+                shutil.rmtree(target, ignore_errors=True)
+                staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return target
 
 
