@@ -3,6 +3,9 @@ every background task and the one shutdown sequence.
 
     create_app(settings) -> WorkspaceService (workspaces) + Answerer (questions) + routes + /mcp
 
+The routes are plain functions of their request: what they need (`AppState`) is yielded by the lifespan, and
+Starlette copies it into every request's `request.state`.
+
 The lifespan enters the MCP session manager (a mounted sub-app's own lifespan never runs), runs the
 watchers, keep-warm and background jobs in one task group, and on the way out: stops admitting,
 lets running questions return their best answer, ends idle MCP streams, cancels the background
@@ -12,6 +15,7 @@ tasks, flushes every snapshot under a deadline and closes the providers.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import os
@@ -25,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.abc
+from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from sse_starlette.sse import AppStatus
 from starlette.applications import Starlette
@@ -36,13 +42,12 @@ from live_memory import __version__
 from live_memory import constants as C
 from live_memory.constants import MCP_PATH
 from live_memory.fs.safe_files import clean_stale_temp_files, ensure_private_dir
-from live_memory.http.checks import build_check_route
+from live_memory.http.app_state import AppState, ProviderFactory
 from live_memory.http.jobs import JobRegistry
 from live_memory.http.mcp_tools import build_mcp_server
 from live_memory.http.routes import build_routes
 from live_memory.http.security import SecurityMiddleware, SecurityPolicy, check_bind
 from live_memory.http.shutdown import IdleStreams, StopSignal, drain_limit_s
-from live_memory.providers.base import ChatProvider
 from live_memory.settings.config import Settings
 from live_memory.settings.provider_factory import build_provider
 from live_memory.settings.runtime import Runtime, missing_credential_message
@@ -54,8 +59,6 @@ from live_memory.workspaces.store import SNAPSHOT_DIR, SYMBOL_INDEX_SUFFIX
 from live_memory.workspaces.workspace import workspace_id
 
 logger = logging.getLogger(__name__)
-
-ProviderFactory = Callable[[Settings], ChatProvider | None]
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,22 @@ def transport_security(policy: SecurityPolicy) -> TransportSecuritySettings:
     )
 
 
+@dataclass(frozen=True)
+class Parts:
+    """What one app is made of, built once by `create_app`; its lifespan starts and stops them."""
+
+    settings: Settings
+    timings: Timings
+    service: WorkspaceService
+    answerer: Answerer
+    jobs: JobRegistry
+    keep_warm: KeepWarm
+    stop: StopSignal
+    mcp: MCPServer
+    announce: Callable[[str], None]
+    state: AppState  # what every request reads (`request.state`)
+
+
 def create_app(
     settings: Settings,
     provider_factory: ProviderFactory | None = None,
@@ -148,19 +167,60 @@ def create_app(
     AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]
     policy = security_policy(settings)
     factory = provider_factory or build_provider
+    service = build_service(settings, factory, tool_factory or default_tool_factory, timings, clock, wall_clock)
+    parts = build_parts(settings, service, factory, timings, clock, wall_clock, announce)
+    mcp_app = parts.mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        transport_security=transport_security(policy),
+    )
+    app = Starlette(routes=[*build_routes(), Mount("/", app=mcp_app)], lifespan=functools.partial(lifespan, parts))
+    # For code that holds the app, not a request (the tests reach the service so); handlers read `request.state`.
+    app.state.service = service
+    app.state.answerer = parts.answerer
+    app.state.keep_warm = parts.keep_warm
+    app.state.stop = parts.stop
+    app.state.timings = timings
+    app.add_middleware(McpTrailingSlash)
+    app.add_middleware(IdleStreams, stop=parts.stop, ping_interval_s=timings.idle_stream_ping_s)
+    app.add_middleware(SecurityMiddleware, policy=policy)  # outermost: every route, /mcp included
+    return app
+
+
+def build_service(
+    settings: Settings,
+    factory: ProviderFactory,
+    tool_factory: ToolFactory,
+    timings: Timings,
+    clock: Callable[[], float],
+    wall_clock: Callable[[], float],
+) -> WorkspaceService:
+    """The one way in to every workspace, with its first provider and, when configured, the team store's sync."""
     team = None
     if settings.team_store:  # the store's driver loads only when it is used
         from live_memory.team.sync import team_sync_for
 
         team = team_sync_for(settings)
-    service = WorkspaceService(
+    return WorkspaceService(
         Runtime(settings, factory(settings)),
-        tool_factory=tool_factory or default_tool_factory,
+        tool_factory=tool_factory,
         clock=clock,
         wall_clock=wall_clock,
         write_behind_s=timings.snapshot_write_behind_s,
         team=team,
     )
+
+
+def build_parts(
+    settings: Settings,
+    service: WorkspaceService,
+    factory: ProviderFactory,
+    timings: Timings,
+    clock: Callable[[], float],
+    wall_clock: Callable[[], float],
+    announce: Callable[[str], None],
+) -> Parts:
+    """The answerer, the background jobs, keep-warm, the stop signal and the MCP server around one service."""
     answerer = Answerer(
         service,
         TOOL_SCHEMAS,
@@ -179,53 +239,60 @@ def create_app(
         progress_interval_s=timings.progress_interval_s,
         clock=clock,
     )
-    mcp_app = mcp.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        stateless_http=True,
-        transport_security=transport_security(policy),
-    )
     stop.on_begin(service.begin_shutdown)
     stop.on_begin(lambda: answerer.cut_deadlines(timings.shutdown_grace_s))
-    started_at = clock()
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await anyio.to_thread.run_sync(prepare_data_dir, settings.data_dir)
-        async with mcp.session_manager.run(), anyio.create_task_group() as tasks:
-            service.start(tasks)
-            tasks.start_soon(prepare_after_a_restart, service, name="live-memory provider client")
-            jobs.attach(tasks)
-            tasks.start_soon(keep_warm.run, name="live-memory keep-warm")
-            announce(f"live-memory {__version__}: serving http://{settings.host}:{settings.port}{MCP_PATH}")
-            if service.runtime.provider is None:  # said once; /health and the status page keep saying it
-                logger.warning("no model credential, questions will fail: %s", missing_credential_message(settings))
-            try:
-                with stop.from_signals(drain_limit_s=drain_limit_s(timings.shutdown_grace_s)):
-                    yield
-            finally:
-                stop.begin()
-                await jobs.aclose()
-                tasks.cancel_scope.cancel()
-                with anyio.move_on_after(timings.flush_deadline_s, shield=True) as flush:
-                    await service.flush()
-                if flush.cancelled_caught:
-                    logger.error("snapshots not all written within %.0f s of shutdown", timings.flush_deadline_s)
-                with anyio.CancelScope(shield=True):
-                    await service.aclose()
-
-    app = Starlette(
-        routes=[*build_routes(service, started_at, factory), build_check_route(service), Mount("/", app=mcp_app)],
-        lifespan=lifespan,
+    state = AppState(
+        service=service,
+        started_at=clock(),
+        running=service.settings,  # the options read at start: a later reload shows them as pending
+        provider_factory=factory,
+        config_lock=asyncio.Lock(),
+        health_probe_s=timings.health_probe_s,
     )
-    app.state.service = service
-    app.state.answerer = answerer
-    app.state.keep_warm = keep_warm
-    app.state.stop = stop
-    app.state.timings = timings
-    app.add_middleware(McpTrailingSlash)
-    app.add_middleware(IdleStreams, stop=stop, ping_interval_s=timings.idle_stream_ping_s)
-    app.add_middleware(SecurityMiddleware, policy=policy)  # outermost: every route, /mcp included
-    return app
+    return Parts(settings, timings, service, answerer, jobs, keep_warm, stop, mcp, announce, state)
+
+
+@asynccontextmanager
+async def lifespan(parts: Parts, app: Starlette) -> AsyncIterator[AppState]:
+    """Serve: prepare the data dir, run the MCP sessions and the background work, hand every request the
+    app's state (Starlette copies what is yielded into `request.state`); on the way out, the one stop."""
+    await anyio.to_thread.run_sync(prepare_data_dir, parts.settings.data_dir)
+    async with parts.mcp.session_manager.run(), anyio.create_task_group() as tasks:
+        start_background_work(parts, tasks)
+        parts.announce(
+            f"live-memory {__version__}: serving http://{parts.settings.host}:{parts.settings.port}{MCP_PATH}"
+        )
+        if parts.service.runtime.provider is None:  # said once; /health and the status page keep saying it
+            logger.warning("no model credential, questions will fail: %s", missing_credential_message(parts.settings))
+        try:
+            with parts.stop.from_signals(drain_limit_s=drain_limit_s(parts.timings.shutdown_grace_s)):
+                yield parts.state
+        finally:
+            await stop_serving(parts, tasks)
+
+
+def start_background_work(parts: Parts, tasks: anyio.abc.TaskGroup) -> None:
+    """Everything that runs beside the requests, in the lifespan's task group: cancelled at the stop."""
+    parts.service.start(tasks)
+    tasks.start_soon(prepare_after_a_restart, parts.service, name="live-memory provider client")
+    parts.jobs.attach(tasks)
+    tasks.start_soon(parts.keep_warm.run, name="live-memory keep-warm")
+
+
+async def stop_serving(parts: Parts, tasks: anyio.abc.TaskGroup) -> None:
+    """The one stop: no new questions, running ones cut to the grace period, the background work cancelled,
+    every snapshot flushed under a deadline, the providers closed (shielded: the cancelled task group must not
+    cut them short)."""
+    parts.stop.begin()
+    await parts.jobs.aclose()
+    tasks.cancel_scope.cancel()
+    deadline_s = parts.timings.flush_deadline_s
+    with anyio.move_on_after(deadline_s, shield=True) as flush:
+        await parts.service.flush()
+    if flush.cancelled_caught:
+        logger.error("snapshots not all written within %.0f s of shutdown", deadline_s)
+    with anyio.CancelScope(shield=True):
+        await parts.service.aclose()
 
 
 def serve_until_stopped(server: Server, sockets: list[socket.socket], *, thread_wait_s: float) -> int:

@@ -44,7 +44,7 @@ class ConfigBody(RootModel[dict[str, Any]]):
     """`{key: value}`; each value is checked by its option's caster (config_update.validate_changes)."""
 
 
-async def read_json(request: Request, model: type[BaseModel], max_bytes: int, *, empty_ok: bool = False) -> Any:
+async def read_json(request: Request[Any], model: type[BaseModel], max_bytes: int, *, empty_ok: bool = False) -> Any:
     """Bounded body -> JSON -> schema, each failure a precise 4xx. `empty_ok`: an empty body needs no
     JSON content type (`curl -X POST /reload`)."""
     is_json = request.headers.get("content-type", "").split(";")[0].strip() == "application/json"

@@ -16,11 +16,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from live_memory.constants import DOCTOR_ROUND_TRIP_TIMEOUT_S
 from live_memory.core.errors import InputError, ProviderError, RequestError
 from live_memory.core.messages import ChatRequest, Message, TextPart
+from live_memory.http.app_state import AppState
 from live_memory.http.bodies import SMALL_BODY_BYTES, error, read_json
 from live_memory.settings.runtime import Runtime, missing_credential_message
 from live_memory.workspaces.service import WorkspaceService
@@ -60,17 +60,15 @@ async def workspace_check(service: WorkspaceService, cwd: str) -> dict[str, Any]
     return {"ok": True, "detail": f"{cwd} may be asked about (memory of {location.root})"}
 
 
-def build_check_route(service: WorkspaceService) -> Route:
-    async def check(request: Request) -> JSONResponse:
-        try:
-            body = await read_json(request, CheckBody, SMALL_BODY_BYTES, empty_ok=True)
-        except RequestError as exc:
-            return error(exc.status, str(exc), exc.detail)
-        answer: dict[str, Any] = {}
-        if body.model:
-            answer["model"] = await round_trip(service.runtime)
-        if body.cwd is not None:
-            answer["workspace"] = await workspace_check(service, body.cwd)
-        return JSONResponse(answer)
-
-    return Route("/check", check, methods=["POST"])
+async def check(request: Request[AppState]) -> JSONResponse:
+    try:
+        body = await read_json(request, CheckBody, SMALL_BODY_BYTES, empty_ok=True)
+    except RequestError as exc:
+        return error(exc.status, str(exc), exc.detail)
+    service = request.state["service"]
+    answer: dict[str, Any] = {}
+    if body.model:
+        answer["model"] = await round_trip(service.runtime)
+    if body.cwd is not None:
+        answer["workspace"] = await workspace_check(service, body.cwd)
+    return JSONResponse(answer)

@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 
 from live_memory.http.stats import server_stats, workspace_stats
 from live_memory.workspaces.service import WorkspaceService
+from live_memory.workspaces.workspace import WorkspaceState
 
 TOKEN_TYPES = ("input", "cache_read", "cache_write", "output")
 
@@ -31,6 +32,15 @@ def collect_families(service: WorkspaceService, started_at: float) -> list[Metri
     server = server_stats(service, started_at)
     states = service.states()
     rows = [workspace_stats(s) for s in states]
+    families = _server_families(server)
+    families += _usage_families(service, states, rows)
+    if server["team"]["state"] != "off":  # no team series at all when the store is off
+        families += _team_families(server["team"])
+    return families + _per_workspace_families(rows)
+
+
+def _server_families(server: dict[str, Any]) -> list[Metric]:
+    """The server as a whole: uptime, load, the credential, the spend."""
     families: list[Metric] = [
         _gauge("live_memory_uptime_seconds", "Seconds since the server started.", server["uptime_s"]),
         _gauge("live_memory_workspaces_loaded", "Workspaces held in memory.", server["workspaces_loaded"]),
@@ -46,10 +56,16 @@ def collect_families(service: WorkspaceService, started_at: float) -> list[Metri
     spend.add_metric(["foreground"], server["cost_usd"]["foreground"])
     spend.add_metric(["background"], server["cost_usd"]["background"])
     families.append(spend)
+    return families
+
+
+def _usage_families(
+    service: WorkspaceService, states: Sequence[WorkspaceState], rows: list[dict[str, Any]]
+) -> list[Metric]:
+    """Which path each workspace id stands for, the tokens each spent, the answers' latency, the provider errors."""
     info = InfoMetricFamily("live_memory_workspace", "The path of each workspace id.", labels=["workspace"])
     for row in rows:
         info.add_metric([row["id"]], {"path": row["workspace"]})
-    families.append(info)
     tokens = CounterMetricFamily(
         "live_memory_tokens", "Model tokens by workspace, type and kind of call.", labels=["workspace", "type", "kind"]
     )
@@ -57,52 +73,55 @@ def collect_families(service: WorkspaceService, started_at: float) -> list[Metri
         for kind, usage in (("foreground", state.stats.usage), ("background", state.stats.background_usage)):
             for name in TOKEN_TYPES:
                 tokens.add_metric([state.id, name, kind], getattr(usage, f"{name}_tokens"))
-    families.append(tokens)
     latency = HistogramMetricFamily(
         "live_memory_answer_latency_seconds", "Time to answer a question.", labels=["workspace"]
     )
     for workspace_id, histogram in sorted(service.telemetry.histograms.items()):
         latency.add_metric([workspace_id], histogram.buckets(), histogram.total_s)
-    families.append(latency)
     errors = CounterMetricFamily("live_memory_provider_errors", "Provider errors by kind.", labels=["kind"])
     for kind, count in sorted(service.telemetry.provider_errors.items()):
         errors.add_metric([kind], count)
-    families.append(errors)
-    team = server["team"]
-    if team["state"] != "off":
-        up = 1 if team["state"] == "up" else 0
-        families.append(_gauge("live_memory_team_store_up", "1 when the team store answers (absent: off).", up))
-        facts = CounterMetricFamily("live_memory_team_facts", "Facts exchanged with the team store.", labels=["way"])
-        facts.add_metric(["pulled"], team["facts_pulled"])
-        facts.add_metric(["pushed"], team["facts_pushed"])
-        answers = CounterMetricFamily(
-            "live_memory_team_answers", "Answers exchanged with the team store (team_share_answers).", labels=["way"]
-        )
-        for way in ("pulled", "pushed", "reused"):
-            answers.add_metric([way], team[f"answers_{way}"])
-        rejected = CounterMetricFamily(
-            "live_memory_team_rows_rejected", "Rows of the team store refused at the edge (malformed, oversized)."
-        )
-        rejected.add_metric([], team["rows_rejected"])
-        pull_errors = CounterMetricFamily("live_memory_team_pull_errors", "Pulls from the team store that failed.")
-        pull_errors.add_metric([], team["pull_errors"])
-        families += [
-            facts,
-            answers,
-            rejected,
-            pull_errors,
-            _gauge("live_memory_team_facts_queued", "Facts waiting on disk for the team store.", team["facts_queued"]),
-            _gauge("live_memory_team_listening", "1 when the store's announcements arrive.", int(team["listening"])),
-        ]
-        if team["latency_ms"] is not None:
-            families.append(
-                _gauge(
-                    "live_memory_team_store_latency_seconds",
-                    "The team store's last round trip.",
-                    team["latency_ms"] / 1000,
-                )
+    return [info, tokens, latency, errors]
+
+
+def _team_families(team: dict[str, Any]) -> list[Metric]:
+    """The team store's figures (only when it is configured)."""
+    up = 1 if team["state"] == "up" else 0
+    facts = CounterMetricFamily("live_memory_team_facts", "Facts exchanged with the team store.", labels=["way"])
+    facts.add_metric(["pulled"], team["facts_pulled"])
+    facts.add_metric(["pushed"], team["facts_pushed"])
+    answers = CounterMetricFamily(
+        "live_memory_team_answers", "Answers exchanged with the team store (team_share_answers).", labels=["way"]
+    )
+    for way in ("pulled", "pushed", "reused"):
+        answers.add_metric([way], team[f"answers_{way}"])
+    rejected = CounterMetricFamily(
+        "live_memory_team_rows_rejected", "Rows of the team store refused at the edge (malformed, oversized)."
+    )
+    rejected.add_metric([], team["rows_rejected"])
+    pull_errors = CounterMetricFamily("live_memory_team_pull_errors", "Pulls from the team store that failed.")
+    pull_errors.add_metric([], team["pull_errors"])
+    families: list[Metric] = [
+        _gauge("live_memory_team_store_up", "1 when the team store answers (absent: off).", up),
+        facts,
+        answers,
+        rejected,
+        pull_errors,
+        _gauge("live_memory_team_facts_queued", "Facts waiting on disk for the team store.", team["facts_queued"]),
+        _gauge("live_memory_team_listening", "1 when the store's announcements arrive.", int(team["listening"])),
+    ]
+    if team["latency_ms"] is not None:
+        families.append(
+            _gauge(
+                "live_memory_team_store_latency_seconds", "The team store's last round trip.", team["latency_ms"] / 1000
             )
-    families += [
+        )
+    return families
+
+
+def _per_workspace_families(rows: list[dict[str, Any]]) -> list[Metric]:
+    """One series per workspace: the window's fill, the questions, compactions, files, the cache, the savings."""
+    return [
         _per_workspace(
             "live_memory_context_fill_ratio", "Context window fill (used / budget).", rows, lambda r: r["fill"]["ratio"]
         ),
@@ -130,7 +149,6 @@ def collect_families(service: WorkspaceService, started_at: float) -> list[Metri
             lambda r: r["estimated_tokens_saved"],
         ),
     ]
-    return families
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
