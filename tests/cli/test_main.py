@@ -29,6 +29,7 @@ from live_memory.settings.config import load_settings
 from live_memory.testing.live_server import live_server, settings_for
 from live_memory.testing.llm_server import FakeLLM, Reply
 from live_memory.testing.ports import free_port
+from live_memory.workspaces.store import TREE_SUFFIX
 from tests.fakes.process_logging import restored_logging
 
 REPO = Path(__file__).resolve().parents[2]
@@ -134,7 +135,9 @@ def test_serve_is_a_singleton_and_sigterm_mid_question_returns_a_best_effort_ans
     [(ask_code, out, _)] = answers
     assert ask_code == 0
     assert "Live Memory is shutting down and cut this question short" in out and "timed_out=true" in out
-    snapshots = list((tmp_path / "data" / "workspaces").glob("*.json"))
+    # The workspace's snapshot (beside it, perhaps, its directory tree kept for the next start: not a snapshot).
+    written = (tmp_path / "data" / "workspaces").glob("*.json")
+    snapshots = [path for path in written if not path.name.endswith(TREE_SUFFIX)]
     assert len(snapshots) == 1 and "slow question" in snapshots[0].read_text()
 
 
