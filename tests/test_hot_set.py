@@ -129,22 +129,30 @@ def test_choose_holds_nothing_whose_value_is_not_positive_and_nothing_empty() ->
 def test_the_hot_set_takes_files_read_whole_by_default_and_cited_lines_only_when_files_are_held_by_use(
     tmp_path: Path,
 ) -> None:
-    default = hot_set_of(load_settings(env={}, data_dir=tmp_path), 0.1, 1.25)
+    default = hot_set_of(load_settings(env={}, data_dir=tmp_path))
     assert default is not None and (default.reads, default.cited) == (True, False)
     off = {"LIVE_MEMORY_HOLD_READS": "false"}
-    assert hot_set_of(load_settings(env=off, data_dir=tmp_path), 0.1, 1.25) is None
+    assert hot_set_of(load_settings(env=off, data_dir=tmp_path)) is None
     for other in ("none", "earned", "all"):
         env = {**off, "LIVE_MEMORY_HOLD_FILES": other}
-        assert hot_set_of(load_settings(env=env, data_dir=tmp_path), 0.1, 1.25) is None
+        assert hot_set_of(load_settings(env=env, data_dir=tmp_path)) is None
     env = {
         **off,
         "LIVE_MEMORY_HOLD_FILES": "used",
         "LIVE_MEMORY_HOT_SET_TOKENS": "5000",
         "LIVE_MEMORY_PASSIVE_MAX_FILE_BYTES": "65536",
     }
-    hot = hot_set_of(load_settings(env=env, data_dir=tmp_path), 0.1, 1.25)
+    hot = hot_set_of(load_settings(env=env, data_dir=tmp_path))
     assert hot is not None and (hot.reads, hot.cited) == (False, True)
     assert (hot.policy.budget_tokens, hot.read_share, hot.write_share, hot.max_file_bytes) == (5000, 0.1, 1.25, 65536)
+
+
+def test_the_hot_set_is_priced_from_the_configured_prices_of_the_answering_model(tmp_path: Path) -> None:
+    prices = {"LIVE_MEMORY_PRICE_INPUT": "2", "LIVE_MEMORY_PRICE_CACHE_READ": "1", "LIVE_MEMORY_PRICE_CACHE_WRITE": "3"}
+    hot = hot_set_of(load_settings(env=prices, data_dir=tmp_path))
+    assert hot is not None and (hot.read_share, hot.write_share) == (0.5, 1.5)
+    implicit = hot_set_of(load_settings(env={**prices, "LIVE_MEMORY_PROVIDER": "openai"}, data_dir=tmp_path))
+    assert implicit is not None and (implicit.read_share, implicit.write_share) == (0.5, 1.0)  # writes cost no more
 
 
 def test_the_files_used_last_come_first_then_the_most_used_and_no_more_than_asked() -> None:

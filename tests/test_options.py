@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import pytest
 
+from live_memory.settings.option_casters import as_float, as_str
 from live_memory.settings.options import OPTIONS, OPTIONS_BY_KEY, Option, Options, conforms, option, options_of
 from tests.fakes.env_text import env_text
 
@@ -62,6 +63,18 @@ def test_a_value_of_the_wrong_type_says_what_was_expected(key: str, raw: object,
     with pytest.raises(ValueError) as caught:
         OPTIONS_BY_KEY[key].cast(raw)
     assert str(caught.value) == message
+
+
+def test_a_caster_that_returns_another_type_than_its_option_s_fails_naming_the_option() -> None:
+    # `Settings` is built from a dict of parsed values, which mypy does not check field by field: a caster that
+    # turned "8080" into text (or a number into a float) would slip through to the server unless parsing checks it.
+    with pytest.raises(
+        TypeError, match=r"^option port: its caster turned '8080' into '8080', not integer, 1 to 65535$"
+    ):
+        replace(OPTIONS_BY_KEY["port"], cast=as_str).parse("8080")
+    with pytest.raises(TypeError, match=r"^option max_iterations: its caster turned 7 into 7\.0, not integer"):
+        replace(OPTIONS_BY_KEY["max_iterations"], cast=as_float).parse(7)
+    assert OPTIONS_BY_KEY["port"].parse("8080") == 8080
 
 
 def test_a_default_that_disagrees_with_its_declared_type_is_refused() -> None:

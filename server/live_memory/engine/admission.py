@@ -19,7 +19,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from live_memory.constants import BUSY_RETRY_AFTER_S
 from live_memory.core.errors import BusyError
+from live_memory.settings.config import Settings
 from live_memory.settings.options import Concurrency
 
 
@@ -29,6 +31,15 @@ class AdmissionLimits:
     max_parallel: int
     max_waiting: int
     retry_after_s: float
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AdmissionLimits:
+        return cls(
+            mode=settings.concurrency,
+            max_parallel=settings.max_parallel_queries,
+            max_waiting=settings.max_waiting_queries,
+            retry_after_s=BUSY_RETRY_AFTER_S,
+        )
 
     @property
     def running_limit(self) -> int:

@@ -33,6 +33,7 @@ from live_memory.constants import (
     WATCH_MAX_DIRECTORIES,
 )
 from live_memory.settings.config import Settings
+from live_memory.settings.prices import cache_read_share, cache_write_share
 
 
 class FileUse(NamedTuple):
@@ -165,11 +166,18 @@ class HotSet:
     cited: bool = False
 
 
-def hot_set_of(settings: Settings, read_share: float, write_share: float) -> HotSet | None:
-    """The configured hot set: the files read whole with `hold_reads`, the lines cited with `hold_files` "used";
-    None with neither."""
+def hot_set_of(settings: Settings) -> HotSet | None:
+    """The configured hot set: the files read whole with `hold_reads`, the lines cited with `hold_files` "used",
+    priced from the answering model; None with neither."""
     cited = settings.hold_files == "used"
     if not (cited or settings.hold_reads):
         return None
     policy = HotSetPolicy(settings.hot_set_tokens)
-    return HotSet(policy, read_share, write_share, settings.passive_max_file_bytes, settings.hold_reads, cited)
+    return HotSet(
+        policy,
+        cache_read_share(settings),
+        cache_write_share(settings),
+        settings.passive_max_file_bytes,
+        settings.hold_reads,
+        cited,
+    )

@@ -2,19 +2,19 @@
 
 Each field is an option. Its annotation is its type (a choice is a Literal alias, declared here once and used
 as such by the policies that read it); `option(...)` carries its default (from constants.py), bounds, one-line
-doc and flags. `OPTIONS` (the rows `config.py` resolves, `config set` validates
-and `config_docs.py` documents) is derived from the fields, and each row's strict caster from the
-annotation, so no row can disagree with its type; a default that does not fit its own row fails at import.
-Casters raise ValueError saying what was expected; the loader adds the key and the source.
+doc and flags: a field is the option's one declaration. `OPTIONS` (the rows `config.py` resolves into
+`Settings`, `config set` validates and `config_docs.py` documents) is derived from the fields, and each row's
+strict caster from the annotation, so no row can disagree with its type; a default that does not fit its own
+row fails at import. Casters raise ValueError saying what was expected; the loader adds the key and the source.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, TypeAlias, TypeVar, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
 
 from live_memory import constants as C
-from live_memory.providers.profiles import PROVIDER_NAMES, ProviderName
+from live_memory.providers.profiles import ProviderName
 from live_memory.settings.option_casters import Caster, as_bool, as_float, as_int, as_list, as_str, bounded, choice
 
 ENV_PREFIX = "LIVE_MEMORY_"
@@ -27,21 +27,6 @@ LongCache: TypeAlias = Literal["off", "prefix", "history"]  # which breakpoints 
 Concurrency: TypeAlias = Literal["parallel", "serial"]  # how a workspace admits questions
 RepoRootMode: TypeAlias = Literal["nearest", "outermost"]  # which git root a cwd belongs to
 LogLevel: TypeAlias = Literal["debug", "info", "warning", "error"]
-
-# The same choices as typed values: `one_of` narrows a checked string to its alias with them.
-HOLD_FILES_CHOICES: tuple[HoldFiles, ...] = get_args(HoldFiles)
-LONG_CACHE_CHOICES: tuple[LongCache, ...] = get_args(LongCache)
-CONCURRENCY_CHOICES: tuple[Concurrency, ...] = get_args(Concurrency)
-REPO_ROOT_MODE_CHOICES: tuple[RepoRootMode, ...] = get_args(RepoRootMode)
-LOG_LEVEL_CHOICES: tuple[LogLevel, ...] = get_args(LogLevel)
-PROVIDER_CHOICES: tuple[ProviderName, ...] = PROVIDER_NAMES
-
-Choice = TypeVar("Choice", bound=str)
-
-
-def one_of(value: object, allowed: tuple[Choice, ...]) -> Choice | None:
-    """`value` as the member of `allowed` it equals (typed as their alias), or None."""
-    return next((choice for choice in allowed if choice == value), None)
 
 
 @dataclass(frozen=True)
@@ -391,6 +376,15 @@ class Option:
     @property
     def env(self) -> str:
         return ENV_PREFIX + self.key.upper()
+
+    def parse(self, raw: object) -> object:
+        """`raw` (env text or a JSON value) cast to this option's type; a ValueError says what was expected.
+        `Settings` is built from a dict of these values, which mypy cannot check field by field: a caster that
+        returns another type is caught here, by name (a TypeError: the table is wrong, not the configuration)."""
+        value = self.cast(raw)
+        if not conforms(value, self.type):
+            raise TypeError(f"option {self.key}: its caster turned {raw!r} into {value!r}, not {self.kind}")
+        return value
 
 
 _SCALARS: dict[object, tuple[Caster, str]] = {

@@ -22,19 +22,19 @@ from typing import Any
 from live_memory import constants as C
 from live_memory.core.errors import BusyError, InputError, NoCredentialError, ProviderError
 from live_memory.core.records import QuestionResult, TeamAnswer, Usage
-from live_memory.engine.agent_loop import LoopLimits, LoopOutcome, Progress, QuestionLoop
+from live_memory.engine.agent_loop import LoopOutcome, Progress, QuestionLoop
 from live_memory.engine.answer_reuse import KeptAnswer, given_again
-from live_memory.engine.compaction import CompactionPolicy, CompactionReport, CompactionScope, Compactor
+from live_memory.engine.compaction import CompactionReport, CompactionScope, Compactor
 from live_memory.engine.summarizer import Conversation, Summarizer
 from live_memory.memory.context_window import ContextWindow
-from live_memory.memory.hot_set import hot_set_of
 from live_memory.settings.config import Settings
 from live_memory.settings.logging_setup import log_question
+from live_memory.settings.prices import cache_read_share
 from live_memory.settings.runtime import Runtime, missing_credential_message
 from live_memory.workspaces import team_work
-from live_memory.workspaces.loading import tree_policy
+from live_memory.workspaces.policies import compaction_policy, loop_limits
 from live_memory.workspaces.service import OpenWorkspace, WorkspaceService
-from live_memory.workspaces.spend import cache_read_share, cache_write_share, caps_of
+from live_memory.workspaces.spend import caps_of
 from live_memory.workspaces.telemetry import INTERRUPTED, RecentQuestion, error_kind
 from live_memory.workspaces.workspace import WorkspaceState
 
@@ -256,18 +256,12 @@ class Answerer:
             runtime.provider,
             workspace.tools,
             self.tool_schemas,
-            LoopLimits(
+            loop_limits(
+                settings,
                 timeout_s=timeout_s,
-                max_iterations=settings.max_iterations,
                 answer_tokens=clamp_answer_tokens(max_answer_tokens, settings),
-                context_tokens=settings.model_context_tokens,
-                force_explore_when_cold=settings.force_explore_when_cold,
                 reserve_s=self.deadline_reserve_s,
-                retry_base_s=settings.provider_retry_base_s,
-                long_cache=settings.long_cache,
                 hot_set=compactor.policy.hot_set,
-                answer_chars=settings.history_answer_chars,
-                pre_read_chars=int(settings.pre_read_tokens * C.CHARS_PER_TOKEN),
             ),
             workspace_root=workspace.root,
             cache_key=state.id,
@@ -309,15 +303,7 @@ def build_compactor(
     provider = runtime.provider
     summary_model = settings.summary_model or settings.model
     read_share = cache_read_share(settings)
-    policy = CompactionPolicy(
-        threshold=settings.compaction_threshold,
-        floor=settings.compaction_floor,
-        history_max_tokens=settings.history_max_tokens,
-        history_floor=settings.history_floor,
-        tree=tree_policy(settings),
-        # One hot set for the loop and the compactor, priced from the answering model.
-        hot_set=hot_set_of(settings, read_share, cache_write_share(settings)),
-    )
+    policy = compaction_policy(settings)
     summarizer = (
         Summarizer(
             provider,

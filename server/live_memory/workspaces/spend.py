@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from live_memory.constants import BACKGROUND_STOP_SHARE, CACHE_READ_SHARE
+from live_memory.constants import BACKGROUND_STOP_SHARE
 from live_memory.core.errors import BudgetExceededError
 from live_memory.core.records import Usage
 from live_memory.fs.dir_sync import DirectorySyncer
 from live_memory.fs.safe_files import atomic_write, ensure_private_dir
-from live_memory.providers.pricing import PriceOverrides, cost_usd, price_for
-from live_memory.settings.config import Settings
+from live_memory.providers.pricing import cost_usd
+from live_memory.settings.prices import price_overrides
 from live_memory.settings.runtime import Runtime
 from live_memory.workspaces.workspace import WorkspaceState
 
@@ -89,24 +89,6 @@ def call_cost(runtime: Runtime, model: str, usage: Usage) -> float | None:
     if runtime.provider is None or runtime.provider.info.subscription:
         return None
     return cost_usd(model, usage, price_overrides(runtime.settings))
-
-
-def price_overrides(s: Settings) -> PriceOverrides:
-    return PriceOverrides(s.price_input, s.price_output, s.price_cache_write, s.price_cache_read)
-
-
-def cache_read_share(settings: Settings) -> float:
-    """A cached input token's price as a share of an uncached one's, for the answering model."""
-    price = price_for(settings.model, price_overrides(settings))
-    return price.cache_read / price.input if price is not None and price.input > 0 else CACHE_READ_SHARE
-
-
-def cache_write_share(settings: Settings) -> float:
-    """A token written to the cache, priced as a share of an uncached one (1.0 where writes cost nothing more)."""
-    price = price_for(settings.model, price_overrides(settings))
-    if price is None or price.input <= 0 or settings.profile.cache_style != "explicit":
-        return 1.0
-    return price.cache_write / price.input
 
 
 class SpendTracker:

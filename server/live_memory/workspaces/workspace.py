@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from live_memory.constants import BUSY_RETRY_AFTER_S, MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
+from live_memory.constants import MAX_PATH_CHARS, MAX_PATH_COMPONENT_BYTES
 from live_memory.core.errors import InputError
 from live_memory.core.records import TeamAnswer, Usage
 from live_memory.engine.admission import Admission, AdmissionLimits, DistillGate
@@ -310,12 +310,7 @@ def workspace_policy(settings: Settings) -> WorkspacePolicy:
     return WorkspacePolicy(
         budget_tokens=settings.context_tokens,
         distill_min_interval_s=settings.distill_min_interval_s,
-        admission=AdmissionLimits(
-            mode=settings.concurrency,
-            max_parallel=settings.max_parallel_queries,
-            max_waiting=settings.max_waiting_queries,
-            retry_after_s=BUSY_RETRY_AFTER_S,
-        ),
+        admission=AdmissionLimits.from_settings(settings),
         canonicalize=settings.canonicalize_workspace,
         repo_root_mode=settings.repo_root_mode,
         share_worktrees=settings.share_worktrees,
