@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,6 +99,7 @@ class WorkspaceService:
     ) -> None:
         self.runtime = runtime
         self.team = team  # the team store's sync (None: off)
+        self.team_work = team_work.TeamWork(team)  # what of it runs in the background, for the workspaces
         self._tasks: anyio.abc.TaskGroup | None = None
         self.tool_factory = tool_factory
         self.clock = clock
@@ -134,6 +134,7 @@ class WorkspaceService:
         self.watcher.attach(tasks)
         tasks.start_soon(self._write_behind, name="live-memory snapshot write-behind")
         self._tasks = tasks
+        self.team_work.tasks = tasks
         if self.team is not None:
             tasks.start_soon(self.team.run, name="live-memory team store")
             tasks.start_soon(self.team.watch, self._team_changed, name="live-memory team store announcements")
@@ -171,7 +172,7 @@ class WorkspaceService:
         state = self._states.get(location.key)
         if state is None:
             state = self._states[location.key] = new_state(location, self.policy)
-            self._pull_team(state)
+            self.team_work.pull(state, self.settings.passive_max_file_bytes)
             await self._enforce_capacity(keep=state)
         state.last_used = self.clock()
         return state
@@ -193,7 +194,7 @@ class WorkspaceService:
                 if scanned is not None and self._tasks is not None:  # kept for the next start, in the background
                     answered = self._answered.setdefault(tools.root, asyncio.Event())
                     self._tasks.start_soon(keep_tree, scanned, answered, name=f"live-memory tree of {state.tree_root}")
-                self._share_team(state)  # what it learned before the store was on
+                self.team_work.share_facts(state)  # what it learned before the store was on
                 if settings.watch:
                     self._watch(state, tools)
         except ReportedError:
@@ -255,20 +256,12 @@ class WorkspaceService:
         )
         state.commit(fork_id, window)
         self._answered.setdefault(tools.root, asyncio.Event()).set()
-        team = self.team
         complete = out.answer and not out.partial and not out.timed_out
         grounds = answer_grounds(window, out.answer, out.files_read) if complete else {}
         if complete and asked is not None and runtime.settings.reuse_answers and rests_on(asked, grounds):
             state.answers.keep(asked, KeptAnswer(question, out.answer, grounds, self.wall_clock()))
-        if complete and team is not None and team.policy.share_answers:
-            share = functools.partial(team_work.share_answer, team, question, out.answer, grounds, tools)
-            self._in_background(share, state)
-        if compactions and team is not None:  # share what the summaries wrote; ask the team again
-            known = {f.grounds for f in state.window.ledger.facts}
-            state.team_merged += sum(report.team_merged for report in compactions)
-            state.team_inbox = [f for f in state.team_inbox if f.grounds not in known]
-            self._share_team(state)
-            self._pull_team(state)
+        shared = team_work.Shared(question, out.answer if complete else "", grounds, tools)
+        self.team_work.settled(state, shared, compactions, self.settings.passive_max_file_bytes)
         spent = self.spend.count_compactions(state, runtime, compactions, self.wall_clock())
         cost = self.spend.count(state, runtime, out.model, out.usage, background=False)
         stats = state.stats
@@ -337,32 +330,9 @@ class WorkspaceService:
             tools.files_changed(paths)
 
     # --- the team store (team_work.py) ---------------------------------------------------------
-    def _in_background(
-        self, work: Callable[[WorkspaceState], Coroutine[Any, Any, None]], state: WorkspaceState
-    ) -> None:
-        """Team work runs in the lifespan's task group, never on a question's path; without a team store, or
-        before the lifespan started, there is none to run (and nothing waits for it)."""
-        if self.team is None or self._tasks is None:
-            state.team_pulled.set()
-            return
-        self._tasks.start_soon(work, state)
-
-    def _pull_team(self, state: WorkspaceState) -> None:
-        if self.team is None:
-            state.team_pulled.set()
-        else:
-            bytes_cap = self.settings.passive_max_file_bytes
-            self._in_background(functools.partial(team_work.pull_into, self.team, bytes_cap), state)
-
     async def _team_changed(self, changes: Changes) -> None:
         """What the store announced, taken by each loaded workspace of its repository (team_work.py)."""
-        for state in list(self._states.values()):
-            if self.team is not None:
-                await team_work.take_changes(self.team, self.settings.passive_max_file_bytes, state, changes)
-
-    def _share_team(self, state: WorkspaceState) -> None:
-        if self.team is not None:
-            self._in_background(functools.partial(team_work.share_facts, self.team), state)
+        await self.team_work.changed(self._states.values(), self.settings.passive_max_file_bytes, changes)
 
     # --- file events ---------------------------------------------------------------------------
     def _watch(self, state: WorkspaceState, tools: CheckoutTools) -> None:

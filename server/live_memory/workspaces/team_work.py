@@ -15,15 +15,20 @@ The store's driver is not imported here: `TeamSync` is only a type to this modul
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio.abc
 
 from live_memory import constants as C
 from live_memory.core.records import TeamAnswer, question_key
 from live_memory.engine.answer_reuse import Asked, asked_about
+from live_memory.engine.compaction import CompactionReport
 from live_memory.engine.question_names import location_kind, names_in
 from live_memory.fs.safe_files import disk_hashes
 from live_memory.memory.ledger import LedgerFact
@@ -98,7 +103,7 @@ def _by_question(held: dict[str, list[TeamAnswer]], arrived: list[TeamAnswer]) -
     return merged
 
 
-async def share_facts(team: TeamSync, state: WorkspaceState) -> None:
+async def queue_facts(team: TeamSync, state: WorkspaceState) -> None:
     """Queue the facts learned here that the team store has not been given (durably, then pushed by the
     team's background task)."""
     try:
@@ -234,3 +239,66 @@ def audit_served(answer: TeamAnswer, workspace: str) -> None:
         workspace,
         grounds,
     )
+
+
+@dataclass(frozen=True)
+class Shared:
+    """An answer the team may be given: its question, the answer ("" when incomplete: never shared), the files
+    it rests on with their SHA-256, and the checkout's tools (to complete the grounds of an answer about uses)."""
+
+    question: str
+    answer: str
+    grounds: dict[str, str]
+    tools: CheckoutTools
+
+
+class TeamWork:
+    """The service's side of the team store: what it runs for the workspaces in the lifespan's task group (pulls,
+    shares, the store's announcements), never on a question's path. Without a store, or before the lifespan
+    starts, there is nothing to run, and nothing waits for a pull."""
+
+    def __init__(self, team: TeamSync | None) -> None:
+        self.team = team
+        self.tasks: anyio.abc.TaskGroup | None = None  # the lifespan's, once the service starts
+
+    def _run(self, work: Callable[[WorkspaceState], Coroutine[Any, Any, None]], state: WorkspaceState) -> None:
+        if self.team is None or self.tasks is None:
+            state.team_pulled.set()
+            return
+        self.tasks.start_soon(work, state)
+
+    def pull(self, state: WorkspaceState, max_file_bytes: int) -> None:
+        """Pull the team's facts and answers for this workspace (its first pull, or after a compaction)."""
+        if self.team is None:
+            state.team_pulled.set()
+        else:
+            self._run(functools.partial(pull_into, self.team, max_file_bytes), state)
+
+    def share_facts(self, state: WorkspaceState) -> None:
+        """Queue the facts learned here that the team store has not been given."""
+        if self.team is not None:
+            self._run(functools.partial(queue_facts, self.team), state)
+
+    def settled(
+        self, state: WorkspaceState, answer: Shared, compactions: Sequence[CompactionReport], max_file_bytes: int
+    ) -> None:
+        """After an answer: queue it when answers are shared; after compactions, share what the summaries wrote,
+        drop from the inbox what the ledger took, and ask the team again."""
+        team = self.team
+        if team is None:
+            return
+        if answer.answer and team.policy.share_answers:
+            share = functools.partial(share_answer, team, answer.question, answer.answer, answer.grounds, answer.tools)
+            self._run(share, state)
+        if compactions:
+            known = {f.grounds for f in state.window.ledger.facts}
+            state.team_merged += sum(report.team_merged for report in compactions)
+            state.team_inbox = [f for f in state.team_inbox if f.grounds not in known]
+            self.share_facts(state)
+            self.pull(state, max_file_bytes)
+
+    async def changed(self, states: Iterable[WorkspaceState], max_file_bytes: int, changes: Changes) -> None:
+        """What the store announced, taken by each loaded workspace of its repository."""
+        if self.team is not None:
+            for state in list(states):
+                await take_changes(self.team, max_file_bytes, state, changes)
