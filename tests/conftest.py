@@ -59,10 +59,10 @@ ONE_WORKER_MODULES = {
     "tests/http/test_security.py": "hypothesis",
     # Each worker has its own PostgreSQL cluster (live_memory/testing/postgres.py, from one initdb template per
     # machine): the store's own tests share one, started once.
-    "tests/test_team_store.py": "postgres",
+    "tests/team/test_store.py": "postgres",
     # One recorded Claude Code session, which every test of the module reads.
     "tests/plugin/test_claude_code_e2e.py": "claude-e2e",
-    "tests/test_workspace.py": "hypothesis",
+    "tests/workspaces/test_workspace.py": "hypothesis",
     # One wheel built and installed in a fresh venv, which every test of the module runs.
     "tests/test_wheel.py": "wheel",
 }

@@ -18,7 +18,7 @@ from live_memory.testing.live_server import live_server
 def serve_in_this_process(env: dict[str, str]) -> Iterator[tuple[str, int]]:
     """The benchmark's server, configured by the same environment, in a thread of this process: a process of
     its own would add seconds of start-up CPU (the SDKs' imports) and nothing this test checks. (The server as
-    a process: tests/cli/test_main.py, tests/test_store.py; `python -m bench.load` runs it so.)"""
+    a process: tests/cli/test_main.py, tests/workspaces/test_store.py; `python -m bench.load` runs it so.)"""
     settings = load_settings(env=env, data_dir=Path(env["LIVE_MEMORY_DATA_DIR"]))
     with live_server(settings) as server:
         yield server.url, os.getpid()

@@ -67,7 +67,7 @@ def _detect_secrets() -> Callable[[Iterable[str]], bool]:
     """detect-secrets' line scan, loaded once. Its settings are process-wide: one scan at a time."""
     # Its documented entry points scan files on disk or a whole string as one secret; the line-based scan
     # behind them is what a file scan runs on each line (pinned to 1.5 in pyproject.toml, and the credential
-    # corpus in tests/test_credentials.py fails if a release changes what it finds).
+    # corpus in tests/core/test_credentials.py fails if a release changes what it finds).
     from detect_secrets.core.scan import _process_line_based_plugins
     from detect_secrets.settings import default_settings
 

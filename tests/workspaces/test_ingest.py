@@ -23,7 +23,7 @@ from live_memory.workspaces.ingest import Ingestor, IngestPolicy, in_scope
 from live_memory.workspaces.workspace import Location, WorkspacePolicy, WorkspaceState, new_state
 from tests.fakes.engine import engine_for
 from tests.fakes.repo_builder import small_repo
-from tests.test_context_window import observations
+from tests.memory.test_context_window import observations
 
 APP = "def main():\n    return 'v1'\n"
 

@@ -12,7 +12,7 @@ from live_memory.core.records import ToolCall
 from live_memory.memory.context_window import ContextWindow
 from live_memory.memory.hot_set import HotSet, HotSetPolicy
 from live_memory.testing.scripted_provider import ScriptedProvider, text_response
-from tests.test_agent_loop import loop_for
+from tests.engine.test_agent_loop import loop_for
 
 STORE = "def load():\n    return 1\n\n\ndef save():\n    return 2\n"
 

@@ -18,9 +18,9 @@ from live_memory.memory.context_window import ContextWindow
 from live_memory.testing.scripted_provider import ScriptedProvider, text_response
 from live_memory.tools import Toolbox, ToolLimits
 from live_memory.tools.context import find_ripgrep
+from tests.engine.test_agent_loop import loop_for
 from tests.fakes.engine import engine_for
 from tests.fakes.repo_builder import one_file_repo
-from tests.test_agent_loop import loop_for
 
 
 # -- names_in ---------------------------------------------------------------------------------------

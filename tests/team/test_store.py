@@ -26,7 +26,7 @@ from live_memory.testing.postgres import PostgresCluster
 from tests.conftest import TeamDatabase
 from tests.fakes.tcp_proxy import TcpProxy
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 REPO = "github.com/acme/shop"
 SHA_A = "a" * 64
 SHA_B = "b" * 64

@@ -13,7 +13,7 @@ from live_memory.core.messages import ChatRequest, Message, TextPart, ToolResult
 from live_memory.memory.context_window import ContextWindow
 from live_memory.outline.workspace_paths import WorkspacePaths
 from live_memory.testing.scripted_provider import ScriptedProvider, text_response
-from tests.test_agent_loop import loop_for
+from tests.engine.test_agent_loop import loop_for
 
 STORE = '"""Keeps the store: a snapshot per workspace."""\n\n\ndef load():\n    return 1\n'
 FILES = {

@@ -8,7 +8,7 @@ from live_memory.core import prompts
 from live_memory.memory.context_window import ContextWindow
 from live_memory.memory.kept_answer import kept_answer
 from live_memory.testing.scripted_provider import ScriptedProvider, text_response
-from tests.test_agent_loop import loop_for
+from tests.engine.test_agent_loop import loop_for
 
 LEAD = "`Cache` is in app/cache.py:10-40; `evict` in app/cache.py:42-60."
 DETAIL = [

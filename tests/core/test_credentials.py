@@ -37,7 +37,7 @@ ORDINARY = [
     "Cart totals are computed in cents in src/cart.py:40-58.",
     "`password = request.POST['password']` in views.py reads the form field",
     "check_password(user, password) in auth.py compares bcrypt hashes",
-    "test_a_store_that_never_answers_holds_no_answer_and_its_queue_drains is in tests/test_team_sync.py",
+    "test_a_store_that_never_answers_holds_no_answer_and_its_queue_drains is in tests/team/test_sync.py",
     "the empty file's sha256 is e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
     "git@github.com:Org/App.git and https://github.com/org/app name one repository",
     "ThisIsAVeryLongPascalCaseIdentifierName1 lives in models.py",

@@ -13,7 +13,7 @@ from live_memory.constants import CARD_PARSE_MAX_BYTES, CARD_SIGNATURE_MAX_CHARS
 from live_memory.outline.card_syntax import grammar_available
 from live_memory.outline.cards import Definition, FileCard, build_card, language_for
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 _PYTHON = '''\
 """A module."""
