@@ -40,7 +40,7 @@ from live_memory.outline.symbol_lines import definition_lines, mentioned, search
 
 __all__ = ["FileRecord", "Stamp", "SymbolStore", "build_path", "index_file", "read_file", "record_of"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: files_paths, the narrow index a definition lookup reads paths from
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(
@@ -54,6 +54,9 @@ CREATE TABLE files(
     doc INTEGER NOT NULL
 );
 CREATE INDEX files_by_doc ON files(doc);
+-- A file's path by its id, apart from its wide row (card, words): a name defined in thousands of files reads
+-- their paths from this small index, not from thousands of the table's pages.
+CREATE INDEX files_paths ON files(id, path);
 CREATE TABLE lines(word TEXT NOT NULL, file INTEGER NOT NULL, line INTEGER NOT NULL, flags INTEGER NOT NULL,
     PRIMARY KEY (word, file, line)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE mentions USING fts5(words, content='', detail=none,
@@ -234,7 +237,10 @@ class SymbolStore:
 
     def definition_lines(self, word: str) -> list[tuple[str, int, int]]:
         """(path, line, flags) of every line that looks like a definition of `word`, by path and line."""
-        query = "SELECT f.path, l.line, l.flags FROM lines l JOIN files f ON f.id = l.file WHERE l.word = ?"
+        query = (
+            "SELECT f.path, l.line, l.flags FROM lines l JOIN files f INDEXED BY files_paths ON f.id = l.file"
+            " WHERE l.word = ?"
+        )
         found: list[tuple[str, int, int]] = self._db.execute(query, (word,)).fetchall()
         found.sort()
         return found

@@ -392,7 +392,7 @@ def _examine(
         for line in lines
         if line.path in shown
         and (line.path not in cards or (cards[line.path].approximate and (line.path, line.number) not in covered))
-        and (language_for(line.path) == "markdown" or not line.comment)  # a comment, not a heading
+        and (not line.comment or language_for(line.path) == "markdown")  # a comment, not a heading
     ]
 
 
