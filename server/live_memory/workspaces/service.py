@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
 from collections import OrderedDict
@@ -192,10 +191,6 @@ class WorkspaceService:
             if not state.loaded:
                 team_wait_s = C.TEAM_LOAD_WAIT_S if self.team is not None else 0.0
                 scanned = await load_workspace(state, self.store, settings, team_wait_s=team_wait_s)
-                # What a load builds lives as long as the workspace (at 55,000 files, its paths and tree): the
-                # cyclic collector's full passes over it paused a question about 50 ms at random. Frozen, it is
-                # left out of them; reference counting still frees it when the workspace goes.
-                gc.freeze()
                 if scanned is not None and self._tasks is not None:  # kept for the next start, in the background
                     answered = self._answered.setdefault(tools.root, asyncio.Event())
                     self._tasks.start_soon(keep_tree, scanned, answered, name=f"live-memory tree of {state.tree_root}")
