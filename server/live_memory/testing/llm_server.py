@@ -56,29 +56,43 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import http
-import json
 import logging
-import math
 import socket
 import threading
 import time
-import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
-import pydantic
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from live_memory.providers.profiles import EXPLICIT_CACHE, Protocol
 from live_memory.testing import gemini_wire, responses_wire
+from live_memory.testing.llm_replies import (
+    RecordedRequest,
+    Reply,
+    ToolCall,
+    WireProtocol,
+    request_object,
+)
+from live_memory.testing.llm_wire import (
+    DropResponse,
+    RawChannels,
+    anthropic_error,
+    anthropic_message,
+    anthropic_stream,
+    error_response,
+    fit_answer,
+    openai_completion,
+    openai_error,
+    openai_stream,
+    req_id,
+)
 from live_memory.testing.prompt_blocks import (
     CHARS_PER_TOKEN,
     MEMO_LIMIT,
@@ -88,7 +102,6 @@ from live_memory.testing.prompt_blocks import (
     content_text,
     count_tokens,
     openai_prompt,
-    sorted_json,
 )
 from live_memory.testing.prompt_cache import CACHE_RULES, CacheOutcome, CacheRules, PromptCache
 from live_memory.testing.quick_server import QuickServer
@@ -106,290 +119,12 @@ __all__ = [
 MAX_CACHE_BREAKPOINTS = EXPLICIT_CACHE.max_breakpoints
 DEFAULT_CONTEXT_LIMIT = {"anthropic": 200_000, "openai": 128_000}
 STALL_POLL_S = 0.01
+HINT_PREFIX = "## Budgets"  # Live Memory's per-question hint (see last_user_text)
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 STOP_GRACE_S = 3.0  # in-flight responses get this long at a stop; stalled ones are then cut
 
-# The service's protocols, and the wires only other agents' CLIs speak (their modules, below).
-WireProtocol = Protocol | Literal["gemini"]
-ReplyKind = Literal["text", "error", "prompt_too_long", "stall", "drop"]
-
-_ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    402: "billing_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    529: "overloaded_error",
-}
-_OPENAI_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "invalid_request_error",
-    429: "rate_limit_error",
-}
-_TO_OPENAI_STOP = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "tool_use": "tool_calls",
-}
-_TO_ANTHROPIC_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
-_RAW_SEND_KEY = "fake_llm.raw_send"
-_RAW_RECEIVE_KEY = "fake_llm.raw_receive"
-
 logger = logging.getLogger(__name__)
-
-
-HINT_PREFIX = "## Budgets"  # Live Memory's per-question hint (see last_user_text)
-
-# --------------------------------------------------------------------------------------------------- replies
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call of a scripted reply."""
-
-    name: str
-    input: dict[str, Any]
-    call_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What the fake answers to one model request. Build it with the classmethods."""
-
-    kind: ReplyKind
-    content: str = ""
-    calls: tuple[ToolCall, ...] = ()
-    stop_reason: str | None = None
-    output_tokens: int | None = None
-    drop_after_chars: int | None = None
-    status: int = 200
-    message: str = ""
-    error_type: str | None = None
-    error_code: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
-    limit_tokens: int | None = None
-    release: threading.Event | None = None
-    stall_seconds: float = 30.0
-    then: Reply | None = None
-
-    def produced_tokens(self) -> int:
-        """The output tokens this reply is billed: as scripted, else counted from its text and tool calls."""
-        if self.output_tokens is not None:
-            return self.output_tokens
-        return count_tokens(self.content + "".join(call.name + sorted_json(call.input) for call in self.calls))
-
-    @classmethod
-    def text(
-        cls,
-        text: str,
-        *,
-        stop_reason: str | None = None,
-        output_tokens: int | None = None,
-        drop_after_chars: int | None = None,
-    ) -> Reply:
-        """A text answer. ``stop_reason`` defaults to "end_turn" / "stop" (either vocabulary is translated to
-        the endpoint's). ``drop_after_chars``: when streaming, close the connection after that many characters
-        of text (after all of it, before the end of the message, when the text is shorter); when not
-        streaming, close it without a response."""
-        return cls(
-            kind="text",
-            content=text,
-            stop_reason=stop_reason,
-            output_tokens=output_tokens,
-            drop_after_chars=drop_after_chars,
-        )
-
-    @classmethod
-    def tool_call(cls, name: str, input: dict[str, Any], *, text: str = "", call_id: str | None = None) -> Reply:
-        """One tool call (``tool_use`` block / ``tool_calls`` entry), optionally preceded by text."""
-        return cls(kind="text", content=text, calls=(ToolCall(name, dict(input), call_id),))
-
-    @classmethod
-    def tool_calls(cls, calls: list[tuple[str, dict[str, Any]]], *, text: str = "") -> Reply:
-        """Several parallel tool calls, optionally preceded by text."""
-        return cls(kind="text", content=text, calls=tuple(ToolCall(name, dict(args)) for name, args in calls))
-
-    @classmethod
-    def error(
-        cls,
-        status: int,
-        message: str = "",
-        *,
-        error_type: str | None = None,
-        headers: dict[str, str] | None = None,
-        code: str | None = None,
-    ) -> Reply:
-        """An HTTP error in the endpoint's error shape. ``code`` is the OpenAI ``error.code`` and, on the
-        Anthropic endpoint, ``error.details.error_code``."""
-        return cls(
-            kind="error",
-            status=status,
-            message=message,
-            error_type=error_type,
-            error_code=code,
-            headers=tuple((headers or {}).items()),
-        )
-
-    @classmethod
-    def prompt_too_long(cls, *, limit_tokens: int | None = None) -> Reply:
-        """The provider's context-overflow 400, with the prompt's real token count N. The stated limit is
-        ``limit_tokens``, else the fake's ``context_limit_tokens``, else 200k (Anthropic) / 128k (OpenAI),
-        capped at N - 1 so the message always reads as an overflow."""
-        return cls(kind="prompt_too_long", status=400, limit_tokens=limit_tokens)
-
-    @classmethod
-    def stall(
-        cls, release: threading.Event | None = None, *, seconds: float = 30.0, then: Reply | None = None
-    ) -> Reply:
-        """Hold the request open until ``release`` is set, ``seconds`` pass or the fake stops, then answer
-        with ``then`` (default: ``Reply.text("stalled answer")``)."""
-        return cls(kind="stall", release=release, stall_seconds=seconds, then=then)
-
-    @classmethod
-    def drop(cls) -> Reply:
-        """Close the TCP connection without any HTTP response."""
-        return cls(kind="drop")
-
-
-@dataclass
-class RecordedRequest:
-    """One model request as the fake received it.
-
-    The body is kept as the bytes received (``raw_body``) and parsed when :attr:`body` is first read: a test
-    reads a few requests of a run, and keeping every parsed body alive would make the collector walk all of
-    them again and again as a long conversation goes on."""
-
-    protocol: WireProtocol
-    path: str
-    headers: dict[str, str]
-    raw_body: bytes
-    stream: bool
-    usage: dict[str, Any] | None
-    prompt_tokens: int
-    received_at: float
-    reply: Reply | None = None  # the reply the fake chose (after automatic errors, script and responder)
-    query: str = ""  # the raw query string, e.g. "beta=true"
-    _parsed: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
-
-    @property
-    def body(self) -> dict[str, Any]:
-        """The parsed JSON body (``{}`` when it was not a JSON object); parsed once, then the same dict."""
-        parsed = self._parsed
-        if parsed is None:
-            with _PARSE_LOCK:  # two threads reading it first get the same dict
-                parsed = self._parsed
-                if parsed is None:
-                    parsed = self._parsed = _json_object(self.raw_body) or {}
-        return parsed
-
-
-_PARSE_LOCK = threading.Lock()
-
-
-# -------------------------------------------------------------------------------------------------- responses
-
-
-def _new_id(prefix: str) -> str:
-    return prefix + uuid.uuid4().hex[:24]
-
-
-def _sse(event: str | None, data: object) -> bytes:
-    payload = data if isinstance(data, str) else json.dumps(data)
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {payload}\n\n".encode()
-
-
-def _split(text: str, pieces: int = 4) -> list[str]:
-    if not text:
-        return []
-    size = max(1, math.ceil(len(text) / pieces))
-    return [text[start : start + size] for start in range(0, len(text), size)]
-
-
-def _transport_of(scope: Scope) -> asyncio.BaseTransport | None:
-    raw_send = scope.get(_RAW_SEND_KEY)
-    cycle = getattr(raw_send, "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    return cast("asyncio.BaseTransport | None", transport)
-
-
-async def _drop_connection(scope: Scope) -> None:
-    """Close the TCP connection under this request (bytes already written are flushed first), then wait for
-    the server to notice, so that it neither answers 500 nor logs an incomplete response."""
-    transport = _transport_of(scope)
-    if transport is None:
-        raise RuntimeError("FakeLLM can only drop connections when served by uvicorn's h11 protocol")
-    transport.close()
-    raw_receive = cast("Receive | None", scope.get(_RAW_RECEIVE_KEY))
-    if raw_receive is None:
-        return
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(2.0):
-            while (await raw_receive())["type"] != "http.disconnect":
-                pass
-
-
-class _DropResponse(Response):
-    def __init__(self) -> None:
-        super().__init__(status_code=200)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await _drop_connection(scope)
-
-
-_DROP = None  # marker inside an event list: drop the connection here
-
-
-class _EventStreamResponse(Response):
-    """Server-sent events, optionally cut short by a connection drop (a ``None`` item)."""
-
-    media_type = "text/event-stream"
-
-    def __init__(self, events: Sequence[bytes | None], headers: dict[str, str]) -> None:
-        super().__init__(status_code=200, headers={"cache-control": "no-cache", **headers})
-        self.raw_headers = [(key, value) for key, value in self.raw_headers if key != b"content-length"]
-        self.events = events
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        for item in self.events:
-            if item is _DROP:
-                await _drop_connection(scope)
-                return
-            await send({"type": "http.response.body", "body": item, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-class _RawChannels:
-    """Outermost ASGI layer: keeps the server's own send/receive in the scope so a handler can drop the
-    connection underneath Starlette."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            scope[_RAW_SEND_KEY] = send
-            scope[_RAW_RECEIVE_KEY] = receive
-        await self.app(scope, receive, send)
-
-
-@dataclass(frozen=True)
-class _Answer:
-    """A resolved text/tool answer, already fitted to max_tokens."""
-
-    text: str
-    calls: tuple[tuple[str, ToolCall], ...]  # (id, call)
-    stop_reason: str
-    output_tokens: int
-    drop_after_chars: int | None
 
 
 # ------------------------------------------------------------------------------------------------------ fake
@@ -436,7 +171,7 @@ class FakeLLM:
         self._server: QuickServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._port: int | None = None
-        self.app: ASGIApp = _RawChannels(self._build_app())
+        self.app: ASGIApp = RawChannels(self._build_app())
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -587,7 +322,7 @@ class FakeLLM:
         )
 
     async def _not_found(self, request: Request) -> Response:
-        return _anthropic_error(404, None, f"FakeLLM has no route {request.method} {request.url.path}")
+        return anthropic_error(404, None, f"FakeLLM has no route {request.method} {request.url.path}")
 
     def _model_entry(self, model_id: str) -> dict[str, Any]:
         return {
@@ -617,9 +352,9 @@ class FakeLLM:
     async def _count_tokens(self, request: Request) -> Response:
         with self._lock:
             self.other_requests.append((request.method, request.url.path))
-        body = _request_object(await request.body())
+        body = request_object(await request.body())
         if body is None:
-            return _anthropic_error(400, None, "request body is not a JSON object")
+            return anthropic_error(400, None, "request body is not a JSON object")
         prompt, _ = anthropic_prompt(body, self._memo)
         return JSONResponse({"input_tokens": prompt.total})
 
@@ -662,14 +397,14 @@ class FakeLLM:
 
     async def _model_request(self, request: Request, protocol: Protocol) -> Response:
         raw = await request.body()
-        body = _request_object(raw)  # this request's own parse: the record parses again only if it is read
+        body = request_object(raw)  # this request's own parse: the record parses again only if it is read
         headers = {key.lower(): value for key, value in request.headers.items()}
         if body is None:
             record = RecordedRequest(
                 protocol, request.url.path, headers, raw, False, None, 0, self.clock(), query=request.url.query
             )
             self._append(record)
-            return _error_response(protocol, Reply.error(400, "request body is not a JSON object"))
+            return error_response(protocol, Reply.error(400, "request body is not a JSON object"))
         if protocol == "anthropic":
             prompt, breakpoints = anthropic_prompt(body, self._memo)
         else:
@@ -761,31 +496,31 @@ class FakeLLM:
     ) -> Response:
         response: Response
         if reply.kind == "drop" or (reply.kind == "text" and reply.drop_after_chars is not None and not record.stream):
-            response = _DropResponse()
+            response = DropResponse()
         elif reply.kind == "error":
-            response = _error_response(protocol, reply)
+            response = error_response(protocol, reply)
         elif reply.kind == "prompt_too_long":
             response = self._prompt_too_long(protocol, prompt, reply)
         else:
-            answer = _fit_answer(protocol, reply, body)
+            answer = fit_answer(protocol, reply, body)
             model = str(body.get("model") or self.model)
             with self._lock:
                 outcome = self._simulate_cache(protocol, prompt, model, seq)
             if protocol == "anthropic":
                 record.usage = outcome.anthropic_usage(prompt.total, answer.output_tokens)
                 if record.stream:
-                    response = _anthropic_stream(model, answer, record.usage)
+                    response = anthropic_stream(model, answer, record.usage)
                 else:
-                    response = JSONResponse(_anthropic_message(model, answer, record.usage), headers=_req_id())
+                    response = JSONResponse(anthropic_message(model, answer, record.usage), headers=req_id())
             else:
                 deepseek = self.cache_rules == "deepseek"
                 record.usage = outcome.openai_usage(prompt.total, answer.output_tokens, deepseek_fields=deepseek)
                 if record.stream:
                     options = body.get("stream_options")
                     include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-                    response = _openai_stream(model, answer, record.usage if include_usage else None)
+                    response = openai_stream(model, answer, record.usage if include_usage else None)
                 else:
-                    response = JSONResponse(_openai_completion(model, answer, record.usage), headers=_req_id())
+                    response = JSONResponse(openai_completion(model, answer, record.usage), headers=req_id())
         if not appended:
             self._append(record)
         return response
@@ -796,12 +531,12 @@ class FakeLLM:
         limit = max(0, min(limit, tokens - 1))
         if protocol == "anthropic":
             message = f"prompt is too long: {tokens} tokens > {limit} maximum"
-            return _error_response(protocol, Reply.error(400, message, error_type="invalid_request_error"))
+            return error_response(protocol, Reply.error(400, message, error_type="invalid_request_error"))
         message = (
             f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
             f"{tokens} tokens. Please reduce the length of the messages."
         )
-        return _openai_error(
+        return openai_error(
             400,
             error_type="invalid_request_error",
             message=message,
@@ -819,279 +554,6 @@ class FakeLLM:
         cache.rules, cache.ttl_s = self.cache_rules, self.cache_ttl_s
         cache.min_cacheable_tokens = self.min_cacheable_tokens
         return cache.process(prompt, model, protocol=protocol, seq=seq, now=self.clock())
-
-
-# --------------------------------------------------------------------------------------------- wire helpers
-
-
-def _json_object(raw: bytes) -> dict[str, Any] | None:
-    try:
-        body = json.loads(raw or b"null")
-    except ValueError:
-        return None
-    return cast("dict[str, Any]", body) if isinstance(body, dict) else None
-
-
-_ANY_JSON: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Any)  # pydantic's own JSON parser, no model
-
-
-def _request_object(raw: bytes) -> dict[str, Any] | None:
-    """What _json_object gives, faster: pydantic's parser takes well under half the time of json.loads on a
-    long conversation and gives the same values; whatever it rejects (json.loads also accepts lone
-    surrogates, a BOM, UTF-16, deeper nesting) goes to json.loads, so the outcome is the same."""
-    try:
-        body = _ANY_JSON.validate_json(raw)
-    except ValueError:
-        return _json_object(raw)
-    return cast("dict[str, Any]", body) if isinstance(body, dict) else None
-
-
-def _req_id() -> dict[str, str]:
-    request_id = _new_id("req_")
-    return {"request-id": request_id, "x-request-id": request_id}
-
-
-def _anthropic_error(
-    status: int, error_type: str | None, message: str, headers: Iterable[tuple[str, str]] = ()
-) -> Response:
-    request_id = _new_id("req_")
-    body = {
-        "type": "error",
-        "error": {"type": error_type or _ANTHROPIC_ERROR_TYPES.get(status, "api_error"), "message": message},
-        "request_id": request_id,
-    }
-    return JSONResponse(body, status_code=status, headers={"request-id": request_id, **dict(headers)})
-
-
-def _openai_error(
-    status: int,
-    *,
-    error_type: str | None,
-    message: str,
-    code: str | None,
-    headers: dict[str, str],
-    param: str | None = None,
-) -> Response:
-    default_type = _OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    body = {"error": {"message": message, "type": error_type or default_type, "param": param, "code": code}}
-    return JSONResponse(body, status_code=status, headers={"x-request-id": _new_id("req_"), **headers})
-
-
-def _error_response(protocol: Protocol, reply: Reply) -> Response:
-    message = reply.message or _reason(reply.status)
-    if protocol == "anthropic":
-        response = _anthropic_error(reply.status, reply.error_type, message, reply.headers)
-        if reply.error_code is not None:
-            payload = json.loads(bytes(response.body))
-            payload["error"]["details"] = {"error_code": reply.error_code}
-            return JSONResponse(payload, status_code=reply.status, headers=dict(response.headers))
-        return response
-    return _openai_error(
-        reply.status,
-        error_type=reply.error_type,
-        message=message,
-        code=reply.error_code,
-        headers=dict(reply.headers),
-    )
-
-
-def _reason(status: int) -> str:
-    try:
-        return http.HTTPStatus(status).phrase
-    except ValueError:
-        return "Overloaded" if status == 529 else f"HTTP {status}"
-
-
-def _fit_answer(protocol: Protocol, reply: Reply, body: dict[str, Any]) -> _Answer:
-    """Apply max_tokens (0 → empty answer; text longer than max_tokens*4 chars → truncated) and defaults."""
-    prefix = "toolu_" if protocol == "anthropic" else "call_"
-    calls = tuple((call.call_id or _new_id(prefix), call) for call in reply.calls)
-    text = reply.content
-    if protocol == "anthropic":
-        limit = body.get("max_tokens")
-    else:
-        limit = body.get("max_completion_tokens")
-        if limit is None:
-            limit = body.get("max_tokens")
-    if isinstance(limit, int) and not isinstance(limit, bool) and (limit <= 0 or len(text) > limit * CHARS_PER_TOKEN):
-        limit = max(0, limit)
-        text = text[: limit * CHARS_PER_TOKEN]
-        stop = "max_tokens" if protocol == "anthropic" else "length"
-        return _Answer(text, (), stop, limit, reply.drop_after_chars)
-    if reply.stop_reason is not None:
-        table = _TO_ANTHROPIC_STOP if protocol == "anthropic" else _TO_OPENAI_STOP
-        stop = table.get(reply.stop_reason, reply.stop_reason)
-    elif calls:
-        stop = "tool_use" if protocol == "anthropic" else "tool_calls"
-    else:
-        stop = "end_turn" if protocol == "anthropic" else "stop"
-    output_tokens = reply.output_tokens
-    if output_tokens is None:
-        produced = text + "".join(call.name + sorted_json(call.input) for _, call in calls)
-        output_tokens = count_tokens(produced)
-    return _Answer(text, calls, stop, output_tokens, reply.drop_after_chars)
-
-
-def _anthropic_content(answer: _Answer) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = []
-    truncated_to_nothing = not answer.text and answer.stop_reason == "max_tokens"
-    if (answer.text or not answer.calls) and not truncated_to_nothing:
-        content.append({"type": "text", "text": answer.text})
-    for call_id, call in answer.calls:
-        content.append({"type": "tool_use", "id": call_id, "name": call.name, "input": call.input})
-    return content
-
-
-def _anthropic_message(model: str, answer: _Answer, usage: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": _new_id("msg_"),
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": _anthropic_content(answer),
-        "stop_reason": answer.stop_reason,
-        "stop_sequence": None,
-        "usage": usage,
-    }
-
-
-def _text_pieces(text: str, drop_after: int | None) -> tuple[list[str], bool]:
-    """Text chunks to stream, and whether the connection drops right after them."""
-    if drop_after is None:
-        return _split(text), False
-    return _split(text[: max(0, drop_after)]), True
-
-
-def _anthropic_event(event_type: str, **fields: Any) -> bytes:
-    return _sse(event_type, {"type": event_type, **fields})
-
-
-def _anthropic_stream(model: str, answer: _Answer, usage: dict[str, Any]) -> Response:
-    start_usage = {**usage, "output_tokens": min(1, usage["output_tokens"])}
-    message: dict[str, Any] = {
-        "id": _new_id("msg_"),
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": start_usage,
-    }
-    events: list[bytes | None] = [
-        _anthropic_event("message_start", message=message),
-        _anthropic_event("ping"),
-    ]
-    for index, block in enumerate(_anthropic_content(answer)):
-        if block["type"] == "text":
-            events.append(
-                _anthropic_event("content_block_start", index=index, content_block={"type": "text", "text": ""})
-            )
-            pieces, drop = _text_pieces(block["text"], answer.drop_after_chars)
-            events.extend(
-                _anthropic_event("content_block_delta", index=index, delta={"type": "text_delta", "text": piece})
-                for piece in pieces
-            )
-            if drop:
-                events.append(_DROP)
-                return _EventStreamResponse(events, _req_id())
-        else:
-            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            events.append(_anthropic_event("content_block_start", index=index, content_block=start))
-            events.extend(
-                _anthropic_event(
-                    "content_block_delta",
-                    index=index,
-                    delta={"type": "input_json_delta", "partial_json": piece},
-                )
-                for piece in _split(json.dumps(block["input"]))
-            )
-        events.append(_anthropic_event("content_block_stop", index=index))
-    if answer.drop_after_chars is not None:
-        events.append(_DROP)
-        return _EventStreamResponse(events, _req_id())
-    final_usage = {key: value for key, value in usage.items() if key not in ("cache_creation", "service_tier")}
-    delta = {"stop_reason": answer.stop_reason, "stop_sequence": None}
-    events.append(_anthropic_event("message_delta", delta=delta, usage=final_usage))
-    events.append(_anthropic_event("message_stop"))
-    return _EventStreamResponse(events, _req_id())
-
-
-def _openai_tool_calls(answer: _Answer) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": call_id,
-            "type": "function",
-            "function": {"name": call.name, "arguments": json.dumps(call.input)},
-        }
-        for call_id, call in answer.calls
-    ]
-
-
-def _openai_completion(model: str, answer: _Answer, usage: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": answer.text if answer.text or not answer.calls else None,
-        "refusal": None,
-    }
-    if answer.calls:
-        message["tool_calls"] = _openai_tool_calls(answer)
-    return {
-        "id": _new_id("chatcmpl-"),
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": answer.stop_reason, "logprobs": None}],
-        "usage": usage,
-    }
-
-
-def _openai_stream(model: str, answer: _Answer, usage: dict[str, Any] | None) -> Response:
-    completion_id = _new_id("chatcmpl-")
-    created = int(time.time())
-
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        payload: dict[str, Any] = {
-            "id": completion_id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
-        }
-        if usage is not None:
-            payload["usage"] = None
-        return _sse(None, payload)
-
-    has_text = bool(answer.text) or not answer.calls
-    events: list[bytes | None] = [chunk({"role": "assistant", "content": "" if has_text else None})]
-    pieces, drop = _text_pieces(answer.text, answer.drop_after_chars)
-    events.extend(chunk({"content": piece}) for piece in pieces)
-    if drop:
-        events.append(_DROP)
-        return _EventStreamResponse(events, _req_id())
-    for index, (call_id, call) in enumerate(answer.calls):
-        head = {
-            "index": index,
-            "id": call_id,
-            "type": "function",
-            "function": {"name": call.name, "arguments": ""},
-        }
-        events.append(chunk({"tool_calls": [head]}))
-        for piece in _split(json.dumps(call.input)):
-            events.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
-    events.append(chunk({}, answer.stop_reason))
-    if usage is not None:
-        tail = {
-            "id": completion_id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [],
-            "usage": usage,
-        }
-        events.append(_sse(None, tail))
-    events.append(_sse(None, "[DONE]"))
-    return _EventStreamResponse(events, _req_id())
 
 
 # ------------------------------------------------------------------------------------------------------- CLI

@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from live_memory.testing.prompt_blocks import count_tokens
 
 if TYPE_CHECKING:
-    from live_memory.testing.llm_server import RecordedRequest, Reply
+    from live_memory.testing.llm_replies import RecordedRequest, Reply
 
 PATHS = ("/v1/responses", "/responses")
 
